@@ -1,0 +1,1 @@
+"""mau.datasets."""

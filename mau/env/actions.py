@@ -1,0 +1,100 @@
+"""Structured actions. An action is data (a kind and a few fields), never code; the world runs it as a small
+program over ticks until it is done, fails, is interrupted by a meeting, or times out.
+
+Roam actions: goto, follow, flee, mission, fake_mission, kill, report, button, wait, look_around.
+Meeting actions: speak (text, or none to pass), vote (a player's name or "skip").
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+ROAM_KINDS = ("goto", "follow", "flee", "mission", "fake_mission", "kill", "report", "button", "wait", "look_around")
+MEETING_KINDS = ("speak", "vote")
+KINDS = ROAM_KINDS + MEETING_KINDS
+
+# Action statuses (the result an agent sees at its next decision point).
+RUNNING = "running"
+DONE = "done"
+FAILED = "failed"
+TIMED_OUT = "timed_out"
+INTERRUPTED = "interrupted"  # by a meeting
+REPLACED = "replaced"  # a new action was chosen first
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """One structured action. ``target`` is a player name (follow, flee, kill, report's body, vote), a room
+    name or ``"button"`` (goto); ``station`` a station index; ``point`` an (x, z) position."""
+
+    kind: str
+    target: str | None = None
+    station: int | None = None
+    point: tuple[float, float] | None = None
+    ticks: int | None = None
+    text: str | None = None
+    narration: str | None = None  # an imposter's private note of intent: logged, never shown to others
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+@dataclass(slots=True)
+class ActionRun:
+    """A running action: its program state. Plain data, so snapshots copy it exactly."""
+
+    action: Action
+    start_tick: int
+    status: str = RUNNING
+    reason: str = ""
+    stage: str = "travel"  # travel -> (press | strike | hold | turn) -> end
+    stage_tick: int = 0
+    path: list[tuple[float, float]] = field(default_factory=list)
+    path_goal: tuple[float, float] | None = None
+    turned: float = 0.0
+
+
+def goto(target: str | None = None, *, station: int | None = None, point: tuple[float, float] | None = None) -> Action:
+    return Action("goto", target=target, station=station, point=point)
+
+
+def parse_action(data: dict[str, Any] | Action) -> Action:
+    """Build an action from a dict (e.g. a model's parsed answer); raises ValueError naming the bad field."""
+    if isinstance(data, Action):
+        return data
+    if not isinstance(data, dict):
+        raise ValueError(f"action: expected an object with a 'kind', got {type(data).__name__}")
+    unknown = set(data) - {"kind", "target", "station", "point", "ticks", "text", "narration"}
+    if unknown:
+        raise ValueError(f"action: unknown field {sorted(unknown)[0]!r}; fields are kind, target, station, point, ticks, text")
+    kind = data.get("kind")
+    if kind not in KINDS:
+        raise ValueError(f"action.kind: {kind!r} is not one of {', '.join(KINDS)}")
+    target = data.get("target")
+    if target is not None and not isinstance(target, str):
+        raise ValueError("action.target: must be a name (string)")
+    station = data.get("station")
+    if station is not None and (not isinstance(station, int) or isinstance(station, bool)):
+        raise ValueError("action.station: must be a station index (integer)")
+    point = data.get("point")
+    if point is not None:
+        if not (isinstance(point, (list, tuple)) and len(point) == 2 and all(isinstance(v, (int, float)) for v in point)):
+            raise ValueError("action.point: must be [x, z]")
+        point = (float(point[0]), float(point[1]))
+    ticks = data.get("ticks")
+    if ticks is not None and (not isinstance(ticks, int) or ticks < 0):
+        raise ValueError("action.ticks: must be a non-negative integer")
+    text = data.get("text")
+    if text is not None and not isinstance(text, str):
+        raise ValueError("action.text: must be a string")
+    narration = data.get("narration")
+    if narration is not None and not isinstance(narration, str):
+        raise ValueError("action.narration: must be a string")
+    needs = {"follow": "target", "flee": "target", "kill": "target", "vote": "target",
+             "mission": "station", "fake_mission": "station"}
+    if kind in needs and data.get(needs[kind]) is None:
+        raise ValueError(f"action.{needs[kind]}: a {kind} action needs one")
+    if kind == "goto" and target is None and station is None and point is None:
+        raise ValueError("action: goto needs a target (room, player or 'button'), a station or a point")
+    return Action(kind, target, station, point, ticks, text, narration)

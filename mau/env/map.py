@@ -1,0 +1,373 @@
+"""The map as data: loading, validation and the compiled geometry (floor grid, rooms, doorways, navigation).
+
+A map file (YAML, see ``docs/game.md``) lists rooms and corridors as axis-aligned rectangles of floor blocks.
+Everything else is wall. Because every region is a convex rectangle, a straight line between two points of
+one region never crosses a wall; navigation therefore only needs the doorways (shared edges) between regions.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+
+from mau.errors import ConfigError
+
+MAP_FORMAT_VERSION = 1
+MAPS_DIR = Path(__file__).parent / "maps"
+
+Rect = tuple[int, int, int, int]  # x0, x1, z0, z1 (inclusive block coordinates)
+RGB = tuple[int, int, int]
+
+
+def _check_rect(rect: list[int]) -> list[int]:
+    if len(rect) != 4:
+        raise ValueError("a rect is [x0, x1, z0, z1]")
+    x0, x1, z0, z1 = rect
+    if x1 < x0 or z1 < z0:
+        raise ValueError(f"rect {rect} is empty: write it as [x0, x1, z0, z1] with x0 <= x1 and z0 <= z1")
+    return rect
+
+
+class RoomSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    rect: list[int]
+    floor_color: list[int] = [128, 128, 128]
+    wall_color: list[int] = [180, 180, 180]
+
+    _v = field_validator("rect")(classmethod(lambda cls, v: _check_rect(v)))
+
+
+class CorridorSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    rects: list[list[int]]
+
+    @field_validator("rects")
+    @classmethod
+    def _rects(cls, v: list[list[int]]) -> list[list[int]]:
+        if not v:
+            raise ValueError("a corridor needs at least one rect")
+        return [_check_rect(r) for r in v]
+
+
+class MapSpec(BaseModel):
+    """The map file, validated. Field names are the YAML keys."""
+
+    model_config = ConfigDict(extra="forbid")
+    format_version: int
+    name: str
+    floor_y: int = 65
+    wall_height: int = 3
+    spawn_room: str
+    button: list[int]
+    rooms: list[RoomSpec]
+    corridors: list[CorridorSpec] = []
+    corridor_floor_color: list[int] = [120, 120, 125]
+    corridor_wall_color: list[int] = [165, 165, 170]
+    stations: list[list[int]]
+
+    @field_validator("format_version")
+    @classmethod
+    def _version(cls, v: int) -> int:
+        if v != MAP_FORMAT_VERSION:
+            raise ValueError(f"map format {v} is unknown; this mau reads format {MAP_FORMAT_VERSION} (see docs/game.md)")
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "MapSpec":
+        names = [r.name for r in self.rooms]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"rooms: duplicate room name {dup[0]!r}; give every room its own name")
+        if self.spawn_room not in names:
+            raise ValueError(f"spawn_room: {self.spawn_room!r} is not a room; use one of {names}")
+        return self
+
+
+@dataclass(frozen=True)
+class Region:
+    """One floor rectangle: a room or a piece of a corridor."""
+
+    index: int
+    name: str  # room name, or "corridor <name>"
+    room: str | None  # the room's name; None for corridors
+    rect: Rect
+    floor_rgb: RGB
+    wall_rgb: RGB
+
+    def contains(self, x: float, z: float) -> bool:
+        x0, x1, z0, z1 = self.rect
+        return x0 <= x < x1 + 1 and z0 <= z < z1 + 1
+
+
+@dataclass(frozen=True)
+class Portal:
+    """A doorway: the shared edge of two regions; ``point`` is its midpoint."""
+
+    a: int
+    b: int
+    point: tuple[float, float]
+
+
+class GameMap:
+    """The compiled map: grids for fast lookups, doorways, and all-pairs doorway distances for navigation."""
+
+    def __init__(self, spec: MapSpec, source: str = "<memory>"):
+        self.spec = spec
+        self.source = source
+        self.name = spec.name
+        self.floor_y = spec.floor_y
+        self.wall_height = spec.wall_height
+        regions: list[Region] = []
+        for room in spec.rooms:
+            regions.append(Region(len(regions), room.name, room.name, tuple(room.rect), _rgb(room.floor_color),
+                                  _rgb(room.wall_color)))
+        for corridor in spec.corridors:
+            for rect in corridor.rects:
+                regions.append(Region(len(regions), f"corridor {corridor.name}", None, tuple(rect),
+                                      _rgb(spec.corridor_floor_color), _rgb(spec.corridor_wall_color)))
+        self.regions = regions
+        self.room_names = [r.name for r in spec.rooms]
+        xs = [v for r in regions for v in r.rect[:2]]
+        zs = [v for r in regions for v in r.rect[2:]]
+        # One block of wall around everything, so rays and lookups never leave the grid.
+        self.origin = (min(xs) - 2, min(zs) - 2)
+        self.size = (max(xs) - min(xs) + 5, max(zs) - min(zs) + 5)
+        self.region_grid = np.full(self.size, -1, dtype=np.int16)
+        for r in regions:
+            x0, x1, z0, z1 = r.rect
+            sub = self.region_grid[x0 - self.origin[0]: x1 - self.origin[0] + 1, z0 - self.origin[1]: z1 - self.origin[1] + 1]
+            if (sub >= 0).any():
+                other = regions[int(sub[sub >= 0][0])].name
+                raise ConfigError(f"map {source}: {r.name} overlaps {other}; rectangles must not share blocks")
+            sub[...] = r.index
+        self.floor = self.region_grid >= 0
+        # Flat copies for the hot path (pure-Python indexing is faster on lists than on numpy scalars).
+        self._sz = self.size[1]
+        self._region_flat: list[int] = self.region_grid.ravel().tolist()
+        self.portals = self._find_portals()
+        self._check_connected()
+        self.stations: list[tuple[float, float]] = []
+        self.station_rooms: list[str] = []
+        for i, (sx, sz) in enumerate(spec.stations):
+            self.stations.append((sx + 0.5, sz + 0.5))
+            room = self.room_at(sx + 0.5, sz + 0.5)
+            if room is None:
+                raise ConfigError(f"map {source}: stations[{i}] = {[sx, sz]} is not inside a room; move it onto a room's floor")
+            self.station_rooms.append(room)
+        bx, bz = spec.button
+        self.button = (bx + 0.5, bz + 0.5)
+        if self.room_at(*self.button) != spec.spawn_room:
+            raise ConfigError(f"map {source}: button {spec.button} is not in spawn_room {spec.spawn_room}; move it there")
+        self.room_centers = {r.name: _rect_center(r.rect) for r in regions if r.room}
+        self._build_nav()
+
+    # -- lookups -----------------------------------------------------------------------------------------------
+    def region_index(self, x: float, z: float) -> int:
+        ix = math.floor(x) - self.origin[0]
+        iz = math.floor(z) - self.origin[1]
+        if 0 <= ix < self.size[0] and 0 <= iz < self._sz:
+            return self._region_flat[ix * self._sz + iz]
+        return -1
+
+    def is_floor(self, x: float, z: float) -> bool:
+        return self.region_index(x, z) >= 0
+
+    def room_at(self, x: float, z: float) -> str | None:
+        i = self.region_index(x, z)
+        return self.regions[i].room if i >= 0 else None
+
+    def place_name(self, x: float, z: float) -> str:
+        """Room name, or the corridor's name (``corridor Cafeteria-Weapons``), for observations and logs."""
+        i = self.region_index(x, z)
+        return self.regions[i].name if i >= 0 else "outside"
+
+    # -- line of sight -----------------------------------------------------------------------------------------
+    def line_of_sight(self, ax: float, az: float, bx: float, bz: float) -> bool:
+        """True when the segment a-b crosses only floor blocks (walls are taller than the eye)."""
+        ra = self.region_index(ax, az)
+        if ra >= 0 and ra == self.region_index(bx, bz):
+            return True  # regions are convex
+        # Amanatides-Woo grid traversal.
+        ix, iz = math.floor(ax), math.floor(az)
+        tx, tz = math.floor(bx), math.floor(bz)
+        dx, dz = bx - ax, bz - az
+        step_x = 1 if dx > 0 else -1
+        step_z = 1 if dz > 0 else -1
+        inf = float("inf")
+        t_dx = abs(1.0 / dx) if dx else inf
+        t_dz = abs(1.0 / dz) if dz else inf
+        t_mx = ((ix + 1 - ax) if dx > 0 else (ax - ix)) * t_dx if dx else inf
+        t_mz = ((iz + 1 - az) if dz > 0 else (az - iz)) * t_dz if dz else inf
+        ox, oz, sz, flat = self.origin[0], self.origin[1], self._sz, self._region_flat
+        n = abs(tx - ix) + abs(tz - iz)
+        for _ in range(n):
+            if t_mx < t_mz:
+                ix += step_x
+                t_mx += t_dx
+            else:
+                iz += step_z
+                t_mz += t_dz
+            if flat[(ix - ox) * sz + (iz - oz)] < 0:
+                return False
+        return True
+
+    # -- navigation --------------------------------------------------------------------------------------------
+    def _find_portals(self) -> list[Portal]:
+        portals = []
+        rs = self.regions
+        for i in range(len(rs)):
+            for j in range(i + 1, len(rs)):
+                p = _shared_edge(rs[i].rect, rs[j].rect)
+                if p is not None:
+                    portals.append(Portal(i, j, p))
+        return portals
+
+    def _check_connected(self) -> None:
+        adj: dict[int, list[int]] = {r.index: [] for r in self.regions}
+        for p in self.portals:
+            adj[p.a].append(p.b)
+            adj[p.b].append(p.a)
+        seen, todo = {0}, [0]
+        while todo:
+            for n in adj[todo.pop()]:
+                if n not in seen:
+                    seen.add(n)
+                    todo.append(n)
+        missing = [r.name for r in self.regions if r.index not in seen]
+        if missing:
+            raise ConfigError(f"map {self.source}: {missing[0]} cannot be reached from {self.regions[0].name}; "
+                              "join it with a corridor rect that shares an edge with both")
+
+    def _build_nav(self) -> None:
+        n = len(self.portals)
+        self.region_portals: list[list[int]] = [[] for _ in self.regions]
+        for k, p in enumerate(self.portals):
+            self.region_portals[p.a].append(k)
+            self.region_portals[p.b].append(k)
+        inf = float("inf")
+        dist = [[0.0 if i == j else inf for j in range(n)] for i in range(n)]
+        nxt = [[j if i == j else -1 for j in range(n)] for i in range(n)]
+        for plist in self.region_portals:
+            for i in plist:
+                for j in plist:
+                    if i != j:
+                        d = _dist(self.portals[i].point, self.portals[j].point)
+                        if d < dist[i][j]:
+                            dist[i][j] = d
+                            nxt[i][j] = j
+        for k in range(n):  # Floyd-Warshall; n is a few dozen doorways
+            dk = dist[k]
+            for i in range(n):
+                dik = dist[i][k]
+                if dik == inf:
+                    continue
+                di, ni = dist[i], nxt[i]
+                for j in range(n):
+                    if dik + dk[j] < di[j]:
+                        di[j] = dik + dk[j]
+                        ni[j] = ni[k]
+        self._pdist, self._pnext = dist, nxt
+
+    def path(self, ax: float, az: float, bx: float, bz: float) -> list[tuple[float, float]]:
+        """Waypoints from a to b (b last), through doorway midpoints; [] if a == b's region and a == b."""
+        ra, rb = self.region_index(ax, az), self.region_index(bx, bz)
+        if ra < 0 or rb < 0 or ra == rb:
+            return [(bx, bz)]
+        best, pair = float("inf"), (-1, -1)
+        for i in self.region_portals[ra]:
+            pi = self.portals[i].point
+            d0 = math.hypot(pi[0] - ax, pi[1] - az)
+            row = self._pdist[i]
+            for j in self.region_portals[rb]:
+                pj = self.portals[j].point
+                d = d0 + row[j] + math.hypot(bx - pj[0], bz - pj[1])
+                if d < best:
+                    best, pair = d, (i, j)
+        i, j = pair
+        if i < 0:
+            return [(bx, bz)]
+        points = [self.portals[i].point]
+        while i != j:
+            i = self._pnext[i][j]
+            points.append(self.portals[i].point)
+        points.append((bx, bz))
+        return points
+
+    def path_length(self, ax: float, az: float, bx: float, bz: float) -> float:
+        total, px, pz = 0.0, ax, az
+        for qx, qz in self.path(ax, az, bx, bz):
+            total += math.hypot(qx - px, qz - pz)
+            px, pz = qx, qz
+        return total
+
+    def spawn_points(self, n: int) -> list[tuple[float, float]]:
+        """n points on a circle of radius 3 around the button (the meeting table), all on floor."""
+        bx, bz = self.button
+        pts = []
+        for k in range(n):
+            a = 2 * math.pi * k / n
+            x, z = bx + 3.0 * math.cos(a), bz + 3.0 * math.sin(a)
+            pts.append((x, z) if self.is_floor(x, z) else (bx, bz))
+        return pts
+
+
+def _rgb(c: list[int]) -> RGB:
+    return (int(c[0]), int(c[1]), int(c[2]))
+
+
+def _rect_center(rect: Rect) -> tuple[float, float]:
+    x0, x1, z0, z1 = rect
+    return ((x0 + x1 + 1) / 2, (z0 + z1 + 1) / 2)
+
+
+def _dist(a: tuple[float, float], b: tuple[float, float]) -> float:
+    return math.hypot(a[0] - b[0], a[1] - b[1])
+
+
+def _shared_edge(r: Rect, s: Rect) -> tuple[float, float] | None:
+    """Midpoint of the edge two rectangles share (positive length), in continuous coordinates."""
+    ax0, ax1, az0, az1 = r[0], r[1] + 1, r[2], r[3] + 1
+    bx0, bx1, bz0, bz1 = s[0], s[1] + 1, s[2], s[3] + 1
+    if ax1 == bx0 or bx1 == ax0:  # touching along an x = const edge
+        lo, hi = max(az0, bz0), min(az1, bz1)
+        if hi > lo:
+            return (float(ax1 if ax1 == bx0 else ax0), (lo + hi) / 2)
+    if az1 == bz0 or bz1 == az0:
+        lo, hi = max(ax0, bx0), min(ax1, bx1)
+        if hi > lo:
+            return ((lo + hi) / 2, float(az1 if az1 == bz0 else az0))
+    return None
+
+
+def load_map_spec(path_or_name: str | Path) -> tuple[MapSpec, str]:
+    path = Path(path_or_name)
+    if not path.suffix:  # a built-in map name such as "skeld"
+        path = MAPS_DIR / f"{path_or_name}.yaml"
+    if not path.is_file():
+        builtin = sorted(p.stem for p in MAPS_DIR.glob("*.yaml"))
+        raise ConfigError(f"world.map: {str(path_or_name)!r} is neither a built-in map {builtin} nor a file; fix the path")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        raise ConfigError(f"map {path}: not valid YAML ({str(e).splitlines()[0]}); fix the file") from None
+    try:
+        return MapSpec.model_validate(data), str(path)
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        raise ConfigError(f"map {path}: {loc}: {err['msg']}") from None
+
+
+@lru_cache(maxsize=8)
+def load_map(path_or_name: str = "skeld") -> GameMap:
+    """Load and compile a map (cached: compiled maps are immutable)."""
+    spec, source = load_map_spec(path_or_name)
+    return GameMap(spec, source)

@@ -1,0 +1,431 @@
+"""The sim: the embedded, pure-Python, seeded, deterministic world backend.
+
+It moves players on the map, runs their structured actions as programs over ticks, and calls the rules
+engine (``mau.env.rules``) for every change of game state. No external process; a whole match takes well
+under a second. ``snapshot()`` / ``restore()`` copy the complete state: restore + the same actions gives an
+identical continuation.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from mau import schema as F
+from mau.env import actions as A
+from mau.env.actions import Action, ActionRun
+from mau.env.config import TICKS_PER_SECOND, WorldConfig
+from mau.env.map import GameMap, load_map
+from mau.env.observation import observe
+from mau.env.rules import SKIP, Rules
+from mau.env.state import DISCUSSION, ENDED, ROAM, VOTING, Body, GameState, PlayerState
+from mau.env.vision import Vision
+
+LOOK_AROUND_TICKS = 40  # a full turn in 2 s
+
+
+@dataclass
+class StepResult:
+    """What one step did: each agent's action result, and whether the match ended."""
+
+    phase_before: str
+    phase: str
+    results: dict[str, dict[str, Any]] = field(default_factory=dict)
+    ended: bool = False
+    outcome: str | None = None
+
+
+class SimWorld:
+    """One match on the sim. ``reset(seed)``, then ``step(actions)`` until ``done``."""
+
+    name = "sim"
+
+    def __init__(self, config: WorldConfig | None = None, game_map: GameMap | None = None):
+        self.config = config or WorldConfig()
+        self.cfg = self.config.game
+        self.map = game_map or load_map(self.config.map)
+        self.rules = Rules(self.cfg, self.map)
+        self.vision = Vision(self.cfg, self.map)
+        self.state: GameState | None = None
+        self.runs: dict[str, ActionRun] = {}
+        self.last_results: dict[str, dict[str, Any]] = {}
+        self._speed_per_tick = self.cfg.walk_speed / TICKS_PER_SECOND
+        self._renderer = None
+        self._programs: dict[str, Callable[[PlayerState, ActionRun, int], None]] = {
+            "goto": self._run_goto, "follow": self._run_follow, "flee": self._run_flee,
+            "mission": self._run_mission, "fake_mission": self._run_mission, "kill": self._run_kill,
+            "report": self._run_report, "button": self._run_button, "wait": self._run_wait,
+            "look_around": self._run_look_around,
+        }
+
+    # -- lifecycle -----------------------------------------------------------------------------------------
+    def reset(self, seed: int) -> GameState:
+        self.state = self.rules.new_game(seed)
+        self.runs = {}
+        self.last_results = {}
+        return self.state
+
+    @property
+    def done(self) -> bool:
+        return self.state is not None and self.state.phase == ENDED
+
+    @property
+    def agents(self) -> list[str]:
+        return [p.name for p in self.state.players]
+
+    def snapshot(self) -> dict[str, Any]:
+        """A deep copy of everything that changes: game state, running actions, last results."""
+        return copy.deepcopy({"state": self.state, "runs": self.runs, "last_results": self.last_results})
+
+    def restore(self, snap: dict[str, Any]) -> None:
+        snap = copy.deepcopy(snap)
+        self.state, self.runs, self.last_results = snap["state"], snap["runs"], snap["last_results"]
+
+    def observe(self, name: str, mode: str = "ego") -> dict[str, Any]:
+        return observe(self, name, mode)
+
+    def renderer(self):
+        if self._renderer is None:
+            from mau.env.render import Renderer  # numpy raycaster; imported only when frames are asked for
+
+            fr = self.config.frames
+            self._renderer = Renderer(self.map, fr.width, fr.height, self.cfg.fov_vertical_deg, self.cfg.eye_height)
+        return self._renderer
+
+    def render(self, name: str, yaw: float | None = None):
+        return self.renderer().first_person(self.state, name, yaw)
+
+    def topdown(self, scale: int = 4):
+        return self.renderer().topdown(self.state, scale)
+
+    # -- the step ------------------------------------------------------------------------------------------
+    def step(self, actions: dict[str, Action | dict | None]) -> StepResult:
+        """Advance one decision point. Roam: new actions replace running ones (None or absent = keep going),
+        then ``step_ticks`` pass or a meeting starts. Discussion: the current speaker's ``speak``. Voting:
+        every active player's ``vote`` (missing = skip)."""
+        st = self.state
+        if st is None:
+            raise RuntimeError("call reset(seed) before step()")
+        if st.phase == ENDED:
+            raise RuntimeError("the match has ended; call reset(seed)")
+        res = StepResult(phase_before=st.phase, phase=st.phase)
+        if st.phase == ROAM:
+            st.step += 1
+            for p in st.players:
+                raw = actions.get(p.name)
+                if raw is not None:
+                    res.results[p.name] = self._assign(p, raw)
+            self._advance(self.cfg.step_ticks)
+            self.rules.check_end(st)
+        elif st.phase == DISCUSSION:
+            st.meeting_steps += 1
+            speaker = st.player(st.meeting.speaker)
+            for name, raw in actions.items():
+                if raw is None:
+                    continue
+                action, err = self._parse(raw)
+                if err is None and action.kind != "speak":
+                    err = f"{action.kind} is not possible now: the meeting's discussion is under way"
+                if err is None and name != speaker.name:
+                    err = self.rules.check_speak(st, st.player(name))
+                if name != speaker.name or err is not None:
+                    res.results[name] = {"status": A.FAILED, "reason": err or "not your turn"}
+            raw = actions.get(speaker.name)
+            action, _ = self._parse(raw) if raw is not None else (None, None)
+            text = action.text if action is not None and action.kind == "speak" else None
+            self.rules.do_speak(st, speaker, text)
+            res.results[speaker.name] = {"status": A.DONE, "reason": "spoke" if text and text.strip() else "passed"}
+        elif st.phase == VOTING:
+            st.meeting_steps += 1
+            for p in st.players:
+                raw = actions.get(p.name)
+                if raw is None:
+                    continue
+                action, err = self._parse(raw)
+                if err is None and action.kind != "vote":
+                    err = f"{action.kind} is not possible now: the vote is open"
+                target = (action.target or SKIP) if err is None else SKIP
+                if err is None:
+                    err = self.rules.check_vote(st, p, target)
+                if err is None:
+                    self.rules.do_vote(st, p, target)
+                    res.results[p.name] = {"status": A.DONE, "reason": f"voted {target}"}
+                else:
+                    res.results[p.name] = {"status": A.FAILED, "reason": err}
+            self.rules.close_vote(st)
+            self._see_bodies()
+        self.last_results.update(res.results)
+        res.phase = st.phase
+        res.ended = st.phase == ENDED
+        res.outcome = st.outcome
+        return res
+
+    def _parse(self, raw: Action | dict) -> tuple[Action | None, str | None]:
+        try:
+            return A.parse_action(raw), None
+        except ValueError as e:
+            return None, str(e)
+
+    def _assign(self, p: PlayerState, raw: Action | dict) -> dict[str, Any]:
+        st = self.state
+        action, err = self._parse(raw)
+        if err is None and not p.active:
+            err = "dead players cannot act"
+        if err is None and action.kind in A.MEETING_KINDS:
+            err = f"{action.kind} is only possible in a meeting"
+        if err is not None:
+            return {"status": A.FAILED, "reason": err}
+        old = self.runs.get(p.name)
+        if old is not None and old.status == A.RUNNING:
+            self._end(p, old, A.REPLACED, "a new action was chosen")
+        run = ActionRun(action=action, start_tick=st.tick, stage_tick=st.tick)
+        self.runs[p.name] = run
+        st.emit(F.EV_ACTION_START, player=p.name, action=action.to_dict())
+        return {"status": A.RUNNING, "reason": ""}
+
+    def _end(self, p: PlayerState, run: ActionRun, status: str, reason: str = "") -> None:
+        run.status, run.reason = status, reason
+        if p.holding_station is not None and status != A.DONE:
+            self.rules.on_moved(self.state, p)  # leaving a held station ends it
+        self.state.emit(F.EV_ACTION_END, player=p.name, kind=run.action.kind, status=status, reason=reason)
+        self.last_results[p.name] = {"status": status, "reason": reason}
+
+    def _advance(self, ticks: int) -> None:
+        """Run the world for ``ticks`` (or until a meeting or the end), ``substep_ticks`` at a time."""
+        st = self.state
+        sub = self.cfg.substep_ticks
+        end_tick = st.tick + ticks
+        players = st.players
+        while st.tick < end_tick and st.phase == ROAM:
+            dt = min(sub, end_tick - st.tick)
+            for p in players:
+                if not p.active:
+                    continue
+                run = self.runs.get(p.name)
+                if run is None or run.status != A.RUNNING:
+                    continue
+                self._programs[run.action.kind](p, run, dt)
+                if st.phase != ROAM:
+                    break
+            if st.phase != ROAM:
+                self._interrupt_all("the match ended" if st.phase == ENDED else "a meeting was called")
+                break
+            self.rules.advance_clock(st, dt)
+            if st.bodies:
+                self._see_bodies()
+            if self.rules.check_end(st):
+                break
+
+    def _interrupt_all(self, reason: str) -> None:
+        for p in self.state.players:
+            run = self.runs.get(p.name)
+            if run is not None and run.status == A.RUNNING:
+                self._end(p, run, A.INTERRUPTED, reason)
+
+    def _see_bodies(self) -> None:
+        st = self.state
+        for p in st.players:
+            if not p.active:
+                continue
+            for b in st.bodies:
+                if b.victim not in p.seen_bodies and self.vision.sees(p, b.x, b.z, 0.5):
+                    p.seen_bodies.append(b.victim)
+                    st.emit(F.EV_BODY_SEEN, player=p.name, body=b.victim, room=b.room)
+
+    # -- movement ------------------------------------------------------------------------------------------
+    def _move(self, p: PlayerState, run: ActionRun, gx: float, gz: float, dt: int, stop: float = 0.0,
+              replan: bool = False) -> bool:
+        """Walk towards (gx, gz) for dt ticks along the map's path; True when within ``stop`` of it."""
+        if math.hypot(gx - p.x, gz - p.z) <= stop + 1e-9:
+            return True
+        if replan or run.path_goal != (gx, gz) or not run.path:
+            run.path = self.map.path(p.x, p.z, gx, gz)
+            run.path_goal = (gx, gz)
+        budget = self._speed_per_tick * dt
+        moved = False
+        path = run.path
+        while budget > 1e-9 and path:
+            wx, wz = path[0]
+            dx, dz = wx - p.x, wz - p.z
+            d = math.hypot(dx, dz)
+            if len(path) == 1 and stop > 0:
+                d_eff = d - stop
+                if d_eff <= 0:
+                    break
+                step = min(budget, d_eff)
+                p.x += dx / d * step
+                p.z += dz / d * step
+                p.yaw = math.atan2(dz, dx)
+                budget -= step
+                moved = True
+                if step >= d_eff - 1e-9:
+                    break
+                continue
+            if d <= budget:
+                p.x, p.z = wx, wz
+                budget -= d
+                path.pop(0)
+            else:
+                p.x += dx / d * budget
+                p.z += dz / d * budget
+                budget = 0.0
+            if d > 1e-9:
+                p.yaw = math.atan2(dz, dx)
+                moved = True
+        if moved and p.holding_station is not None:
+            self.rules.on_moved(self.state, p)
+        return math.hypot(gx - p.x, gz - p.z) <= stop + 1e-6
+
+    def _timed_out(self, run: ActionRun) -> bool:
+        return self.state.tick - run.stage_tick >= self.cfg.action_timeout_ticks
+
+    def _goal_of(self, p: PlayerState, a: Action) -> tuple[float, float] | str:
+        """Resolve a goto target to a point, or return a reason why it cannot be resolved."""
+        if a.point is not None:
+            x, z = a.point
+            return (x, z) if self.map.is_floor(x, z) else f"point {list(a.point)} is not on the floor"
+        if a.station is not None:
+            if not 0 <= a.station < len(self.map.stations):
+                return f"station {a.station} does not exist"
+            return self.map.stations[a.station]
+        t = a.target
+        if t == "button":
+            return self.map.button
+        if t in self.map.room_centers:
+            return self.map.room_centers[t]
+        other = self.state.find(t) if t else None
+        if other is not None:
+            if not other.active:
+                return f"{t} is not alive"
+            return (other.x, other.z)
+        return f"unknown target {t!r}: name a room, a player, 'button', a station or a point"
+
+    # -- programs (one per action kind) --------------------------------------------------------------------
+    def _run_goto(self, p: PlayerState, run: ActionRun, dt: int) -> None:
+        goal = self._goal_of(p, run.action)
+        if isinstance(goal, str):
+            return self._end(p, run, A.FAILED, goal)
+        moving_target = run.action.target is not None and self.state.find(run.action.target) is not None
+        if self._move(p, run, *goal, dt, stop=1.5 if moving_target else 0.0, replan=moving_target):
+            return self._end(p, run, A.DONE)
+        if self._timed_out(run):
+            self._end(p, run, A.TIMED_OUT, "not there after the action timeout")
+
+    def _run_follow(self, p: PlayerState, run: ActionRun, dt: int) -> None:
+        other = self.state.find(run.action.target)
+        if other is None or not other.active or other is p:
+            return self._end(p, run, A.FAILED, f"cannot follow {run.action.target!r}")
+        self._move(p, run, other.x, other.z, dt, stop=2.5, replan=True)
+        if self._timed_out(run):
+            self._end(p, run, A.DONE, "followed until the action timeout")
+
+    def _run_flee(self, p: PlayerState, run: ActionRun, dt: int) -> None:
+        threat = self.state.find(run.action.target)
+        if threat is None or threat is p:
+            return self._end(p, run, A.FAILED, f"cannot flee from {run.action.target!r}")
+        if run.path_goal is None:
+            # The room that puts the most walking distance between us and the threat, relative to our own.
+            best, goal = -math.inf, None
+            for room, (cx, cz) in self.map.room_centers.items():
+                score = self.map.path_length(threat.x, threat.z, cx, cz) - self.map.path_length(p.x, p.z, cx, cz)
+                if score > best:
+                    best, goal = score, (cx, cz)
+            run.path_goal = goal
+            run.path = self.map.path(p.x, p.z, *goal)
+        if self._move(p, run, *run.path_goal, dt):
+            return self._end(p, run, A.DONE)
+        if self._timed_out(run):
+            self._end(p, run, A.DONE, "fled until the action timeout")
+
+    def _run_mission(self, p: PlayerState, run: ActionRun, dt: int) -> None:
+        a, st = run.action, self.state
+        if run.stage == "travel":
+            if a.station is None or not 0 <= a.station < len(self.map.stations):
+                return self._end(p, run, A.FAILED, f"station {a.station} does not exist")
+            if a.kind == "mission" and p.is_imposter:
+                return self._end(p, run, A.FAILED, "imposters cannot complete missions; use fake_mission")
+            if a.kind == "fake_mission" and not p.is_imposter:
+                return self._end(p, run, A.FAILED, "only imposters fake missions")
+            if self._move(p, run, *self.map.stations[a.station], dt):
+                err = self.rules.check_press_station(st, p, a.station)
+                if err:
+                    return self._end(p, run, A.FAILED, err)
+                self.rules.do_press_station(st, p, a.station)
+                run.stage, run.stage_tick = "hold", st.tick
+            elif self._timed_out(run):
+                self._end(p, run, A.TIMED_OUT, "did not reach the station in time")
+            return
+        # hold: the rules count the ticks; the mission (or the fake) ends when they say so.
+        if p.holding_station is None:
+            self._end(p, run, A.DONE)
+        elif a.kind == "fake_mission" and a.ticks is not None and st.tick - run.stage_tick >= a.ticks:
+            self.rules.on_moved(st, p)
+            self._end(p, run, A.DONE, "stopped faking")
+
+    def _run_kill(self, p: PlayerState, run: ActionRun, dt: int) -> None:
+        st = self.state
+        victim = st.find(run.action.target)
+        if victim is None or victim is p:
+            return self._end(p, run, A.FAILED, f"no player {run.action.target!r} to kill")
+        if not victim.active:
+            return self._end(p, run, A.FAILED, f"{victim.name} is not alive")
+        if not p.is_imposter:
+            return self._end(p, run, A.FAILED, "only imposters can kill")
+        reach = self.cfg.kill_reach
+        self._move(p, run, victim.x, victim.z, dt, stop=reach * 0.6, replan=True)
+        err = self.rules.check_kill(st, p, victim)
+        if err is None:
+            p.yaw = math.atan2(victim.z - p.z, victim.x - p.x)
+            witnesses = [w.name for w in st.players if w.active and w is not p and w is not victim
+                         and self.vision.sees(w, victim.x, victim.z)]
+            self.rules.do_kill(st, p, victim, witnesses)
+            victim_run = self.runs.get(victim.name)
+            if victim_run is not None and victim_run.status == A.RUNNING:
+                self._end(victim, victim_run, A.INTERRUPTED, "killed")
+            return self._end(p, run, A.DONE, f"killed {victim.name}")
+        if self._timed_out(run):
+            self._end(p, run, A.TIMED_OUT, err)
+
+    def _body_for(self, p: PlayerState, name: str | None) -> Body | None:
+        bodies = self.state.bodies
+        if name is not None:
+            return next((b for b in bodies if b.victim == name), None)
+        known = [b for b in bodies if b.victim in p.seen_bodies]
+        return min(known, key=lambda b: math.hypot(b.x - p.x, b.z - p.z), default=None)
+
+    def _run_report(self, p: PlayerState, run: ActionRun, dt: int) -> None:
+        body = self._body_for(p, run.action.target)
+        if body is None:
+            return self._end(p, run, A.FAILED, "no body known to report")
+        if self._move(p, run, body.x, body.z, dt, stop=self.cfg.report_range * 0.75):
+            err = self.rules.check_report(self.state, p, body)
+            if err:
+                return self._end(p, run, A.FAILED, err)
+            self._end(p, run, A.DONE, f"reported {body.victim}")
+            self.rules.do_report(self.state, p, body)
+        elif self._timed_out(run):
+            self._end(p, run, A.TIMED_OUT, "did not reach the body in time")
+
+    def _run_button(self, p: PlayerState, run: ActionRun, dt: int) -> None:
+        if self._move(p, run, *self.map.button, dt, stop=self.cfg.button_range * 0.5):
+            err = self.rules.check_button(self.state, p)
+            if err:
+                return self._end(p, run, A.FAILED, err)
+            self._end(p, run, A.DONE, "called an emergency meeting")
+            self.rules.do_button(self.state, p)
+        elif self._timed_out(run):
+            self._end(p, run, A.TIMED_OUT, "did not reach the button in time")
+
+    def _run_wait(self, p: PlayerState, run: ActionRun, dt: int) -> None:
+        ticks = run.action.ticks if run.action.ticks is not None else self.cfg.step_ticks
+        if self.state.tick + dt - run.start_tick >= ticks:
+            self._end(p, run, A.DONE)
+
+    def _run_look_around(self, p: PlayerState, run: ActionRun, dt: int) -> None:
+        turn = 2 * math.pi * dt / LOOK_AROUND_TICKS
+        p.yaw = (p.yaw + turn) % (2 * math.pi)
+        run.turned += turn
+        if run.turned >= 2 * math.pi - 1e-9:
+            self._end(p, run, A.DONE)

@@ -1,0 +1,130 @@
+"""The complete state of a match: players, bodies, meeting, clock and the ground-truth event log.
+
+Plain dataclasses: a deep copy is a full snapshot, so snapshot/restore is exact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from mau import schema as F
+
+CREWMATE = "crewmate"
+IMPOSTER = "imposter"
+
+ROAM = "roam"
+DISCUSSION = "discussion"
+VOTING = "voting"
+ENDED = "ended"
+
+# The four endings (the paper's game.log RESULT lines).
+IMPOSTER_WIN = "IMPOSTER WIN"
+TIMEOUT = "TIMEOUT"
+CREWMATE_WIN = "CREWMATE WIN"
+MISSION_WIN = "MISSION WIN"
+OUTCOMES = (IMPOSTER_WIN, TIMEOUT, CREWMATE_WIN, MISSION_WIN)
+CREW_OUTCOMES = (CREWMATE_WIN, MISSION_WIN)
+
+
+@dataclass(slots=True)
+class PlayerState:
+    name: str
+    color: str
+    seat: int
+    role: str
+    x: float
+    z: float
+    yaw: float = 0.0  # radians; 0 looks along +x, pi/2 along +z
+    alive: bool = True
+    ejected: bool = False
+    missions: list[int] = field(default_factory=list)  # station indices (imposters: stations to fake)
+    missions_done: list[bool] = field(default_factory=list)
+    holding_station: int | None = None  # station pressed and held now
+    holding_ticks: int = 0
+    holding_fake: bool = False
+    kill_cooldown: int = 0
+    death_tick: int | None = None
+    seen_bodies: list[str] = field(default_factory=list)  # victims whose body this player has seen
+    witnessed: list[dict[str, Any]] = field(default_factory=list)  # kills this player saw happen
+
+    @property
+    def is_imposter(self) -> bool:
+        return self.role == IMPOSTER
+
+    @property
+    def active(self) -> bool:
+        """Alive and not ejected: can act, speak and vote."""
+        return self.alive and not self.ejected
+
+
+@dataclass(slots=True)
+class Body:
+    victim: str
+    color: str
+    x: float
+    z: float
+    room: str
+    tick: int
+
+
+@dataclass(slots=True)
+class Meeting:
+    caller: str
+    reason: str  # "report" or "emergency"
+    body: str | None
+    order: list[str]  # speaking order: the caller, then the other active players by seat
+    start_tick: int
+    round: int = 1
+    turn: int = 0
+    spoke_this_round: bool = False
+    transcript: list[dict[str, Any]] = field(default_factory=list)
+    votes: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def speaker(self) -> str:
+        return self.order[self.turn]
+
+
+@dataclass(slots=True)
+class GameState:
+    players: list[PlayerState]
+    seed: int
+    tick: int = 0
+    step: int = 0
+    meeting_steps: int = 0
+    phase: str = ROAM
+    bodies: list[Body] = field(default_factory=list)
+    meeting: Meeting | None = None
+    last_meeting_end_tick: int | None = None
+    meetings_held: int = 0
+    public_dead: list[str] = field(default_factory=list)  # announced at meetings
+    ejections: list[dict[str, Any]] = field(default_factory=list)  # public: name + revealed role
+    outcome: str | None = None
+    end_reason: str | None = None
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    def player(self, name: str) -> PlayerState:
+        for p in self.players:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    def find(self, name: str) -> PlayerState | None:
+        for p in self.players:
+            if p.name == name:
+                return p
+        return None
+
+    def emit(self, event_type: str, **fields: Any) -> dict[str, Any]:
+        event = {F.EVENT_INDEX: len(self.events), F.TICK: self.tick, F.STEP: self.step, F.TYPE: event_type, **fields}
+        self.events.append(event)
+        return event
+
+    @property
+    def active_crew(self) -> list[PlayerState]:
+        return [p for p in self.players if p.active and not p.is_imposter]
+
+    @property
+    def active_imposters(self) -> list[PlayerState]:
+        return [p for p in self.players if p.active and p.is_imposter]

@@ -1,0 +1,33 @@
+"""What a player can see: the view frustum, the ego distance cap and line of sight (walls block it)."""
+
+from __future__ import annotations
+
+import math
+
+from mau.env.config import GameConfig
+from mau.env.map import GameMap
+from mau.env.state import PlayerState
+
+TWO_PI = 2 * math.pi
+
+
+class Vision:
+    def __init__(self, config: GameConfig, game_map: GameMap):
+        self.map = game_map
+        self.max_dist = config.ego_view_distance
+        self.max_dist2 = config.ego_view_distance ** 2
+        self.half_fov = config.fov_horizontal_rad / 2
+
+    def sees(self, viewer: PlayerState, x: float, z: float, radius: float = 0.3, yaw: float | None = None) -> bool:
+        """True when a point (an object of ``radius``) is in the viewer's frustum, within the ego cap, in sight."""
+        dx, dz = x - viewer.x, z - viewer.z
+        d2 = dx * dx + dz * dz
+        if d2 > self.max_dist2:
+            return False
+        if d2 > 1e-12:
+            d = math.sqrt(d2)
+            off = (math.atan2(dz, dx) - (viewer.yaw if yaw is None else yaw) + math.pi) % TWO_PI - math.pi
+            # Count the object as seen when any part of it is inside the frustum.
+            if abs(off) > self.half_fov + math.atan2(radius, d):
+                return False
+        return self.map.line_of_sight(viewer.x, viewer.z, x, z)
