@@ -116,7 +116,7 @@ class SimWorld:
             for p in st.players:
                 raw = actions.get(p.name)
                 if raw is not None:
-                    res.results[p.name] = self._assign(p, raw)
+                    res.results[p.name] = self.last_results[p.name] = self._assign(p, raw)
             self._advance(self.cfg.step_ticks)
             self.rules.check_end(st)
         elif st.phase == DISCUSSION:
@@ -156,7 +156,8 @@ class SimWorld:
                     res.results[p.name] = {"status": A.FAILED, "reason": err}
             self.rules.close_vote(st)
             self._see_bodies()
-        self.last_results.update(res.results)
+        if res.phase_before != ROAM:
+            self.last_results.update(res.results)
         res.phase = st.phase
         res.ended = st.phase == ENDED
         res.outcome = st.outcome

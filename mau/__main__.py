@@ -1,0 +1,5 @@
+import sys
+
+from mau.cli import main
+
+sys.exit(main())

@@ -1,0 +1,53 @@
+"""The one CLI: ``mau <verb> ...``. Each verb is a module in ``mau.commands`` with ``add_arguments``,
+``config_from_args`` and ``main(cfg)``. Only the chosen verb's module is imported, and heavy imports happen
+inside its ``main``, so ``mau --help`` answers at once."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from mau.errors import MauError
+
+VERBS = {
+    "play": ("mau.commands.play", "play one match on a world and write its match folder"),
+    "bench": ("mau.commands.bench", "print speed figures as one JSON object (env)"),
+    "info": ("mau.commands.info", "print versions and provenance for bug reports"),
+}
+
+
+def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mau", description="Behaviour cloning of a crewmate deception detector. "
+                                     "Run 'mau <verb> --help' for a verb's options.")
+    sub = parser.add_subparsers(dest="verb", metavar="<verb>")
+    for name, (module, helptext) in VERBS.items():
+        p = sub.add_parser(name, help=helptext, description=helptext)
+        if name == verb:  # import only the verb that runs
+            p.set_defaults(_module=module)
+            importlib.import_module(module).add_arguments(p)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    verb = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(verb if verb in VERBS else None)
+    args = parser.parse_args(argv)
+    if not getattr(args, "verb", None):
+        parser.print_help()
+        return 0
+    module = importlib.import_module(args._module)
+    try:
+        cfg = module.config_from_args(args)
+        return int(module.main(cfg) or 0)
+    except MauError as e:
+        print(f"mau {args.verb}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"mau {args.verb}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

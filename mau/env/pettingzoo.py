@@ -1,0 +1,167 @@
+"""A PettingZoo ``ParallelEnv`` view of the sim (install the ``pettingzoo`` extra).
+
+Observations are the structured dicts of ``SimWorld.observe`` plus an ``action_mask`` (and, with
+``frames=True``, the first-person ``frame``). Actions are indices into one ``Discrete`` vocabulary of structured
+actions (``env.decode(i)`` shows which); an ``Action`` or an action dict is accepted too, so text speech and
+points are possible. Reward: +1 to every member of the winning team when the match ends, else 0. An agent
+leaves ``agents`` when it is killed or ejected (terminated), and everyone terminates at the ending.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import ParallelEnv
+
+from mau.env.actions import Action
+from mau.env.config import WorldConfig
+from mau.env.rules import SKIP
+from mau.env.sim import SimWorld
+from mau.env.state import CREW_OUTCOMES, DISCUSSION, ENDED, IMPOSTER, ROAM, VOTING
+
+
+class StructuredObservation(spaces.Space):
+    """The space of observation dicts (variable-length lists of players, bodies, chat)."""
+
+    def __init__(self, seed: int | None = None):
+        super().__init__(shape=None, dtype=None, seed=seed)
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, dict) and {"name", "role", "phase", "position", "action_mask"} <= set(x)
+
+    def sample(self, mask: Any = None, probability: Any = None) -> dict[str, Any]:
+        raise NotImplementedError("observations come from the world, they are not sampled")
+
+
+def action_vocabulary(world: SimWorld) -> list[Action | None]:
+    """Index -> structured action. Index 0 keeps the running action (None)."""
+    names = [p.name for p in world.cfg.players[: world.cfg.num_players]]
+    vocab: list[Action | None] = [None]
+    vocab += [Action("goto", target=r) for r in world.map.room_names]
+    vocab += [Action("mission", station=s) for s in range(len(world.map.stations))]
+    vocab += [Action("fake_mission", station=s) for s in range(len(world.map.stations))]
+    for kind in ("kill", "follow", "flee"):
+        vocab += [Action(kind, target=n) for n in names]
+    vocab += [Action("report"), Action("button"), Action("wait"), Action("look_around")]
+    vocab += [Action("speak", text=None)]  # pass
+    vocab += [Action("speak", text=f"I suspect {n}.") for n in names]
+    vocab += [Action("vote", target=n) for n in names] + [Action("vote", target=SKIP)]
+    return vocab
+
+
+class MauParallelEnv(ParallelEnv):
+    metadata = {"name": "mau_among_us_v1", "render_modes": ["rgb_array"], "is_parallelizable": True}
+
+    def __init__(self, config: WorldConfig | None = None, state_mode: str = "ego", frames: bool = False,
+                 render_mode: str | None = None):
+        self.world = SimWorld(config)
+        self.state_mode = state_mode
+        self.frames = frames
+        self.render_mode = render_mode
+        self.possible_agents = [p.name for p in self.world.cfg.players[: self.world.cfg.num_players]]
+        self.agents: list[str] = []
+        self.vocab = action_vocabulary(self.world)
+        self._seed_rng = random.Random(0)
+
+    @functools.lru_cache(maxsize=None)
+    def observation_space(self, agent: str) -> spaces.Space:
+        return StructuredObservation()
+
+    @functools.lru_cache(maxsize=None)
+    def action_space(self, agent: str) -> spaces.Space:
+        return spaces.Discrete(len(self.vocab))
+
+    def decode(self, index: int) -> Action | None:
+        return self.vocab[int(index)]
+
+    def reset(self, seed: int | None = None, options: dict | None = None):
+        if seed is not None:
+            self._seed_rng = random.Random(seed)
+        else:
+            seed = self._seed_rng.randrange(2**31)
+        self.world.reset(seed)
+        self.agents = [p.name for p in self.world.state.players if p.active]
+        obs = {a: self._observe(a) for a in self.agents}
+        return obs, {a: {} for a in self.agents}
+
+    def step(self, actions: dict[str, Any]):
+        decoded = {}
+        for agent, a in actions.items():
+            if isinstance(a, (int, np.integer)):
+                if not 0 <= int(a) < len(self.vocab):
+                    raise ValueError(f"action {a} for {agent}: not in Discrete({len(self.vocab)})")
+                decoded[agent] = self.vocab[int(a)]
+            else:
+                decoded[agent] = a
+        before = list(self.agents)
+        result = self.world.step(decoded)
+        st = self.world.state
+        rewards = {a: 0.0 for a in before}
+        terminations = {a: False for a in before}
+        truncations = {a: False for a in before}
+        if st.phase == ENDED:
+            crew_won = st.outcome in CREW_OUTCOMES
+            for a in before:
+                won = (st.player(a).role == IMPOSTER) != crew_won
+                rewards[a] = 1.0 if won else 0.0
+                terminations[a] = True
+            self.agents = []
+        else:
+            for a in before:
+                if not st.player(a).active:
+                    terminations[a] = True
+            self.agents = [a for a in before if not terminations[a]]
+        obs = {a: self._observe(a) for a in before}
+        infos = {a: {"action_result": result.results.get(a), "phase": st.phase, "outcome": st.outcome}
+                 for a in before}
+        return obs, rewards, terminations, truncations, infos
+
+    def _observe(self, agent: str) -> dict[str, Any]:
+        obs = self.world.observe(agent, self.state_mode)
+        obs["action_mask"] = self._mask(agent, obs)
+        if self.frames and obs["alive"]:
+            obs["frame"] = self.world.render(agent)
+        return obs
+
+    def _mask(self, agent: str, obs: dict[str, Any]) -> np.ndarray:
+        """Legal-looking actions for sampling: roam kinds in roam (kill and fake only for imposters), speech
+        only on one's turn, votes only in the vote."""
+        mask = np.zeros(len(self.vocab), dtype=np.int8)
+        if not obs["alive"]:
+            mask[0] = 1
+            return mask
+        phase, imp = obs["phase"], obs["role"] == IMPOSTER
+        me = agent
+        for i, a in enumerate(self.vocab):
+            if a is None:
+                ok = phase != VOTING
+            elif phase == ROAM:
+                ok = a.kind not in ("speak", "vote")
+                if a.kind in ("kill", "fake_mission"):
+                    ok = imp and a.target != me
+                elif a.kind == "mission":
+                    ok = not imp
+                elif a.kind in ("follow", "flee"):
+                    ok = a.target != me
+            elif phase == DISCUSSION:
+                ok = a.kind == "speak" and bool(obs["meeting"] and obs["meeting"]["your_turn"])
+            else:
+                ok = a.kind == "vote" and a.target != me
+            mask[i] = ok
+        if not mask.any():
+            mask[0] = 1
+        return mask
+
+    def render(self):
+        return self.world.topdown()
+
+    def close(self) -> None:
+        pass
+
+
+def parallel_env(**kwargs: Any) -> MauParallelEnv:
+    return MauParallelEnv(**kwargs)

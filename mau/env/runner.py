@@ -1,0 +1,87 @@
+"""Play one match: a world, one policy per seat, the decision loop, and the match folder."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+from mau import schema as F
+from mau.config import dump_yaml
+from mau.env.actions import Action
+from mau.env.state import ENDED, ROAM
+from mau.matchdir import MatchWriter
+
+
+class Policy(Protocol):
+    def act(self, obs: dict[str, Any]) -> Action | None: ...
+
+
+@dataclass
+class MatchResult:
+    seed: int
+    outcome: str
+    end_reason: str
+    steps: int
+    ticks: int
+    wall_seconds: float
+    folder: Path | None
+
+
+def play_match(world, policies: dict[str, Policy], seed: int, state_mode: str = "ego",
+               writer: MatchWriter | None = None, frames: bool = False, topdown: bool = False,
+               on_step: Callable[[Any], None] | None = None) -> MatchResult:
+    """Reset ``world`` to ``seed`` and play until an ending. With ``frames``, every active player's
+    first-person frame at each roam decision point is written to the match folder."""
+    t0 = time.perf_counter()
+    world.reset(seed)
+    st = world.state
+    while st.phase != ENDED:
+        if writer is not None and st.phase == ROAM and (frames or topdown):
+            from mau.env.render import save_png
+
+            tag = f"{st.step + 1:04d}"
+            if frames:
+                for p in st.players:
+                    if p.active:
+                        save_png(world.render(p.name), writer.frame_path(f"{tag}_{p.name}.png"))
+            if topdown:
+                save_png(world.topdown(), writer.frame_path(f"{tag}_topdown.png"))
+        actions = {}
+        for p in st.players:
+            if p.active:
+                actions[p.name] = policies[p.name].act(world.observe(p.name, state_mode))
+        world.step(actions)
+        st = world.state
+        if on_step is not None:
+            on_step(st)
+    wall = time.perf_counter() - t0
+    return MatchResult(seed, st.outcome, st.end_reason, st.step, st.tick, wall, writer.final if writer else None)
+
+
+def match_header(world, result: MatchResult, config, provenance: dict[str, Any]) -> dict[str, Any]:
+    st = world.state
+    return {
+        F.SEED: result.seed,
+        F.BACKEND: world.name,
+        F.MAP: world.map.name,
+        F.PLAYERS: [{"name": p.name, "color": p.color, "seat": p.seat, "role": p.role} for p in st.players],
+        F.ROLES: {p.name: p.role for p in st.players},
+        F.OUTCOME: st.outcome,
+        F.END_REASON: st.end_reason,
+        F.STEPS: st.step,
+        "meeting_steps": st.meeting_steps,
+        F.TICKS: st.tick,
+        "game_seconds": st.tick / 20,
+        F.WALL_SECONDS: round(result.wall_seconds, 4),
+        F.N_EVENTS: len(st.events),
+        F.CONFIG: config.model_dump(mode="json"),
+        "provenance": provenance,
+    }
+
+
+def write_match(writer: MatchWriter, world, result: MatchResult, config, provenance: dict[str, Any]) -> Path:
+    writer.write_events(world.state.events)
+    writer.write_text(F.RESOLVED_CONFIG, dump_yaml(config))
+    return writer.publish(match_header(world, result, config, provenance))

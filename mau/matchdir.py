@@ -1,0 +1,92 @@
+"""The match folder (format ``mau.match`` version 1; see docs/formats.md).
+
+    <match>/match.json      header: format, version, seed, roles, config, outcome, provenance
+    <match>/events.jsonl    the ground-truth event log, one JSON event per line
+    <match>/config.yaml     the resolved config of the run that played it
+    <match>/frames/         first-person PNGs <step:04d>_<player>.png (and <step:04d>_topdown.png), when asked
+
+A match folder is written atomically: everything goes to a hidden sibling folder first, which is renamed into
+place at the end. After a crash the folder is complete or absent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator
+
+from mau import schema as F
+from mau.errors import MauError
+
+
+class MatchWriter:
+    """Collects a match's files in a staging folder and publishes it with one rename."""
+
+    def __init__(self, final_dir: str | Path):
+        self.final = Path(final_dir)
+        self.final.parent.mkdir(parents=True, exist_ok=True)
+        self.staging = Path(tempfile.mkdtemp(prefix=f".{self.final.name}.partial-", dir=self.final.parent))
+        self.frames_dir = self.staging / F.FRAMES_DIR
+        self.n_frames = 0
+
+    def frame_path(self, name: str) -> Path:
+        self.frames_dir.mkdir(exist_ok=True)
+        self.n_frames += 1
+        return self.frames_dir / name
+
+    def write_text(self, name: str, text: str) -> None:
+        (self.staging / name).write_text(text)
+
+    def write_events(self, events: list[dict[str, Any]]) -> None:
+        with open(self.staging / F.EVENTS_FILE, "w") as f:
+            for e in events:
+                f.write(json.dumps(e, separators=(",", ":")) + "\n")
+
+    def publish(self, header: dict[str, Any]) -> Path:
+        header = {F.FORMAT: F.MATCH_FORMAT, F.FORMAT_VERSION: F.MATCH_FORMAT_VERSION, **header,
+                  F.N_FRAMES: self.n_frames}
+        # The header goes last: a staging folder without it is incomplete by construction.
+        (self.staging / F.MATCH_HEADER).write_text(json.dumps(header, indent=1))
+        if self.final.exists():
+            shutil.rmtree(self.final)
+        os.replace(self.staging, self.final)
+        return self.final
+
+    def abort(self) -> None:
+        shutil.rmtree(self.staging, ignore_errors=True)
+
+
+def is_match_dir(path: str | Path) -> bool:
+    return (Path(path) / F.MATCH_HEADER).is_file()
+
+
+def read_header(path: str | Path) -> dict[str, Any]:
+    """Read and check a match header; refuse a format or version this mau does not know."""
+    p = Path(path) / F.MATCH_HEADER
+    if not p.is_file():
+        raise MauError(f"{path}: no {F.MATCH_HEADER}; not a match folder (or an unfinished one)")
+    try:
+        header = json.loads(p.read_text())
+    except json.JSONDecodeError as e:
+        raise MauError(f"{p}: not valid JSON ({e.msg} at line {e.lineno}); the folder is damaged, play it again") from None
+    if header.get(F.FORMAT) != F.MATCH_FORMAT:
+        raise MauError(f"{p}: format {header.get(F.FORMAT)!r} is not {F.MATCH_FORMAT!r}; not a mau match folder")
+    version = header.get(F.FORMAT_VERSION)
+    if version != F.MATCH_FORMAT_VERSION:
+        raise MauError(f"{p}: match format version {version} is not the version this mau reads "
+                       f"({F.MATCH_FORMAT_VERSION}); install the mau version that wrote it (see docs/formats.md)")
+    return header
+
+
+def iter_events(path: str | Path) -> Iterator[dict[str, Any]]:
+    """Stream the event log of a match folder."""
+    read_header(path)
+    with open(Path(path) / F.EVENTS_FILE) as f:
+        for n, line in enumerate(f, 1):
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError:
+                raise MauError(f"{Path(path) / F.EVENTS_FILE}:{n}: not valid JSON; the log is damaged") from None
