@@ -24,7 +24,7 @@ class PlayConfig(Model):
     resume: bool = Field(False, description="Allow --out to be a finished match folder (it is kept as it is).")
     policy: Literal["scripted"] = Field("scripted", description="Who plays every seat: the scripted policy.")
     state_mode: Literal["ego", "privileged"] = Field("ego", description="Observation state mode of every seat.")
-    world: WorldConfig = Field(default_factory=WorldConfig)
+    world: WorldConfig = Field(default_factory=WorldConfig, description="The world: backend, map, rules, frames.")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -121,5 +121,5 @@ class WorldConfig(Model):
 
     backend: str = Field("sim", description="World backend from the registry (mau.env.backends): sim.")
     map: str = Field("skeld", description="A built-in map name or a path to a map YAML file.")
-    game: GameConfig = Field(default_factory=GameConfig)
-    frames: FramesConfig = Field(default_factory=FramesConfig)
+    game: GameConfig = Field(default_factory=GameConfig, description="The rules' constants (docs/game.md).")
+    frames: FramesConfig = Field(default_factory=FramesConfig, description="First-person frames.")

@@ -390,10 +390,9 @@ class SimWorld:
             self._end(p, run, A.TIMED_OUT, err)
 
     def _body_for(self, p: PlayerState, name: str | None) -> Body | None:
-        bodies = self.state.bodies
+        known = [b for b in self.state.bodies if b.victim in p.seen_bodies]  # only bodies it has seen
         if name is not None:
-            return next((b for b in bodies if b.victim == name), None)
-        known = [b for b in bodies if b.victim in p.seen_bodies]
+            return next((b for b in known if b.victim == name), None)
         return min(known, key=lambda b: math.hypot(b.x - p.x, b.z - p.z), default=None)
 
     def _run_report(self, p: PlayerState, run: ActionRun, dt: int) -> None:

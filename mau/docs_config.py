@@ -1,0 +1,60 @@
+"""Render the config reference (docs/config.md) from the config models' field descriptions.
+
+Used by ``tests/test_docs.py`` to keep docs/config.md in step with the code:
+``python -m mau.docs_config > docs/config.md``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel
+
+HEADER = """# Config reference
+
+Every verb reads a YAML config over documented defaults: **defaults < YAML (`--config`) < command line**
+(`--set dotted.key=value`, plus each verb's own flags such as `--seed` and `--out`). Unknown keys are errors.
+Each run writes its resolved config into its own folder. This page is generated from the code
+(`python -m mau.docs_config > docs/config.md`); a test fails when it is out of date.
+"""
+
+
+def _default(field: Any) -> str:
+    if field.default_factory is not None:
+        value = field.default_factory()
+        if isinstance(value, BaseModel):
+            return "(section)"
+        if isinstance(value, list) and value and isinstance(value[0], BaseModel):
+            return json.dumps([v.model_dump() for v in value])[:60] + "..."
+        return json.dumps(value)
+    return json.dumps(field.default)
+
+
+def table(model: type[BaseModel], prefix: str = "") -> list[str]:
+    rows = []
+    for name, field in model.model_fields.items():
+        key = f"{prefix}{name}"
+        ann = field.annotation
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            rows.append(f"| `{key}` | (section) | {field.description or ''} |")
+            rows += table(ann, key + ".")
+        else:
+            rows.append(f"| `{key}` | `{_default(field)}` | {field.description or ''} |")
+    return rows
+
+
+def render() -> str:
+    from mau.commands.play import PlayConfig
+
+    sections = [("mau play", PlayConfig)]
+    out = [HEADER]
+    for title, model in sections:
+        out += [f"## `{title}`", "", (model.__doc__ or "").strip(), "", "| key | default | meaning |", "|---|---|---|"]
+        out += table(model)
+        out.append("")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    print(render(), end="")

@@ -1,0 +1,82 @@
+"""The map file: the paper's coordinates, the derived doorways and navigation, and clear refusals of bad files."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import yaml
+
+from mau.env.map import GameMap, MAPS_DIR, load_map, load_map_spec
+from mau.errors import ConfigError
+
+PAPER_STATIONS = [(81, 65), (101, 89), (107, 125), (118, 114), (106, 94), (123, 62), (97, 39), (91, 116), (97, 125),
+                  (107, 87), (119, 82), (111, 79), (102, 35), (98, 61), (86, 56), (81, 55), (106, 60), (127, 73),
+                  (114, 51), (126, 67)]
+ROOMS = {"Cafeteria", "Weapons", "O2", "Navigation", "Shields", "Communications", "Storage", "Admin", "Electrical",
+         "Lower Engine", "Upper Engine", "Reactor", "Security", "Medbay"}
+
+
+def test_skeld_has_the_papers_layout():
+    m = load_map("skeld")
+    assert set(m.room_names) == ROOMS
+    assert [(int(x), int(z)) for x, z in m.stations] == PAPER_STATIONS
+    assert m.room_at(87.5, 76.5) == "Cafeteria" and m.button == (87.5, 76.5)
+    assert m.floor_y == 65
+
+
+def test_every_station_reachable_by_a_path_on_floor():
+    m = load_map("skeld")
+    sx, sz = m.button
+    for x, z in m.stations:
+        pts = [(sx, sz)] + m.path(sx, sz, x, z)
+        assert pts[-1] == (x, z)
+        for (ax, az), (bx, bz) in zip(pts, pts[1:]):
+            # sample the segment: every sample is on floor
+            n = max(2, int(math.hypot(bx - ax, bz - az) * 4))
+            for k in range(n + 1):
+                t = k / n
+                assert m.is_floor(ax + (bx - ax) * t, az + (bz - az) * t)
+
+
+def test_line_of_sight_walls_block():
+    m = load_map("skeld")
+    assert m.line_of_sight(80.5, 70.5, 95.5, 85.5)  # across Cafeteria
+    assert not m.line_of_sight(80.5, 84.5, 85.5, 95.5)  # Cafeteria -> Medbay through the wall
+    assert m.line_of_sight(89.5, 80.5, 89.5, 98.5)  # straight through the Cafeteria-Medbay corridor
+
+
+def _write(tmp_path, data) -> str:
+    p = tmp_path / "bad.yaml"
+    p.write_text(yaml.safe_dump(data))
+    return str(p)
+
+
+def _skeld() -> dict:
+    return yaml.safe_load((MAPS_DIR / "skeld.yaml").read_text())
+
+
+@pytest.mark.parametrize("mutate, expected", [
+    (lambda d: d.update(format_version=9), "format_version: Value error, map format 9 is unknown"),
+    (lambda d: d["rooms"][0].update(rect=[5, 1, 0, 0]), "rooms.0.rect"),
+    (lambda d: d["rooms"][0].update(colour=[1, 2, 3]), "rooms.0.colour: Extra inputs"),
+    (lambda d: d.update(spawn_room="Bridge"), "spawn_room: 'Bridge' is not a room"),
+    (lambda d: d["stations"].append([0, 0]), "stations[20] = [0, 0] is not inside a room"),
+    (lambda d: d["rooms"].append({"name": "Attic", "rect": [200, 210, 200, 210]}), "Attic cannot be reached"),
+    (lambda d: d["rooms"].append({"name": "Overlap", "rect": [80, 82, 66, 68]}), "overlaps"),
+    (lambda d: d.update(button=[50, 50]), "button [50, 50] is not in spawn_room"),
+])
+def test_bad_map_files_are_refused_with_one_line(tmp_path, mutate, expected):
+    data = _skeld()
+    mutate(data)
+    path = _write(tmp_path, data)
+    with pytest.raises(ConfigError) as e:
+        spec, source = load_map_spec(path)
+        GameMap(spec, source)
+    msg = str(e.value)
+    assert expected in msg and "\n" not in msg
+
+
+def test_missing_map_names_the_builtins():
+    with pytest.raises(ConfigError, match=r"world.map: 'nowhere' is neither a built-in map \['skeld'\]"):
+        load_map_spec("nowhere")

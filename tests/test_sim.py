@@ -1,0 +1,188 @@
+"""The sim as a whole: determinism, snapshot/restore, state modes, no role leak, endings over seeds."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from collections import Counter
+
+from mau.env.actions import Action
+from mau.env.runner import play_match
+from mau.env.scripted import ScriptedPolicy
+from mau.env.sim import SimWorld
+from mau.env.state import OUTCOMES
+from tests.helpers import make_world, park_everyone, place
+
+
+def _play(seed: int, world: SimWorld | None = None):
+    w = world or SimWorld()
+    pols = {p.name: ScriptedPolicy(p.name, w.map, seed) for p in w.cfg.players}
+    play_match(w, pols, seed)
+    return w
+
+
+def _digest(events) -> str:
+    return hashlib.sha256(json.dumps(events, sort_keys=True).encode()).hexdigest()
+
+
+def test_same_seed_same_match_in_process():
+    a, b = _play(11), _play(11)
+    assert a.state.events == b.state.events
+    assert _play(12).state.events != a.state.events
+
+
+def test_same_seed_same_match_across_processes():
+    code = ("import hashlib, json; from tests.test_sim import _play, _digest; "
+            "print(_digest(_play(11).state.events))")
+    out = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env={"PYTHONHASHSEED": str(h), "PATH": ""}).stdout.strip() for h in (1, 2)}
+    assert out == {_digest(_play(11).state.events)}
+
+
+def test_snapshot_restore_gives_identical_continuation_events_and_frames():
+    w = SimWorld()
+    seed = 4
+    w.reset(seed)
+    pols = {p.name: ScriptedPolicy(p.name, w.map, seed) for p in w.cfg.players}
+    for _ in range(15):
+        w.step({p.name: pols[p.name].act(w.observe(p.name)) for p in w.state.players if p.active})
+    snap = w.snapshot()
+    n_before = len(w.state.events)
+    taken, frames_a = [], []
+    for _ in range(25):
+        if w.done:
+            break
+        acts = {p.name: pols[p.name].act(w.observe(p.name)) for p in w.state.players if p.active}
+        taken.append(acts)
+        w.step(acts)
+        frames_a.append(w.render("Steve").copy())
+    events_a = w.state.events[n_before:]
+    w.restore(snap)
+    assert len(w.state.events) == n_before
+    frames_b = []
+    for acts in taken:
+        w.step(acts)
+        frames_b.append(w.render("Steve").copy())
+    assert w.state.events[n_before:] == events_a
+    assert len(frames_a) == len(frames_b) > 0
+    assert all((fa == fb).all() for fa, fb in zip(frames_a, frames_b))
+
+
+def test_snapshot_is_independent_of_later_play():
+    w = _play(2)
+    snap = w.snapshot()
+    tick = w.state.tick
+    w.state.tick += 999
+    w.restore(snap)
+    assert w.state.tick == tick
+
+
+def test_ego_never_lists_a_player_behind_a_wall_privileged_does():
+    w = make_world(roles="paper")
+    w.reset(0)
+    park_everyone(w)
+    place(w, "Steve", 80.5, 84.5, yaw_deg=90)  # Cafeteria, looking +z at the wall to Medbay
+    place(w, "Jason", 80.5, 95.5)  # inside Medbay? no: Medbay is x 84-95; put Jason in Medbay behind the wall
+    place(w, "Jason", 85.5, 95.5)
+    place(w, "Michael", 82.5, 84.5)  # beside Steve, outside the frustum (to the side)
+    place(w, "Noah", 81.0, 86.5)  # in front of Steve, in view
+    ego = w.observe("Steve", "ego")
+    priv = w.observe("Steve", "privileged")
+    seen = {p["name"] for p in ego["players_in_view"]}
+    assert "Jason" not in seen and "Noah" in seen
+    listed = {p["name"]: p for p in priv["players"]}
+    assert "Jason" in listed and listed["Jason"]["in_view"] is False
+    assert "players" not in ego
+
+
+def test_ego_distance_cap():
+    w = make_world(roles="paper")
+    w.reset(0)
+    park_everyone(w)
+    place(w, "Steve", 80.5, 65.5, yaw_deg=90)
+    place(w, "Jason", 80.5, 86.0)  # same room, 20.5 blocks ahead
+    assert "Jason" in {p["name"] for p in w.observe("Steve")["players_in_view"]}
+    w2 = make_world(roles="paper", ego_view_distance=10)
+    w2.reset(0)
+    park_everyone(w2)
+    place(w2, "Steve", 80.5, 65.5, yaw_deg=90)
+    place(w2, "Jason", 80.5, 86.0)
+    assert "Jason" not in {p["name"] for p in w2.observe("Steve")["players_in_view"]}
+
+
+def _leaks(obs: dict, hidden: set[str]) -> list[str]:
+    """Places where an observation could tell another player's role."""
+    found = []
+    text = json.dumps({k: v for k, v in obs.items() if k not in ("role", "ejections")}).lower()
+    if "imposter" in text:
+        found.append("the word imposter outside own role and ejections")
+    for e in obs["ejections"]:
+        if e["name"] in hidden:
+            found.append(f"ejection of {e['name']} before it happened")
+    if "teammates" in obs:
+        found.append("teammates in a crewmate's observation")
+    return found
+
+
+def test_no_hidden_role_in_any_crewmate_observation_over_many_matches():
+    checked = 0
+    for seed in range(25):
+        for mode in ("ego", "privileged"):
+            w = SimWorld()
+            w.reset(seed)
+            pols = {p.name: ScriptedPolicy(p.name, w.map, seed) for p in w.cfg.players}
+            while not w.done:
+                acts = {}
+                ejected_now = {e["name"] for e in w.state.ejections}
+                for p in w.state.players:
+                    if p.is_imposter:
+                        continue
+                    obs = w.observe(p.name, mode)
+                    hidden = {q.name for q in w.state.players if q.name not in ejected_now}
+                    assert not _leaks(obs, hidden), (seed, mode, p.name, _leaks(obs, hidden))
+                    checked += 1
+                for p in w.state.players:
+                    if p.active:
+                        acts[p.name] = pols[p.name].act(w.observe(p.name, mode))
+                w.step(acts)
+    assert checked > 5000
+
+
+def test_leak_check_catches_a_planted_leak():
+    w = SimWorld()
+    w.reset(0)
+    crew = next(p for p in w.state.players if not p.is_imposter)
+    obs = w.observe(crew.name)
+    obs["players_in_view"] = [{"name": "James", "role": "imposter"}]
+    assert _leaks(obs, {"James"})
+
+
+def test_all_four_endings_over_seeds():
+    outcomes = Counter(_play(seed).state.outcome for seed in range(100))
+    assert set(outcomes) == set(OUTCOMES), outcomes
+
+
+def test_look_around_turns_a_full_circle():
+    w = make_world(roles="paper")
+    w.reset(0)
+    yaw0 = w.state.player("Steve").yaw
+    w.step({"Steve": Action("look_around")})
+    assert w.last_results["Steve"]["status"] == "done"
+    assert abs((w.state.player("Steve").yaw - yaw0) % 6.283185307179586) < 1e-6
+
+
+def test_follow_and_flee_move_the_right_way():
+    w = make_world(roles="paper")
+    w.reset(0)
+    park_everyone(w)
+    place(w, "Steve", 80.5, 70.5)
+    place(w, "Jason", 94.5, 84.5)
+    d0 = w.map.path_length(80.5, 70.5, 94.5, 84.5)
+    w.step({"Steve": Action("follow", target="Jason")})
+    s, j = w.state.player("Steve"), w.state.player("Jason")
+    assert w.map.path_length(s.x, s.z, j.x, j.z) < d0 - 10
+    w.step({"Jason": Action("flee", target="Steve"), "Steve": Action("wait", ticks=400)})
+    w.step({})
+    assert w.map.path_length(s.x, s.z, j.x, j.z) > 10
