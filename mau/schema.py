@@ -7,7 +7,6 @@ MATCH_HEADER = "match.json"  # header: format, seed, roles, config, outcome, pro
 EVENTS_FILE = "events.jsonl"  # ground-truth event log, one event per line
 FRAMES_DIR = "frames"  # frames/<step:04d>_<agent>.png and frames/<step:04d>_topdown.png
 RESOLVED_CONFIG = "config.yaml"
-PROVENANCE = "provenance.json"
 
 # -- header fields ---------------------------------------------------------------------------------------
 FORMAT = "format"

@@ -327,8 +327,13 @@ def test_action_timeout(world):
     {"kind": "teleport"}, {"kind": "kill"}, {"kind": "goto"}, {"kind": "mission", "station": "three"},
     {"kind": "goto", "point": [1]}, "rm -rf /", {"kind": "goto", "target": "Narnia"},
     {"kind": "goto", "point": [0.5, 0.5]}, {"kind": "mission", "station": 99}, {"kind": "vote", "target": "x"},
+    {"kind": "goto", "point": [float("nan"), 3.0]}, {"kind": "goto", "point": [True, 3.0]}, None and {},
+    {"kind": "kill", "target": "Steve", "code": "__import__('os').system('true')"}, {"kind": "wait", "ticks": -5},
+    {"kind": "follow", "target": "Steve"},
 ])
 def test_bad_actions_fail_without_crashing(world, bad):
+    if bad is None:
+        bad = []
     world.step({"Steve": bad})
     world.step({})
     result = world.last_results["Steve"]

@@ -7,6 +7,7 @@ Meeting actions: speak (text, or none to pass), vote (a player's name or "skip")
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -79,8 +80,9 @@ def parse_action(data: dict[str, Any] | Action) -> Action:
         raise ValueError("action.station: must be a station index (integer)")
     point = data.get("point")
     if point is not None:
-        if not (isinstance(point, (list, tuple)) and len(point) == 2 and all(isinstance(v, (int, float)) for v in point)):
-            raise ValueError("action.point: must be [x, z]")
+        if not (isinstance(point, (list, tuple)) and len(point) == 2
+                and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in point)):
+            raise ValueError("action.point: must be [x, z], two finite numbers")
         point = (float(point[0]), float(point[1]))
     ticks = data.get("ticks")
     if ticks is not None and (not isinstance(ticks, int) or ticks < 0):

@@ -69,9 +69,12 @@ class ScriptedPolicy:
                         if _dist(p["position"], b["position"]) < 8 and p["name"] not in self.known_imposters]
                 for p in near:
                     self.suspicion[p["name"]] = self.suspicion.get(p["name"], 0.0) + 0.35 / len(near)
-        if obs["bodies_in_view"]:
-            return Action("report", target=min(obs["bodies_in_view"], key=lambda b: b["distance"])["victim"])
         current = obs["current_action"]
+        if obs["bodies_in_view"]:
+            victim = min(obs["bodies_in_view"], key=lambda b: b["distance"])["victim"]
+            if current and current.get("kind") == "report" and current.get("target") == victim:
+                return None  # already on the way
+            return Action("report", target=victim)
         if live_known:
             if obs["button_lock_ticks"] == 0 and live_known[0] not in self.called_for:
                 self.called_for.add(live_known[0])
@@ -94,7 +97,6 @@ class ScriptedPolicy:
         crew_seen = [p for p in obs["players_in_view"] if p["name"] not in mates]
         last = obs["last_action_result"] or {}
         if last.get("reason", "").startswith("killed"):
-            obs["last_action_result"] = None
             far = max(self.map.room_names, key=lambda r: self.map.path_length(
                 obs["position"][0], obs["position"][2], *self.map.room_centers[r]))
             return Action("goto", target=far, narration="leave the body behind before anyone comes")
