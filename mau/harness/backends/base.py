@@ -1,0 +1,88 @@
+"""The model-backend contract: a request in a neutral chat format, a response, and the per-seat model config.
+
+Messages use OpenAI's chat shape, except that an image is ``{"type": "image", "image": i}``: the index of
+``ModelRequest.images[i]``. Each backend turns that into what it needs (a base64 data URL for an
+OpenAI-compatible server, a PIL image for a local processor); call records store the frame's file path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import Field
+
+from mau.env.config import Model
+
+
+@dataclass
+class Frame:
+    """One image of a call: the array, its JPEG bytes (as saved), and its path inside the match folder."""
+
+    array: Any  # np.ndarray (H, W, 3) uint8
+    jpeg: bytes
+    path: str
+
+
+@dataclass
+class ModelRequest:
+    messages: list[dict[str, Any]]
+    images: list[Frame] = field(default_factory=list)
+    module: str = ""
+    agent: str = ""
+    json_mode: bool = True
+    temperature: float | None = None  # None: the seat's configured temperature
+    max_tokens: int | None = None
+    context: dict[str, Any] = field(default_factory=dict)  # structured inputs (the scripted expert reads these)
+
+
+@dataclass
+class ModelResponse:
+    text: str | None  # None when the call failed
+    error: str | None = None  # e.g. "timeout after 30.0 s", "HTTP 429", "empty answer"
+    latency_s: float = 0.0
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    attempts: int = 1
+    model: str = ""
+
+
+class ModelConfig(Model):
+    """One seat's model: which backend and its settings. Secrets are never here: only the *name* of the
+    environment variable that holds the API key."""
+
+    backend: str = Field("scripted", description="Model backend: a file of mau/harness/backends (openai, hf, scripted).")
+    model: str = Field("scripted-expert", description="Model id for the server, or a local path / hub id for hf.")
+    adapter: str | None = Field(None, description="hf: path of a LoRA adapter to load on top of the model.")
+    base_url: str | None = Field(None, description="openai: the endpoint, e.g. http://127.0.0.1:8000/v1.")
+    api_key_env: str | None = Field(None, description="openai: name of the environment variable holding the API key.")
+    temperature: float = Field(0.7, ge=0, description="Sampling temperature (paper: 0.7 Qwen/Gemma, 0.1 GPT-4.1-mini, 1.0 GPT-5).")
+    max_tokens: int = Field(256, ge=1, description="Max new tokens per call (paper: 256; >= 8192 for the GPT-5 family).")
+    json_mode: bool = Field(True, description="Ask for response_format=json_object where the backend supports it.")
+    enable_thinking: bool | None = Field(None, description="Qwen: False sends chat_template_kwargs.enable_thinking=false.")
+    reasoning_effort: str | None = Field(None, description="openai: reasoning_effort for reasoning models (e.g. minimal).")
+    timeout_s: float = Field(60.0, gt=0, description="Per-call timeout in seconds.")
+    max_retries: int = Field(3, ge=0, description="Retries on timeouts, 429 and 5xx, with exponential backoff.")
+    backoff_s: float = Field(1.0, ge=0, description="First backoff delay; doubles on each retry.")
+    concurrency: int = Field(16, ge=1, description="Calls in flight at once per endpoint (base_url).")
+    device: str = Field("auto", description="hf: cpu, cuda or auto.")
+    dtype: str = Field("auto", description="hf: float32, bfloat16 or auto.")
+    max_pixels: int | None = Field(None, description="hf: cap on image pixels for the processor.")
+    seed: int = Field(0, description="Sampling seed (hf; and the scripted expert's stream).")
+    price_prompt_per_mtok: float = Field(0.0, ge=0, description="USD per million prompt tokens (cost estimates).")
+    price_completion_per_mtok: float = Field(0.0, ge=0, description="USD per million completion tokens.")
+
+
+class ModelBackend:
+    """Base class. ``complete`` never raises for a model-side failure: it returns a response with ``error``."""
+
+    name = "base"
+
+    def __init__(self, config: ModelConfig):
+        self.config = config
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        return None
