@@ -188,10 +188,12 @@ class SimWorld:
 
     def _end(self, p: PlayerState, run: ActionRun, status: str, reason: str = "") -> None:
         run.status, run.reason = status, reason
+        self.last_results[p.name] = {"status": status, "reason": reason}
+        if self.state.phase == ENDED:
+            return  # match_end closes the event log
         if p.holding_station is not None and status != A.DONE:
             self.rules.on_moved(self.state, p)  # leaving a held station ends it
         self.state.emit(F.EV_ACTION_END, player=p.name, kind=run.action.kind, status=status, reason=reason)
-        self.last_results[p.name] = {"status": status, "reason": reason}
 
     def _advance(self, ticks: int) -> None:
         """Run the world for ``ticks`` (or until a meeting or the end), ``substep_ticks`` at a time."""
@@ -211,7 +213,7 @@ class SimWorld:
                 if st.phase != ROAM:
                     break
             if st.phase != ROAM:
-                self._interrupt_all("the match ended" if st.phase == ENDED else "a meeting was called")
+                self._interrupt_all("a meeting was called")
                 break
             self.rules.advance_clock(st, dt)
             if st.bodies:
