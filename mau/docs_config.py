@@ -25,6 +25,8 @@ def _default(field: Any) -> str:
         value = field.default_factory()
         if isinstance(value, BaseModel):
             return "(section)"
+        if isinstance(value, dict) and value and all(isinstance(v, BaseModel) for v in value.values()):
+            return "{" + ", ".join(f"{k}: (section)" for k in value) + "}"
         if isinstance(value, list) and value and isinstance(value[0], BaseModel):
             return json.dumps([v.model_dump() for v in value])[:60] + "..."
         return json.dumps(value)
@@ -36,9 +38,13 @@ def table(model: type[BaseModel], prefix: str = "") -> list[str]:
     for name, field in model.model_fields.items():
         key = f"{prefix}{name}"
         ann = field.annotation
+        args = getattr(ann, "__args__", ())
         if isinstance(ann, type) and issubclass(ann, BaseModel):
             rows.append(f"| `{key}` | (section) | {field.description or ''} |")
             rows += table(ann, key + ".")
+        elif len(args) == 2 and isinstance(args[1], type) and issubclass(args[1], BaseModel):  # dict[str, Model]
+            rows.append(f"| `{key}` | `{_default(field)}` | {field.description or ''} |")
+            rows += table(args[1], key + ".<key>.")
         else:
             rows.append(f"| `{key}` | `{_default(field)}` | {field.description or ''} |")
     return rows

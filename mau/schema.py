@@ -58,3 +58,25 @@ EVENT_TYPES = (
     EV_MEETING_START, EV_UTTERANCE, EV_PASS, EV_VOTING_START, EV_VOTE, EV_EJECTION, EV_MEETING_END,
     EV_MATCH_END,
 )
+
+# -- ARIA call records (match format version 1: calls.jsonl, memory.jsonl) --------------------------------
+CALLS_FILE = "calls.jsonl"  # one record per model call
+MEMORY_FILE = "memory.jsonl"  # each agent's memory and beliefs at each meeting end
+CALL_ID = "call_id"
+MATCH = "match"
+AGENT = "agent"
+ROLE = "role"
+MODULE = "module"
+HARNESS = "harness"
+MODEL = "model"
+MESSAGES = "messages"
+RAW_OUTPUT = "raw_output"
+PARSED = "parsed"
+FALLBACK = "fallback"
+FALLBACK_REASON = "fallback_reason"
+ERROR = "error"
+LATENCY_S = "latency_s"
+HARNESS_MS = "harness_ms"
+PROMPT_TOKENS = "prompt_tokens"
+COMPLETION_TOKENS = "completion_tokens"
+MATCH_ID = "match_id"

@@ -154,3 +154,12 @@ def test_region_stepping_matches_block_stepping() -> None:
         depth, _ = r._cast(cx, cz, dx, dz)
         ref = [_dda_wall_distance(m, cx, cz, a, b) for a, b in zip(dx, dz)]
         np.testing.assert_allclose(depth, ref, rtol=0, atol=1e-9)
+
+
+def test_pillow_image_path_matches_the_numpy_frame():
+    from mau.env.render import typical_scene
+
+    state, viewer = typical_scene()
+    r = Renderer(load_map("skeld"), 96, 54)
+    for yaw in (None, 0.3, 2.0, 4.5):
+        assert np.array_equal(np.asarray(r.first_person_image(state, viewer, yaw)), r.first_person(state, viewer, yaw))

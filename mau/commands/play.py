@@ -2,7 +2,10 @@
 
 Play one whole match and write its match folder (docs/formats.md): header with seed, roles, config and outcome;
 the ground-truth event log; first-person frames with ``--frames``. Prints the outcome on one line.
-Rerunning into a finished match folder needs ``--resume`` (which keeps the finished match).
+With ``policy: aria`` (e.g. ``configs/play/aria_scripted.yaml``) every seat is an ARIA agent whose modules call
+its seat's model; the folder then also holds every call record (calls.jsonl), the frames the calls saw, and
+each agent's memory at meeting ends (memory.jsonl). Rerunning into a finished match folder needs ``--resume``
+(which keeps the finished match).
 """
 
 from __future__ import annotations
@@ -10,10 +13,15 @@ from __future__ import annotations
 import argparse
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from mau.commands.common import add_config_arguments, dated_run_dir
 from mau.env.config import Model, WorldConfig
+from mau.harness.config import SeatConfig
+
+
+def _default_seats() -> dict[str, SeatConfig]:
+    return {"crewmate": SeatConfig(), "imposter": SeatConfig()}
 
 
 class PlayConfig(Model):
@@ -22,9 +30,21 @@ class PlayConfig(Model):
     seed: int = Field(0, description="Match seed: roles, missions and every scripted choice follow from it.")
     out: str | None = Field(None, description="Match folder; default runs/play/<date>/<time>_seed<N>.")
     resume: bool = Field(False, description="Allow --out to be a finished match folder (it is kept as it is).")
-    policy: Literal["scripted"] = Field("scripted", description="Who plays every seat: the scripted policy.")
-    state_mode: Literal["ego", "privileged"] = Field("ego", description="Observation state mode of every seat.")
+    policy: Literal["scripted", "aria"] = Field(
+        "scripted", description="scripted: the scripted policy, no harness; aria: ARIA agents calling each seat's model.")
+    state_mode: Literal["ego", "privileged"] = Field("ego", description="scripted policy: observation state mode.")
+    seats: dict[str, SeatConfig] = Field(
+        default_factory=_default_seats,
+        description="aria: the model and harness of each side ('crewmate', 'imposter'), or of one player by name.")
     world: WorldConfig = Field(default_factory=WorldConfig, description="The world: backend, map, rules, frames.")
+
+    @field_validator("seats")
+    @classmethod
+    def _both_sides(cls, v: dict[str, SeatConfig]) -> dict[str, SeatConfig]:
+        missing = [k for k in ("crewmate", "imposter") if k not in v]
+        if missing:
+            raise ValueError(f"seats needs a '{missing[0]}' entry (the model of that side)")
+        return v
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -47,10 +67,18 @@ def config_from_args(args: argparse.Namespace) -> PlayConfig:
         over["resume"] = True
     if args.frames:
         set_dotted(over, "world.frames.save", True)
-    return load_config(PlayConfig, args.config, over)
+    cfg = load_config(PlayConfig, args.config, over)
+    unknown = [k for k in cfg.seats if k not in ("crewmate", "imposter") and k not in
+               {p.name for p in cfg.world.game.players}]
+    if unknown:
+        from mau.errors import ConfigError
+
+        raise ConfigError(f"seats.{unknown[0]}: not a side (crewmate, imposter) nor a player's name; fix the key")
+    return cfg
 
 
 def main(cfg: PlayConfig) -> int:
+    import asyncio
     import json
     from pathlib import Path
 
@@ -71,18 +99,39 @@ def main(cfg: PlayConfig) -> int:
     if out.exists() and any(out.iterdir()):
         raise MauError(f"--out {out}: exists and is not a match folder; choose an empty or new folder")
     world = make_world(cfg.world)
-    policies = {p.name: ScriptedPolicy(p.name, world.map, cfg.seed) for p in cfg.world.game.players}
     writer = MatchWriter(out)
+    extra: dict = {}
     try:
-        result = play_match(world, policies, cfg.seed, cfg.state_mode, writer, frames=cfg.world.frames.save,
-                            topdown=cfg.world.frames.topdown)
-        folder = write_match(writer, world, result, cfg, provenance())
+        if cfg.policy == "aria":
+            from mau.harness.backends import make_backend
+            from mau.harness.match import AriaMatch
+
+            backends = {k: make_backend(s.model) for k, s in cfg.seats.items()}
+            match = AriaMatch(world, cfg.seats, backends, writer.staging, out.name)
+            result = asyncio.run(_play(match, cfg.seed, backends.values()))
+            extra = match.header_extra()
+        else:
+            policies = {p.name: ScriptedPolicy(p.name, world.map, cfg.seed) for p in cfg.world.game.players}
+            result = play_match(world, policies, cfg.seed, cfg.state_mode, writer, frames=cfg.world.frames.save,
+                                topdown=cfg.world.frames.topdown)
+        folder = write_match(writer, world, result, cfg, provenance(), extra)
     except BaseException:
         writer.abort()
         raise
     st = world.state
     summary = {"ejections": len(st.ejections), "kills": sum(1 for p in st.players if p.death_tick is not None),
                "meetings": st.meetings_held}
+    if extra:
+        summary.update(calls=extra["calls"]["calls"], fallbacks=extra["calls"]["fallbacks"])
     print(f"{result.outcome} seed={cfg.seed} steps={result.steps} game_s={result.ticks / 20:.0f} "
           f"wall_s={result.wall_seconds:.2f} {json.dumps(summary)} -> {folder}")
     return 0
+
+
+async def _play(match, seed: int, backends):
+    """Play, then close the backends in the same event loop (their HTTP clients belong to it)."""
+    try:
+        return await match.play(seed)
+    finally:
+        for b in backends:
+            await b.aclose()

@@ -34,6 +34,7 @@ def observe(world: "SimWorld", name: str, mode: str = "ego") -> dict[str, Any]:
         "time_s": round(st.tick / 20, 2),
         "position": [_r(me.x), gmap.floor_y, _r(me.z)], "yaw_deg": round(math.degrees(me.yaw) % 360, 1),
         "room": place,
+        "roster": [{"name": p.name, "color": p.color} for p in st.players],  # public: names and colours only
     }
     if me.is_imposter:
         obs["teammates"] = [p.name for p in st.players if p.is_imposter and p is not me]

@@ -204,6 +204,7 @@ class Renderer:
         cols = np.zeros((256, 4), dtype=np.uint8)
         cols[: len(self._pal.colors), :3] = np.array(self._pal.colors, dtype=np.uint8)
         self._pal3 = np.ascontiguousarray(cols[:, :3])
+        self._pal_bytes = self._pal3.reshape(-1).tobytes()
         self._pal32 = cols.view(np.uint32).reshape(256)
         n = self.width * self.height
         # The fast lookup writes each pixel as one 4-byte word at a 3-byte stride into a buffer with one spare
@@ -240,6 +241,21 @@ class Renderer:
         depth, img = self._cast(cx, cz, dx, dz)
         self._draw_sprites(img, state, me, cx, cz, fx, fz, rx, rz, dx, dz, depth)
         return self._to_rgb(img)
+
+    def first_person_image(self, state: GameState, viewer: str, yaw: float | None = None):
+        """The same view as a Pillow RGB image, made by Pillow's palette conversion (faster when the frame is
+        going to be encoded as JPEG or PNG anyway)."""
+        from PIL import Image
+
+        rgb_of = self._to_rgb
+        self._to_rgb = lambda img: img  # keep the palette-index image
+        try:
+            idx = self.first_person(state, viewer, yaw)
+        finally:
+            self._to_rgb = rgb_of
+        im = Image.frombuffer("P", (self.height, self.width), np.ascontiguousarray(idx).tobytes(), "raw", "P", 0, 1)
+        im.putpalette(self._pal_bytes)
+        return im.transpose(Image.Transpose.TRANSPOSE).convert("RGB")
 
     def _cast(self, cx: float, cz: float, dx: np.ndarray, dz: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Walls and floors: per-column wall distance (the depth buffer) and the (width, height) index image."""

@@ -81,7 +81,8 @@ def match_header(world, result: MatchResult, config, provenance: dict[str, Any])
     }
 
 
-def write_match(writer: MatchWriter, world, result: MatchResult, config, provenance: dict[str, Any]) -> Path:
+def write_match(writer: MatchWriter, world, result: MatchResult, config, provenance: dict[str, Any],
+                extra: dict[str, Any] | None = None) -> Path:
     writer.write_events(world.state.events)
     writer.write_text(F.RESOLVED_CONFIG, dump_yaml(config))
-    return writer.publish(match_header(world, result, config, provenance))
+    return writer.publish({**match_header(world, result, config, provenance), **(extra or {})})

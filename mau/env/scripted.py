@@ -232,12 +232,15 @@ class ScriptedBrain:
     def reflect(self, obs: dict[str, Any]) -> dict[str, Any]:
         """After a meeting: what changed in my suspicions since the last reflection."""
         updates = []
+        gone = set(obs["known_dead"]) | {e["name"] for e in obs["ejections"]}
         for name, s in sorted(self.suspicion.items()):
+            if name in gone or name == self.name:
+                continue
             delta = round(s - self._reflected.get(name, 0.0), 3)
             if delta:
                 updates.append({"player": name, "delta": delta})
         self._reflected = dict(self.suspicion)
-        top = self.top_suspect(list(self.suspicion), 0.0)
+        top = self.top_suspect([n for n in self.suspicion if n not in gone], 0.0)
         last = obs["ejections"][-1] if obs["ejections"] else None
         insight = (f"{last['name']} was ejected and was a {last['role']}." if last else "Nobody has been ejected yet.")
         skill = ("Trust only what I saw myself." if obs["role"] != "imposter"

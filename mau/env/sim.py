@@ -97,6 +97,10 @@ class SimWorld:
     def render(self, name: str, yaw: float | None = None):
         return self.renderer().first_person(self.state, name, yaw)
 
+    def render_image(self, name: str, yaw: float | None = None):
+        """The same frame as ``render``, as a Pillow RGB image (cheaper when it is to be encoded)."""
+        return self.renderer().first_person_image(self.state, name, yaw)
+
     def topdown(self, scale: int = 4):
         return self.renderer().topdown(self.state, scale)
 

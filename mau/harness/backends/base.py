@@ -17,11 +17,19 @@ from mau.env.config import Model
 
 @dataclass
 class Frame:
-    """One image of a call: the array, its JPEG bytes (as saved), and its path inside the match folder."""
+    """One image of a call: a Pillow RGB image, its JPEG bytes (as saved and as sent to servers), and its path
+    inside the match folder."""
 
-    array: Any  # np.ndarray (H, W, 3) uint8
+    image: Any  # PIL.Image.Image, RGB
     jpeg: bytes
     path: str
+
+    @property
+    def array(self) -> Any:
+        """The frame as an (H, W, 3) uint8 numpy array."""
+        import numpy as np
+
+        return np.asarray(self.image)
 
 
 @dataclass

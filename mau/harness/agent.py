@@ -1,0 +1,168 @@
+"""One ARIA agent: observe -> memory -> plan -> act -> reflect, with its modules as model calls.
+
+Free roam, per step: (crewmate) SURVEILLANCE of two view directions, which may trigger EMERGENCY (bypassing
+the planner); REPORT when a body is in view; (imposter) KILL when a crewmate is in view and the cooldown is
+over; then the planner (reactive: one call picks the mode; hierarchical: a strategy every few steps and a plan
+every step) and the module for the mode (MISSION, MOVE, KILL, REPORT). When the planner keeps the mode of the
+action still running, the action runs on and the module is not asked again. Meetings: MEETING on one's turn,
+VOTE, and, after the meeting, reflection (suspicion deltas clamped, skill memory).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mau.env.actions import Action
+from mau.harness import modules as M
+from mau.harness.backends.base import Frame, ModelBackend
+from mau.harness.calls import Caller, FrameStore
+from mau.harness.config import SeatConfig
+from mau.harness.memory import SemanticMemory, SkillMemory, WindowMemory
+from mau.harness.prompting import PromptBuilder
+
+MODE_KINDS = {"mission": ("mission", "fake_mission"), "explore": ("goto", "follow"), "kill": ("kill",),
+              "report": ("report",)}
+
+
+class AriaAgent:
+    def __init__(self, name: str, role: str, roster: list[str], seat: SeatConfig, backend: ModelBackend,
+                 builder: PromptBuilder, caller: Caller, frames: FrameStore, rooms: list[str]):
+        self.name, self.role = name, role
+        self.seat, self.aria, self.backend = seat, seat.aria, backend
+        self.builder, self.caller, self.frames, self.rooms = builder, caller, frames, rooms
+        if self.aria.memory == "window":
+            self.memory: WindowMemory | SemanticMemory = WindowMemory(self.aria.window_size)
+        else:
+            self.memory = SemanticMemory(name, roster, self.aria.notes_limit)
+        self.skills = SkillMemory(self.aria.skill_memory_size, self.aria.skill_retrieve)
+        self.strategy: str = ""
+        self.strategy_step: int | None = None
+        self.decided_bodies: set[str] = set()
+        self.kills_seen = 0
+
+    @property
+    def imposter(self) -> bool:
+        return self.role == "imposter"
+
+    # -- one call ------------------------------------------------------------------------------------------
+    async def _call(self, module: str, obs: dict[str, Any], **extra: str) -> dict[str, Any]:
+        ctx = M.Context(obs, self.rooms)
+        views = M.MODULES[module].images if self.aria.frames and obs["alive"] else ()
+        frames: list[Frame] = [self.frames.get(self.name, v) for v in views]
+        others = [n for n in ctx.alive if n != self.name]
+        skills = self.skills.render() if self.aria.reflection == "meeting" else ""
+        messages = self.builder.messages(module, obs, memory=self.memory.render(), skills=skills, others=others,
+                                         n_images=len(frames), **extra)
+        return await self.caller.call(agent=self.name, role=self.role, module=module, obs=obs, messages=messages,
+                                      frames=frames, backend=self.backend, model=self.seat.model, ctx=ctx,
+                                      temperature=self.aria.module_temperature.get(module),
+                                      extra_context={"extra": extra, "strategy": self.strategy})
+
+    def _narrate(self, answer: dict[str, Any]) -> str | None:
+        """Imposters' private one-line note of intent: the reasoning behind the action."""
+        return (answer.get("reasoning") or None) if self.imposter else None
+
+    # -- free roam -----------------------------------------------------------------------------------------
+    async def roam(self, obs: dict[str, Any]) -> Action | None:
+        self.memory.observe(obs)
+        if not self.imposter and self.aria.surveillance:
+            action = await self._surveil(obs)
+            if action is not None:
+                return action
+        body = next((b["victim"] for b in obs["bodies_in_view"] if b["victim"] not in self.decided_bodies), None)
+        if body is not None:
+            self.decided_bodies.add(body)
+            ans = await self._call(M.REPORT, obs, body=body)
+            if ans["should_report"]:
+                return Action("report", target=body, narration=self._narrate(ans))
+        ctx = M.Context(obs, self.rooms)
+        kill_checked = False
+        if self.imposter and obs["kill_cooldown_ticks"] == 0 and ctx.crew_in_view:
+            kill_checked = True
+            action = await self._kill(obs)
+            if action is not None:
+                return action
+        mode, target, plan = await self._plan(obs)
+        current = obs["current_action"]
+        if current and current["kind"] in MODE_KINDS.get(mode, ()):
+            return None  # the running action already does what the plan says
+        if mode == "kill" and not kill_checked and ctx.crew_in_view:
+            action = await self._kill(obs)
+            if action is not None:
+                return action
+        if mode == "report" and obs["bodies_in_view"]:
+            return Action("report", target=obs["bodies_in_view"][0]["victim"], narration=self._narrate(plan))
+        if mode == "mission" and ctx.stations:
+            ans = await self._call(M.MISSION, obs)
+            if ans["station"] is not None:
+                kind = "fake_mission" if self.imposter else "mission"
+                return Action(kind, station=ans["station"], narration=self._narrate(ans))
+        ans = await self._call(M.MOVE, obs)
+        if ans["target_player"] != M.WANDER:
+            return Action("follow", target=ans["target_player"], narration=self._narrate(ans))
+        room = ans["room"] or (target if target in self.rooms else M.fallback_move(ctx)["room"])
+        return Action("goto", target=room, narration=self._narrate(ans))
+
+    async def _surveil(self, obs: dict[str, Any]) -> Action | None:
+        ans = await self._call(M.SURVEILLANCE, obs)
+        new_kill = len(obs["witnessed_kills"]) > self.kills_seen
+        self.kills_seen = len(obs["witnessed_kills"])
+        if ans["suspect"] != M.NONE:
+            self.memory.note(f"step {obs['step']}: {ans['detail'] or 'suspicious'} (suspect {ans['suspect']})")
+        notable = ans["suspect"] != M.NONE or new_kill
+        if notable and obs["button_lock_ticks"] == 0:
+            sighting = ans["detail"] or f"{ans['suspect']} acting suspiciously"
+            if new_kill:
+                w = obs["witnessed_kills"][-1]
+                sighting = f"{w['killer']} killed {w['victim']} in {w['room']}. " + (ans["detail"] or "")
+            e = await self._call(M.EMERGENCY, obs, sighting=sighting.strip())
+            if e["should_call"]:
+                return Action("button")
+        return None
+
+    async def _kill(self, obs: dict[str, Any]) -> Action | None:
+        ans = await self._call(M.KILL, obs)
+        if ans["decision"] == "KILL":
+            return Action("kill", target=ans["target"], narration=self._narrate(ans))
+        if ans["decision"] == "STALK":
+            return Action("follow", target=ans["target"], narration=self._narrate(ans))
+        return None
+
+    async def _plan(self, obs: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
+        if self.aria.planning == "reactive":
+            ans = await self._call(M.PLAN, obs)
+            return ans["mode"], ans["target"], ans
+        if self.strategy_step is None or obs["step"] - self.strategy_step >= self.aria.strategy_every:
+            s = await self._call(M.STRATEGY, obs)
+            self.strategy = s["strategy"] + (f" (priority: {s['priority_target']})" if s["priority_target"] != M.NONE else "")
+            self.strategy_step = obs["step"]
+        ans = await self._call(M.PLAN_SHORT, obs, strategy=self.strategy)
+        return ans["mode"], ans["target"], ans
+
+    # -- meetings ------------------------------------------------------------------------------------------
+    async def speak(self, obs: dict[str, Any]) -> Action:
+        ans = await self._call(M.MEETING, obs)
+        if ans["suspicion_cast_on"] != M.NONE:
+            self.memory.note(f"I cast suspicion on {ans['suspicion_cast_on']} in a meeting.")
+        return Action("speak", text=ans["response_text"] or None)
+
+    async def vote(self, obs: dict[str, Any]) -> Action:
+        ans = await self._call(M.VOTE, obs)
+        return Action("vote", target=ans["vote_target"])
+
+    async def after_meeting(self, obs: dict[str, Any], outcome: str) -> dict[str, Any]:
+        """Remember the meeting; reflect on it when reflection is on. Returns the memory dump."""
+        self.memory.on_meeting(outcome)
+        applied: list[dict[str, Any]] = []
+        if self.aria.reflection == "meeting" and obs["alive"]:
+            ans = await self._call(M.REFLECT, obs, outcome=f"Meeting outcome: {outcome}")
+            for u in ans["suspicion_updates"]:
+                if isinstance(self.memory, SemanticMemory):
+                    d = self.memory.update_suspicion(u["player"], u["delta"], self.aria.suspicion_clamp)
+                    if d is not None:
+                        applied.append({"player": u["player"], "delta": d})
+            if ans["insights"]:
+                self.memory.note(ans["insights"])
+            self.skills.add(ans["skill_learned"])
+        return {"agent": self.name, "role": self.role, "memory": self.memory.dump(), "skills": list(self.skills.items),
+                "strategy": self.strategy, "suspicion_applied": applied}

@@ -1,0 +1,81 @@
+"""The scripted expert as a model backend: it answers every ARIA module with the scripted brain's decision
+(``mau.env.scripted.ScriptedBrain``), as JSON text, so its calls are parsed and recorded exactly like a model's
+and it can stand in for a model anywhere. It reads the structured observation the prompt was built from (in
+``request.context``), not the prompt text. No model, no network."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from mau.env.map import load_map
+from mau.env.scripted import NONE, ScriptedBrain
+from mau.harness import modules as M
+from mau.harness.backends.base import ModelBackend, ModelRequest, ModelResponse
+
+
+class Backend(ModelBackend):
+    name = "scripted"
+
+    def __init__(self, config):
+        super().__init__(config)
+        self._brains: dict[tuple[str, str], ScriptedBrain] = {}
+        self._match: str | None = None
+
+    def _brain(self, request: ModelRequest) -> ScriptedBrain:
+        ctx = request.context
+        if ctx["match"] != self._match:  # a new match: forget the last one's brains
+            self._match = ctx["match"]
+            self._brains.clear()
+        key = (ctx["match"], request.agent)
+        if key not in self._brains:
+            self._brains[key] = ScriptedBrain(request.agent, load_map(ctx["map"]), ctx["seed"] + self.config.seed)
+        return self._brains[key]
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        t0 = time.perf_counter()
+        answer = self.answer(self._brain(request), request.module, request.context)
+        text = json.dumps(answer)
+        return ModelResponse(text=text, latency_s=time.perf_counter() - t0, prompt_tokens=0,
+                             completion_tokens=0, model=self.config.model)
+
+    @staticmethod
+    def answer(brain: ScriptedBrain, module: str, context: dict[str, Any]) -> dict[str, Any]:
+        obs = context["obs"]
+        if obs.get("meeting") is None:
+            brain.observe(obs)
+        extra = context.get("extra", {})
+        if module == M.SURVEILLANCE:
+            return brain.surveillance(obs)
+        if module == M.EMERGENCY:
+            return {"should_call": brain.emergency(obs), "reasoning": "I saw it myself."}
+        if module == M.REPORT:
+            return {"should_report": brain.report(obs, extra.get("body", "")), "reasoning": "A body must be reported."}
+        if module == M.KILL:
+            decision, target = brain.kill(obs)
+            return {"decision": decision, "target": target, "reasoning": f"{decision.lower()} {target}"}
+        if module in (M.PLAN, M.PLAN_SHORT):
+            mode, target = brain.plan(obs)
+            out = {"mode": mode, "target": target, "reasoning": f"{mode} now"}
+            if module == M.PLAN_SHORT:
+                out["plan"] = context.get("strategy", "")
+            return out
+        if module == M.STRATEGY:
+            return {**brain.strategy(obs), "reasoning": "keep it simple"}
+        if module == M.MISSION:
+            return {"station": brain.mission(obs), "reasoning": "nearest first"}
+        if module == M.MOVE:
+            last = obs.get("last_action_result") or {}
+            if obs["role"] == "imposter" and last.get("reason", "").startswith("killed"):
+                return {"target_player": M.WANDER, "room": brain.far_room(obs), "reasoning": "leave the body behind"}
+            target, room = brain.move(obs)
+            return {"target_player": target, "room": room, "reasoning": "look around"}
+        if module == M.MEETING:
+            text, on = brain.speech(obs)
+            return {"response_text": text, "suspicion_cast_on": on or NONE, "reasoning": "say what I know"}
+        if module == M.VOTE:
+            return {"vote_target": brain.vote(obs), "reasoning": "the evidence"}
+        if module == M.REFLECT:
+            return brain.reflect(obs)
+        raise ValueError(f"scripted expert: unknown module {module!r}")

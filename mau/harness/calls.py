@@ -1,0 +1,141 @@
+"""One model call end to end (prompt -> backend -> check or fallback -> record), the call log, and the frame
+store that renders, saves and shares the frames of a step.
+
+Every call leaves one record in ``calls.jsonl`` (docs/formats.md): the exact messages (images as paths of
+saved frames), the raw output, the parsed answer, whether the fallback was used and why, latency, tokens,
+model and backend. The record is the future training example, so it keeps everything.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from mau import schema as F
+from mau.harness.backends.base import Frame, ModelBackend, ModelConfig, ModelRequest
+from mau.harness.modules import Context, decide
+
+
+class FrameStore:
+    """Renders each (agent, step, view) once, saves it as JPEG under frames/, and hands out the same Frame
+    to every call of that step that needs it."""
+
+    def __init__(self, world, folder: Path | None, quality: int = 90):
+        self.world = world
+        self.folder = folder
+        self.quality = quality
+        self._cache: dict[tuple[str, int, int, str], Frame] = {}
+        self.saved = 0
+
+    def get(self, agent: str, view: str) -> Frame:
+        st = self.world.state
+        key = (agent, st.step, st.meeting_steps, view)
+        frame = self._cache.get(key)
+        if frame is not None:
+            return frame
+        p = st.player(agent)
+        yaw = p.yaw if view == "fwd" else p.yaw + 3.141592653589793
+        image = self.world.render_image(agent, yaw)
+        buf = io.BytesIO()
+        image.save(buf, "JPEG", quality=self.quality)
+        jpeg = buf.getvalue()
+        rel = f"{F.FRAMES_DIR}/{st.step:04d}_{agent}_{view}.jpg"
+        if self.folder is not None:
+            path = self.folder / rel
+            path.parent.mkdir(exist_ok=True)
+            path.write_bytes(jpeg)
+            self.saved += 1
+        frame = Frame(image=image, jpeg=jpeg, path=rel)
+        if len(self._cache) > 64:  # only the current step's frames are ever asked for again
+            self._cache.clear()
+        self._cache[key] = frame
+        return frame
+
+
+class CallLog:
+    """Appends call records to calls.jsonl as they happen, and keeps the counts for the match header."""
+
+    def __init__(self, folder: Path | None):
+        self._f = open(folder / F.CALLS_FILE, "w") if folder is not None else None
+        self.n = 0
+        self.fallbacks = 0
+        self.errors = 0
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        self.by_module: dict[str, list[int]] = {}  # module -> [calls, fallbacks]
+
+    def add(self, record: dict[str, Any]) -> None:
+        self.n += 1
+        fb = record[F.FALLBACK]
+        self.fallbacks += fb
+        self.errors += record[F.ERROR] is not None
+        self.prompt_tokens += record[F.PROMPT_TOKENS] or 0
+        self.completion_tokens += record[F.COMPLETION_TOKENS] or 0
+        counts = self.by_module.setdefault(record[F.MODULE], [0, 0])
+        counts[0] += 1
+        counts[1] += fb
+        if self._f is not None:
+            self._f.write(json.dumps(record, separators=(",", ":"), ensure_ascii=False) + "\n")
+
+    def summary(self) -> dict[str, Any]:
+        return {"calls": self.n, "fallbacks": self.fallbacks, "errors": self.errors,
+                "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+                "by_module": {k: {"calls": v[0], "fallbacks": v[1]} for k, v in sorted(self.by_module.items())}}
+
+    def close(self) -> None:
+        if self._f is not None:
+            self._f.close()
+            self._f = None
+
+
+def _recorded_messages(messages: list[dict[str, Any]], frames: list[Frame]) -> list[dict[str, Any]]:
+    out = []
+    for m in messages:
+        content = m["content"]
+        if isinstance(content, list):
+            content = [{"type": "image", "path": frames[part["image"]].path} if part.get("type") == "image" else part
+                       for part in content]
+        out.append({"role": m["role"], "content": content})
+    return out
+
+
+class Caller:
+    """Makes the calls of one match and records them."""
+
+    def __init__(self, world, log: CallLog, match_id: str, harness_of: dict[str, dict[str, Any]]):
+        self.world = world
+        self.log = log
+        self.match_id = match_id
+        self.harness_of = harness_of  # agent -> its ARIA axes, for the record
+
+    async def call(self, *, agent: str, role: str, module: str, obs: dict[str, Any], messages: list[dict[str, Any]],
+                   frames: list[Frame], backend: ModelBackend, model: ModelConfig, ctx: Context,
+                   temperature: float | None, extra_context: dict[str, Any] | None = None) -> dict[str, Any]:
+        st = self.world.state
+        t0 = time.perf_counter()
+        request = ModelRequest(messages=messages, images=frames, module=module, agent=agent, json_mode=model.json_mode,
+                               temperature=temperature, max_tokens=model.max_tokens,
+                               context={"obs": obs, "module": module, "match": self.match_id, "seed": st.seed,
+                                        "map": self.world.config.map, **(extra_context or {})})
+        t1 = time.perf_counter()
+        response = await backend.complete(request)
+        t2 = time.perf_counter()
+        answer, fallback_reason = decide(module, response.text, response.error, ctx)
+        record = {
+            F.CALL_ID: f"{self.match_id}:{self.log.n}", F.MATCH: self.match_id, F.SEED: st.seed,
+            F.STEP: st.step, F.TICK: st.tick, "phase": st.phase, F.AGENT: agent, F.ROLE: role, F.MODULE: module,
+            F.HARNESS: self.harness_of[agent], F.MODEL: response.model or model.model, F.BACKEND: backend.name,
+            F.MESSAGES: _recorded_messages(messages, frames), F.RAW_OUTPUT: response.text, F.PARSED: answer,
+            F.FALLBACK: fallback_reason is not None, F.FALLBACK_REASON: fallback_reason, F.ERROR: response.error,
+            F.LATENCY_S: round(response.latency_s, 4), F.PROMPT_TOKENS: response.prompt_tokens,
+            F.COMPLETION_TOKENS: response.completion_tokens, "attempts": response.attempts,
+            "temperature": temperature if temperature is not None else model.temperature,
+            "max_tokens": model.max_tokens,
+        }
+        # Harness time: everything but the wait for the model (prompt already built by the caller).
+        record[F.HARNESS_MS] = round(((t1 - t0) + (time.perf_counter() - t2)) * 1000, 3)
+        self.log.add(record)
+        return answer

@@ -1,0 +1,48 @@
+"""ARIA's configuration: the five ablation axes and their constants, and who sits in each seat."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from mau.env.config import Model
+from mau.harness.backends.base import ModelConfig
+
+# The paper's per-call temperatures of its harness (meeting 0.7, vote 0.2, planner and reflector 0.3).
+PAPER_MODULE_TEMPERATURE = {"meeting": 0.7, "vote": 0.2, "plan": 0.3, "plan_short": 0.3, "strategy": 0.3,
+                            "reflect": 0.3}
+
+
+class AriaConfig(Model):
+    """The five axes of ARIA (SPEC section 3). Defaults: the paper's first crewmate setting (semantic memory,
+    reactive planner, meeting reflection with skill memory, minimal prompts, privileged state)."""
+
+    state: Literal["ego", "privileged"] = Field(
+        "privileged", description="ego: players in view now; privileged: positions of all players within 96 blocks.")
+    memory: Literal["window", "semantic"] = Field(
+        "semantic", description="window: the last window_size steps; semantic: beliefs per player, meetings, notes.")
+    planning: Literal["reactive", "hierarchical"] = Field(
+        "reactive", description="reactive: one call picks the mode; hierarchical: a strategy every strategy_every steps + a per-step plan.")
+    reflection: Literal["off", "meeting"] = Field(
+        "meeting", description="meeting: reflect after each meeting (suspicion deltas, skill memory); off: neither.")
+    prompt_style: Literal["deterministic", "minimal"] = Field(
+        "minimal", description="deterministic: role- and phase-specific tactics spelled out; minimal: rules, role, format.")
+    window_size: int = Field(10, ge=1, description="Steps kept by window memory.")
+    strategy_every: int = Field(5, ge=1, description="Hierarchical planning: steps between long-term strategy calls.")
+    skill_memory_size: int = Field(50, ge=1, description="Skill memory entries kept (FIFO).")
+    skill_retrieve: int = Field(5, ge=0, description="Most recent skills put in prompts.")
+    suspicion_clamp: float = Field(0.3, gt=0, le=1, description="Reflection's suspicion deltas are clamped to +/- this.")
+    notes_limit: int = Field(20, ge=1, description="Semantic memory: notes kept (oldest dropped).")
+    surveillance: bool = Field(True, description="Crewmates scan two view directions after each step (SURVEILLANCE).")
+    frames: bool = Field(True, description="Send first-person frames with the calls that take images (docs/harness.md).")
+    module_temperature: dict[str, float] = Field(
+        default_factory=lambda: dict(PAPER_MODULE_TEMPERATURE),
+        description="Per-module temperature overrides (the paper's harness); other modules use the seat's.")
+
+
+class SeatConfig(Model):
+    """A side of the table: the model that plays it and its ARIA configuration."""
+
+    model: ModelConfig = Field(default_factory=ModelConfig, description="The model (backend and settings).")
+    aria: AriaConfig = Field(default_factory=AriaConfig, description="The harness configuration.")

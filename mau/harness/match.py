@@ -1,0 +1,100 @@
+"""Play one match with ARIA agents in every seat: the step loop, concurrent calls, records and frames.
+
+The calls of a step run concurrently: every agent's pipeline is a coroutine and all of them are gathered, so a
+step takes about as long as its slowest chain of calls. Model output only ever becomes a structured action.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from mau import schema as F
+from mau.env.runner import MatchResult
+from mau.env.state import DISCUSSION, ENDED, ROAM, VOTING
+from mau.harness.agent import AriaAgent
+from mau.harness.backends.base import ModelBackend
+from mau.harness.calls import Caller, CallLog, FrameStore
+from mau.harness.config import SeatConfig
+from mau.harness.prompting import PromptBuilder
+
+
+def _meeting_outcome(st) -> str:
+    """One public sentence about the meeting that just ended (from the event log's public part)."""
+    start = next(e for e in reversed(st.events) if e[F.TYPE] == F.EV_MEETING_START)
+    ej = next(e for e in reversed(st.events) if e[F.TYPE] == F.EV_EJECTION)
+    why = f"{start['caller']} reported the body of {start['body']}" if start["reason"] == "report" \
+        else f"{start['caller']} called an emergency meeting"
+    votes = [e for e in st.events[start[F.EVENT_INDEX]:] if e[F.TYPE] == F.EV_VOTE]
+    tally = ", ".join(f"{v['voter']}->{v['target']}" for v in votes)
+    return f"{why}; votes: {tally}; {ej['text']}"
+
+
+class AriaMatch:
+    """Everything one ARIA match needs: the world, the seats' backends, the agents, the log and the frames."""
+
+    def __init__(self, world, seats: dict[str, SeatConfig], backends: dict[str, ModelBackend],
+                 folder: Path | None, match_id: str):
+        self.world, self.seats, self.backends = world, seats, backends
+        self.folder, self.match_id = folder, match_id
+        self.log = CallLog(folder)
+        self.frames = FrameStore(world, folder)
+        self.memory_dumps: list[dict[str, Any]] = []
+
+    def _seat(self, name: str, role: str) -> str:
+        return name if name in self.seats else role
+
+    async def play(self, seed: int) -> MatchResult:
+        t0 = time.perf_counter()
+        w = self.world
+        w.reset(seed)
+        st = w.state
+        roster = [p.name for p in st.players]
+        rooms = list(w.map.room_names)
+        harness_of = {p.name: self.seats[self._seat(p.name, p.role)].aria.model_dump(
+            include={"state", "memory", "planning", "reflection", "prompt_style"}) for p in st.players}
+        caller = Caller(w, self.log, self.match_id, harness_of)
+        builders: dict[str, PromptBuilder] = {}
+        agents: dict[str, AriaAgent] = {}
+        for p in st.players:
+            key = self._seat(p.name, p.role)
+            seat = self.seats[key]
+            if key not in builders:
+                builders[key] = PromptBuilder(seat.aria, w.cfg, w.map)
+            agents[p.name] = AriaAgent(p.name, p.role, roster, seat, self.backends[key], builders[key], caller,
+                                       self.frames, rooms)
+        meetings_done = 0
+        while st.phase != ENDED:
+            if st.phase == ROAM:
+                if st.meetings_held > meetings_done:  # a meeting just ended: remember, reflect, dump memory
+                    meetings_done = st.meetings_held
+                    outcome = _meeting_outcome(st)
+                    dumps = await asyncio.gather(*(
+                        agents[p.name].after_meeting(w.observe(p.name, agents[p.name].aria.state), outcome)
+                        for p in st.players if p.active))
+                    self.memory_dumps += [{"meeting": meetings_done, F.STEP: st.step, **d} for d in dumps]
+                active = [p.name for p in st.players if p.active]
+                obs = {n: w.observe(n, agents[n].aria.state) for n in active}
+                chosen = await asyncio.gather(*(agents[n].roam(obs[n]) for n in active))
+                w.step(dict(zip(active, chosen)))
+            elif st.phase == DISCUSSION:
+                speaker = st.meeting.speaker
+                action = await agents[speaker].speak(w.observe(speaker, agents[speaker].aria.state))
+                w.step({speaker: action})
+            elif st.phase == VOTING:
+                active = [p.name for p in st.players if p.active]
+                votes = await asyncio.gather(*(agents[n].vote(w.observe(n, agents[n].aria.state)) for n in active))
+                w.step(dict(zip(active, votes)))
+        self.log.close()
+        if self.folder is not None:
+            with open(self.folder / F.MEMORY_FILE, "w") as f:
+                for d in self.memory_dumps:
+                    f.write(json.dumps(d, separators=(",", ":")) + "\n")
+        return MatchResult(seed, st.outcome, st.end_reason, st.step, st.tick, time.perf_counter() - t0, None)
+
+    def header_extra(self) -> dict[str, Any]:
+        return {F.MATCH_ID: self.match_id, "calls": self.log.summary(), "frames_saved": self.frames.saved,
+                "seats": {k: v.model_dump(mode="json") for k, v in self.seats.items()}}

@@ -1,0 +1,119 @@
+"""ARIA's memories: window (the last N steps), semantic (beliefs per player, meetings, notes, bounded
+suspicion) and skill memory (lessons from reflection, FIFO). All plain data: they render into prompts and are
+dumped into the match folder at meeting ends."""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+
+def _clamp(v: float, lo: float, hi: float) -> float:
+    return lo if v < lo else hi if v > hi else v
+
+
+class WindowMemory:
+    kind = "window"
+
+    def __init__(self, size: int):
+        self.steps: deque[str] = deque(maxlen=size)
+
+    def observe(self, obs: dict[str, Any]) -> None:
+        seen = ", ".join(f"{p['name']} ({p['room']})" for p in obs["players_in_view"]) or "nobody"
+        bodies = ", ".join(b["victim"] for b in obs["bodies_in_view"])
+        last = obs.get("last_action_result") or {}
+        line = f"step {obs['step']}, {obs['room']}: saw {seen}"
+        if bodies:
+            line += f"; body of {bodies}"
+        if last:
+            line += f"; last action {last.get('status')}"
+        self.steps.append(line)
+
+    def note(self, text: str) -> None:
+        self.steps.append(text)
+
+    def on_meeting(self, summary: str) -> None:
+        self.steps.append(summary)
+
+    def render(self) -> str:
+        if not self.steps:
+            return "Recent steps: none yet."
+        return "Recent steps:\n" + "\n".join(f"- {s}" for s in self.steps)
+
+    def dump(self) -> dict[str, Any]:
+        return {"kind": self.kind, "steps": list(self.steps)}
+
+
+class SemanticMemory:
+    """Per-player beliefs (suspicion in [0, 1], last seen), meeting outcomes and notes."""
+
+    kind = "semantic"
+
+    def __init__(self, me: str, players: list[str], notes_limit: int):
+        self.me = me
+        self.beliefs: dict[str, dict[str, Any]] = {
+            p: {"suspicion": 0.0, "last_seen": None} for p in players if p != me}
+        self.meetings: list[str] = []
+        self.notes: deque[str] = deque(maxlen=notes_limit)
+
+    def observe(self, obs: dict[str, Any]) -> None:
+        for p in obs["players_in_view"]:
+            if p["name"] in self.beliefs:
+                self.beliefs[p["name"]]["last_seen"] = f"step {obs['step']} in {p['room']}"
+        for w in obs["witnessed_kills"]:
+            note = f"I saw {w['killer']} kill {w['victim']} in {w['room']}."
+            if note not in self.notes:
+                self.notes.append(note)
+
+    def note(self, text: str) -> None:
+        if text and text not in self.notes:
+            self.notes.append(text)
+
+    def on_meeting(self, summary: str) -> None:
+        self.meetings.append(summary)
+
+    def update_suspicion(self, player: str, delta: float, clamp: float) -> float | None:
+        """Apply a bounded suspicion change; returns the delta applied (None: unknown player)."""
+        if player not in self.beliefs:
+            return None
+        d = _clamp(delta, -clamp, clamp)
+        b = self.beliefs[player]
+        b["suspicion"] = round(_clamp(b["suspicion"] + d, 0.0, 1.0), 3)
+        return d
+
+    def render(self) -> str:
+        lines = ["Beliefs about the others:"]
+        for name, b in self.beliefs.items():
+            seen = f", last seen {b['last_seen']}" if b["last_seen"] else ""
+            lines.append(f"- {name}: suspicion {b['suspicion']:.2f}{seen}")
+        if self.meetings:
+            lines.append("Meetings so far:")
+            lines += [f"- {m}" for m in self.meetings]
+        if self.notes:
+            lines.append("Notes:")
+            lines += [f"- {n}" for n in self.notes]
+        return "\n".join(lines)
+
+    def dump(self) -> dict[str, Any]:
+        return {"kind": self.kind, "beliefs": {k: dict(v) for k, v in self.beliefs.items()},
+                "meetings": list(self.meetings), "notes": list(self.notes)}
+
+
+class SkillMemory:
+    """Lessons learned in reflection: at most ``size`` (FIFO); the ``k`` most recent go into prompts."""
+
+    def __init__(self, size: int, k: int):
+        self.items: deque[str] = deque(maxlen=size)
+        self.k = k
+
+    def add(self, skill: str) -> None:
+        skill = skill.strip()
+        if skill:
+            self.items.append(skill)
+
+    def retrieve(self) -> list[str]:
+        return list(self.items)[-self.k:] if self.k else []
+
+    def render(self) -> str:
+        got = self.retrieve()
+        return ("Lessons from earlier meetings:\n" + "\n".join(f"- {s}" for s in got)) if got else ""
