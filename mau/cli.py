@@ -14,6 +14,7 @@ VERBS = {
     "play": ("mau.commands.play", "play one match on a world and write its match folder"),
     "bench": ("mau.commands.bench", "print speed figures as one JSON object (env)"),
     "info": ("mau.commands.info", "print versions and provenance for bug reports"),
+    "tiny-model": ("mau.commands.tiny_model", "build a tiny local Qwen3.5 VLM and processor (no hub)"),
 }
 
 

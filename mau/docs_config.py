@@ -52,8 +52,9 @@ def table(model: type[BaseModel], prefix: str = "") -> list[str]:
 
 def render() -> str:
     from mau.commands.play import PlayConfig
+    from mau.commands.tiny_model import TinyModelConfig
 
-    sections = [("mau play", PlayConfig)]
+    sections = [("mau play", PlayConfig), ("mau tiny-model", TinyModelConfig)]
     out = [HEADER]
     for title, model in sections:
         out += [f"## `{title}`", "", (model.__doc__ or "").strip(), "", "| key | default | meaning |", "|---|---|---|"]

@@ -61,7 +61,8 @@ class MockServer:
     def __init__(self, latency_ms: float, jitter_ms: float, faults: dict[str, float], hang_s: float, seed: int):
         self.latency_ms, self.jitter_ms, self.faults, self.hang_s, self.seed = latency_ms, jitter_ms, faults, hang_s, seed
         self.stats: dict[str, Any] = {"requests": 0, "faults": {}, "images": 0, "images_decoded": 0,
-                                      "auth_sha256": [], "json_mode": 0, "chat_template_kwargs": 0}
+                                      "auth_sha256": [], "json_mode": 0, "chat_template_kwargs": 0,
+                                      "inflight": 0, "max_inflight": 0}
         self._seen: dict[str, int] = {}
 
     def _fault(self, key: str) -> str | None:
@@ -106,7 +107,12 @@ class MockServer:
         if fault:
             st["faults"][fault] = st["faults"].get(fault, 0) + 1
         delay = self.latency_ms + random.Random(key).uniform(0, self.jitter_ms)
-        await asyncio.sleep(delay / 1000)
+        st["inflight"] += 1
+        st["max_inflight"] = max(st["max_inflight"], st["inflight"])
+        try:
+            await asyncio.sleep(delay / 1000)
+        finally:
+            st["inflight"] -= 1
         if fault in ("429", "500", "503"):
             return int(fault), {"error": {"message": f"injected {fault}", "type": "mock"}}
         if fault == "timeout":

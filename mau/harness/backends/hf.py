@@ -1,0 +1,302 @@
+"""The ``hf`` backend: a local Hugging Face VLM (base + optional PEFT LoRA adapter) with micro-batching.
+
+``config.model`` is a local folder or a hub id, loaded through ``AutoProcessor`` + ``AutoModelForImageTextToText``
+(Qwen3.5: ``Qwen3VLProcessor`` + ``Qwen3_5ForConditionalGeneration``); ``config.adapter`` a PEFT LoRA adapter
+folder (``PeftModel.from_pretrained``, kept unmerged). The model loads lazily, on the first call, in a worker
+thread, so building the backend is cheap and the event loop never blocks on it.
+
+Micro-batching: every ``complete`` call that arrives in the same event-loop iteration (e.g. the eight seats'
+calls of one step under ``asyncio.gather``) joins one pending list; one flush, scheduled with
+``loop.call_soon``, pads them on the left and calls ``generate`` once for all of them (in a thread). Calls
+that arrive while a batch is generating wait and go together in the next batch. A batch holds at most
+``config.concurrency`` calls, and calls with different temperatures generate separately (one ``generate`` per
+temperature); ``calls_batched`` records the size of every ``generate`` call.
+
+Prompts are rendered with ``enable_thinking=False`` (the paper's Qwen setting); the answer is the new tokens
+only, special tokens skipped and an empty ``<think></think>`` block stripped. Sampling (temperature > 0) is
+reproducible: each ``generate`` runs under a torch seed drawn from a ``torch.Generator`` seeded with
+``config.seed``, so the same sequence of batches gives the same answers (batch composition matters).
+Failures never raise: a load error (bad path, missing adapter) or a generation error is returned as
+``ModelResponse(text=None, error=...)``; a load error is remembered, so later calls fail fast with it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from mau.harness.backends.base import ModelBackend, ModelConfig, ModelRequest, ModelResponse
+
+_EMPTY_THINK = re.compile(r"^\s*<think>\s*</think>\s*")
+
+
+@dataclass
+class _Pending:
+    request: ModelRequest
+    future: asyncio.Future
+    start: float = field(default_factory=time.perf_counter)
+
+
+@dataclass
+class _Prepared:
+    """One request turned into the processor's input: rendered prompt text and its PIL images."""
+
+    index: int
+    text: str
+    images: list[Any]
+    max_new_tokens: int
+    temperature: float
+
+
+class Backend(ModelBackend):
+    name = "hf"
+
+    def __init__(self, config: ModelConfig):
+        super().__init__(config)
+        self.calls_batched: list[int] = []  # size of every generate() call, in order
+        self._load_lock = threading.Lock()
+        self._gen_lock = threading.Lock()  # one batch at a time: one model, one tokenizer, one global torch RNG
+        self._processor: Any = None
+        self._model: Any = None
+        self._device: str = "cpu"
+        self._eos_ids: list[int] = []
+        self._load_error: str | None = None
+        self._rng: Any = None  # torch.Generator seeded with config.seed: draws one seed per generate
+        self._pending: list[_Pending] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._flush_scheduled = False
+        self._busy = False
+        self._tasks: set[asyncio.Task] = set()
+
+    @property
+    def model_id(self) -> str:
+        return self.config.model + (f"+{self.config.adapter}" if self.config.adapter else "")
+
+    # ---- loading ---------------------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Load processor, model and adapter once (thread-safe). Raises on failure; ``complete`` reports it."""
+        with self._load_lock:
+            if self._model is not None:
+                return
+            if self._load_error is not None:
+                raise RuntimeError(self._load_error)
+            try:
+                self._load()
+            except Exception as e:  # remembered: a bad path does not get better by retrying every call
+                self._load_error = f"hf load failed for {self.model_id!r}: {type(e).__name__}: {e}"
+                raise RuntimeError(self._load_error) from e
+
+    def _load(self) -> None:
+        import torch
+        from transformers import AutoModelForImageTextToText, AutoProcessor
+
+        cfg = self.config
+        device = cfg.device if cfg.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
+        if cfg.dtype == "auto":
+            dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
+        else:
+            dtype = getattr(torch, cfg.dtype, None)
+            if not isinstance(dtype, torch.dtype):
+                raise ValueError(f"model.dtype {cfg.dtype!r} is not a torch dtype (float32, bfloat16, float16, auto)")
+        processor = AutoProcessor.from_pretrained(cfg.model)
+        tokenizer = getattr(processor, "tokenizer", None)
+        if tokenizer is None or not hasattr(processor, "image_processor"):
+            # Without torchvision AutoProcessor quietly returns a bare tokenizer and images would be dropped.
+            raise RuntimeError(f"AutoProcessor gave {type(processor).__name__}, not a multimodal processor "
+                               "(is torchvision installed and importable?)")
+        tokenizer.padding_side = "left"  # decoder-only batch generation pads on the left
+        if cfg.max_pixels is not None:
+            size = dict(processor.image_processor.size)
+            size["longest_edge"] = cfg.max_pixels
+            size["shortest_edge"] = min(size.get("shortest_edge") or cfg.max_pixels, cfg.max_pixels)
+            processor.image_processor.size = size
+        model = AutoModelForImageTextToText.from_pretrained(cfg.model, dtype=dtype)
+        if cfg.adapter:
+            import warnings
+
+            from peft import PeftModel
+
+            with warnings.catch_warnings():  # peft 0.21 calls a transformers method that 5.24 marks deprecated
+                warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+                model = PeftModel.from_pretrained(model, cfg.adapter)
+        model.to(device).eval()
+        # Stop at the end of the turn even where generation_config names only <|endoftext|>.
+        eos = model.generation_config.eos_token_id
+        eos_ids = set(eos if isinstance(eos, list) else [] if eos is None else [eos])
+        eos_ids |= {i for i in (tokenizer.convert_tokens_to_ids("<|im_end|>"), tokenizer.eos_token_id)
+                    if isinstance(i, int) and i != tokenizer.unk_token_id}
+        self._eos_ids = sorted(eos_ids)
+        self._rng = torch.Generator().manual_seed(cfg.seed)
+        self._processor, self._model, self._device = processor, model, device
+
+    # ---- the async side: micro-batching -----------------------------------------------------------------
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:  # a new event loop (e.g. a second asyncio.run): state of the old one is void
+            self._loop, self._pending, self._flush_scheduled, self._busy = loop, [], False, False
+        item = _Pending(request, loop.create_future())
+        self._pending.append(item)
+        self._schedule()
+        return await item.future  # _run always answers it
+
+    def _schedule(self) -> None:
+        if not self._flush_scheduled and not self._busy and self._pending and self._loop is not None:
+            self._flush_scheduled = True
+            self._loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        self._pending = [p for p in self._pending if not p.future.done()]  # drop cancelled calls
+        if self._busy or not self._pending:
+            return
+        n = max(1, self.config.concurrency)
+        batch, self._pending = self._pending[:n], self._pending[n:]
+        self._busy = True
+        task = asyncio.ensure_future(self._run(batch))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _run(self, batch: list[_Pending]) -> None:
+        try:
+            results = await asyncio.to_thread(self._generate_all, [p.request for p in batch])
+        except asyncio.CancelledError:  # the loop is shutting down: release the waiting callers
+            self._busy = False
+            for p in batch:
+                p.future.cancel()
+            raise
+        except Exception as e:  # _generate_all does not raise; belt and braces, the futures must be answered
+            results = [ModelResponse(text=None, error=f"hf: {type(e).__name__}: {e}", model=self.model_id)
+                       for _ in batch]
+        self._busy = False
+        now = time.perf_counter()
+        for p, r in zip(batch, results):
+            if not p.future.done():
+                r.latency_s = now - p.start  # queueing included: what the caller waited
+                p.future.set_result(r)
+        self._schedule()  # calls that arrived while this batch was generating
+
+    # ---- the worker-thread side: one batch --------------------------------------------------------------
+
+    def _generate_all(self, requests: list[ModelRequest]) -> list[ModelResponse]:
+        """Answer a batch: requests that cannot be prepared fail alone; the rest generate, one call per
+        temperature. Never raises."""
+        out: list[ModelResponse | None] = [None] * len(requests)
+        try:
+            self.load()
+        except Exception as e:
+            return [ModelResponse(text=None, error=str(e), model=self.model_id) for _ in requests]
+        with self._gen_lock:  # one batch at a time (a second event loop may share this backend)
+            groups: dict[float, list[_Prepared]] = {}
+            for i, r in enumerate(requests):
+                try:
+                    p = self._prepare(i, r)
+                except Exception as e:
+                    out[i] = ModelResponse(text=None, error=f"hf: bad request: {type(e).__name__}: {e}",
+                                           model=self.model_id)
+                    continue
+                groups.setdefault(p.temperature, []).append(p)
+            self._generate_groups(groups, out)
+        return [r if r is not None else ModelResponse(text=None, error="hf: no answer", model=self.model_id) for r in out]
+
+    def _generate_groups(self, groups: dict[float, list[_Prepared]], out: list[ModelResponse | None]) -> None:
+        for temperature, group in groups.items():
+            try:
+                for p, resp in zip(group, self._generate(group, temperature)):
+                    out[p.index] = resp
+            except Exception as e:
+                for p in group:
+                    out[p.index] = ModelResponse(text=None, error=f"hf: generate failed: {type(e).__name__}: {e}",
+                                                 model=self.model_id)
+
+    def _prepare(self, index: int, request: ModelRequest) -> _Prepared:
+        messages, images = to_processor_messages(request)
+        text = self._processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
+                                                   enable_thinking=False)
+        temperature = request.temperature if request.temperature is not None else self.config.temperature
+        return _Prepared(index, text, images, request.max_tokens or self.config.max_tokens, float(temperature))
+
+    def _generate(self, group: list[_Prepared], temperature: float) -> list[ModelResponse]:
+        import torch
+
+        proc, model = self._processor, self._model
+        tok = proc.tokenizer
+        images = [im for p in group for im in p.images]  # in prompt order: the processor consumes them in turn
+        inputs = proc(text=[p.text for p in group], images=images or None, padding=True, return_tensors="pt")
+        inputs = inputs.to(self._device)
+        prompt_len = inputs["input_ids"].shape[1]
+        prompt_tokens = inputs["attention_mask"].sum(dim=1).tolist()
+        max_new = max(p.max_new_tokens for p in group)
+        gen_kwargs: dict[str, Any] = {"max_new_tokens": max_new, "pad_token_id": tok.pad_token_id}
+        if temperature > 0:
+            gen_kwargs.update(do_sample=True, temperature=temperature)
+        else:
+            gen_kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        gen_kwargs["eos_token_id"] = eos_ids = self._eos_ids
+        seed = int(torch.randint(0, 2**62, (1,), generator=self._rng))
+        devices = [torch.device(self._device).index or 0] if self._device.startswith("cuda") else []
+        with torch.random.fork_rng(devices=devices), torch.inference_mode():
+            torch.manual_seed(seed)  # generate() samples from the global RNG; forked so others are untouched
+            sequences = model.generate(**inputs, **gen_kwargs)
+        self.calls_batched.append(len(group))
+        results = []
+        for row, p in enumerate(group):
+            new = sequences[row, prompt_len:].tolist()[: p.max_new_tokens]
+            cut = next((k + 1 for k, t in enumerate(new) if t in eos_ids), len(new))  # the stop token counts
+            new = new[:cut]
+            text = tok.decode(new, skip_special_tokens=True)
+            text = _EMPTY_THINK.sub("", text).strip()
+            results.append(ModelResponse(text=text or None, error=None if text else "empty answer",
+                                         prompt_tokens=int(prompt_tokens[row]), completion_tokens=len(new),
+                                         model=self.model_id))
+        return results
+
+    async def aclose(self) -> None:
+        for task in list(self._tasks):
+            await asyncio.gather(task, return_exceptions=True)
+        with self._load_lock:
+            self._model = self._processor = None
+        return None
+
+
+def to_processor_messages(request: ModelRequest) -> tuple[list[dict[str, Any]], list[Any]]:
+    """Neutral messages -> the processor's chat format, with PIL images in order of appearance.
+    Content is a string or a list of ``{"type": "text", "text"}`` / ``{"type": "image", "image": i}`` parts,
+    ``i`` indexing ``request.images``."""
+    messages: list[dict[str, Any]] = []
+    images: list[Any] = []
+    for m in request.messages:
+        content = m.get("content")
+        if content is None or isinstance(content, str):
+            messages.append({"role": m["role"], "content": content or ""})
+            continue
+        parts = []
+        for part in content:
+            kind = part.get("type")
+            if kind == "text":
+                parts.append({"type": "text", "text": part["text"]})
+            elif kind == "image":
+                img = frame_to_pil(request.images[int(part["image"])])
+                images.append(img)
+                parts.append({"type": "image", "image": img})
+            else:
+                raise ValueError(f"unknown content part type {kind!r} (expected text or image)")
+        messages.append({"role": m["role"], "content": parts})
+    return messages, images
+
+
+def frame_to_pil(frame: Any) -> Any:
+    """A ``Frame`` as an RGB PIL image: its ``image``, else its JPEG bytes."""
+    import io
+
+    from PIL import Image
+
+    image = getattr(frame, "image", None)
+    if image is not None:
+        return image if getattr(image, "mode", None) == "RGB" else image.convert("RGB")
+    return Image.open(io.BytesIO(frame.jpeg)).convert("RGB")
