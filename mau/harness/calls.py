@@ -28,6 +28,7 @@ class FrameStore:
         self.folder = folder
         self.quality = quality
         self._cache: dict[tuple[str, int, int, str], Frame] = {}
+        self._names: dict[str, int] = {}
         self.saved = 0
 
     def get(self, agent: str, view: str) -> Frame:
@@ -43,6 +44,10 @@ class FrameStore:
         image.save(buf, "JPEG", quality=self.quality)
         jpeg = buf.getvalue()
         rel = f"{F.FRAMES_DIR}/{st.step:04d}_{agent}_{view}.jpg"
+        n = self._names.get(rel, 0) + 1  # after a meeting the step number repeats with new positions
+        self._names[rel] = n
+        if n > 1:
+            rel = rel[: -len(".jpg")] + f"_{n}.jpg"
         if self.folder is not None:
             path = self.folder / rel
             path.parent.mkdir(exist_ok=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from mau.env.config import Model
 from mau.harness.backends.base import ModelConfig
@@ -28,6 +28,12 @@ class AriaConfig(Model):
         "meeting", description="meeting: reflect after each meeting (suspicion deltas, skill memory); off: neither.")
     prompt_style: Literal["deterministic", "minimal"] = Field(
         "minimal", description="deterministic: role- and phase-specific tactics spelled out; minimal: rules, role, format.")
+    @field_validator("reflection", mode="before")
+    @classmethod
+    def _yaml_booleans(cls, v: object) -> object:
+        # YAML reads a bare off / on as a boolean; the paper's names for the axis are none/off and meeting/on.
+        return {False: "off", True: "meeting", "none": "off", "on": "meeting"}.get(v, v) if not isinstance(v, (int, float)) or isinstance(v, bool) else v
+
     window_size: int = Field(10, ge=1, description="Steps kept by window memory.")
     strategy_every: int = Field(5, ge=1, description="Hierarchical planning: steps between long-term strategy calls.")
     skill_memory_size: int = Field(50, ge=1, description="Skill memory entries kept (FIFO).")
