@@ -1,8 +1,16 @@
 """mau bench env
 
-Speed figures, printed as one JSON object. ``env``: game seconds simulated per wall second by a whole match of
-8 scripted agents without frames (total over matches, and the median over matches), and the median time of
-one 640x360 first-person frame. Runs pinned to one core; these machines are shared, so quote medians and ratios.
+Speed figures, printed as one JSON object. Runs pinned to one core; these machines are shared, so quote
+medians and ratios.
+
+``env``: game seconds simulated per wall second by whole matches of 8 scripted agents without frames (total
+over matches, and the median over matches), and the median time of one 640x360 first-person frame.
+
+``harness`` (``mau bench harness``): against mau's OpenAI-compatible mock server on loopback (a separate
+process, with latency): the ratio of a step's wall time to its slowest call when 8 agents call at once
+(median over steps), and the harness's own time per call (prompt, request, check, record; the model and the
+frames excluded); then full ARIA matches with the scripted expert, every call's frames rendered and saved,
+among them one forced to its full 200 steps (no kills, missions that never finish).
 """
 
 from __future__ import annotations
@@ -11,7 +19,7 @@ import argparse
 import os
 from typing import Any
 
-TARGETS = ("env",)
+TARGETS = ("env", "harness")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -19,10 +27,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--matches", type=int, default=30, help="matches to play (env)")
     p.add_argument("--frames", type=int, default=300, help="frames to render (env)")
     p.add_argument("--seed", type=int, default=0, help="first seed")
+    p.add_argument("--steps", type=int, default=20, help="concurrent-call steps to time (harness)")
+    p.add_argument("--latency-ms", type=float, default=200.0, help="mock server latency per call (harness)")
 
 
 def config_from_args(args: argparse.Namespace) -> dict[str, Any]:
-    return {"target": args.target, "matches": args.matches, "frames": args.frames, "seed": args.seed}
+    return {"target": args.target, "matches": args.matches, "frames": args.frames, "seed": args.seed,
+            "steps": args.steps, "latency_ms": args.latency_ms}
 
 
 def _one_core() -> None:
@@ -67,9 +78,131 @@ def bench_env(matches: int, frames: int, seed: int) -> dict[str, Any]:
     }
 
 
+def bench_harness(steps: int, latency_ms: float, seed: int) -> dict[str, Any]:
+    import asyncio
+    import statistics
+    import tempfile
+    import time
+    from pathlib import Path
+
+    from mau.config import load_config, parse_overrides
+    from mau.commands.play import PlayConfig
+    from mau.env.sim import SimWorld
+    from mau.harness.agent import AriaAgent
+    from mau.harness.backends import make_backend
+    from mau.harness.backends.base import ModelConfig
+    from mau.harness.calls import Caller, CallLog, FrameStore
+    from mau.harness.match import AriaMatch
+    from mau.harness.mock_server import mock_server
+    from mau.harness.prompting import PromptBuilder
+
+    # Write where real runs write (runs/), not /tmp: file creation costs differ a lot between filesystems.
+    Path("runs").mkdir(exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="bench-harness-", dir="runs"))
+    cfg = load_config(PlayConfig, None, parse_overrides(["policy=aria"]))
+    seat = cfg.seats["crewmate"]
+    out: dict[str, Any] = {"bench": "harness", "mock_latency_ms": latency_ms, "mock_jitter_ms": latency_ms / 2}
+
+    # 1. Steps of 8 concurrent calls, each a real prompt through the openai backend to a server on loopback.
+    with mock_server(str(tmp / "mock.log"), latency_ms=latency_ms, jitter_ms=latency_ms / 2) as srv:
+        model = ModelConfig(backend="openai", model="mock", base_url=srv.base_url)
+
+        async def run_steps() -> list[float]:
+            backend = make_backend(model)
+            world = SimWorld(cfg.world)
+            world.reset(seed)
+            log = CallLog(None)
+            caller = Caller(world, log, "bench", {p.name: {} for p in world.state.players})
+            builder = PromptBuilder(seat.aria, world.cfg, world.map)
+            agents = [AriaAgent(p.name, p.role, [q.name for q in world.state.players], seat.model_copy(
+                update={"model": model}), backend, builder, caller, FrameStore(world, None), list(world.map.room_names))
+                for p in world.state.players]
+            for a in agents:
+                a.aria = a.aria.model_copy(update={"frames": False})
+            ratios = []
+            try:
+                for _ in range(steps + 1):
+                    obs = {a.name: world.observe(a.name, "privileged") for a in agents}
+                    t0 = time.perf_counter()
+                    start = log.n
+                    await asyncio.gather(*(a._call("plan", obs[a.name]) for a in agents))
+                    wall = time.perf_counter() - t0
+                    slowest = max(r for r in log_latencies(log, start))
+                    ratios.append(wall / slowest)
+                    world.step({})
+            finally:
+                await backend.aclose()
+            return ratios[1:]  # the first step opens the connections
+
+        latencies: list[float] = []
+
+        def log_latencies(log, start):
+            return latencies[start:]
+
+        orig_add = CallLog.add
+
+        def add(self, record):
+            latencies.append(record["latency_s"])
+            orig_add(self, record)
+
+        CallLog.add = add
+        try:
+            ratios = asyncio.run(run_steps())
+        finally:
+            CallLog.add = orig_add
+    out["step_to_slowest_call_ratio"] = round(statistics.median(ratios), 4)
+    out["step_to_slowest_call_ratio_max"] = round(max(ratios), 4)
+    out["concurrent_calls_per_step"] = 8
+    out["steps_timed"] = len(ratios)
+
+    # 2. Full ARIA matches with the scripted expert, frames rendered and saved; harness time per call.
+    def aria_match(extra: list[str], s: int) -> tuple[float, AriaMatch, Any]:
+        c = load_config(PlayConfig, "configs/play/aria_scripted.yaml", parse_overrides(extra))
+        world = SimWorld(c.world)
+        backends = {k: make_backend(v.model) for k, v in c.seats.items()}
+        folder = Path(tempfile.mkdtemp(dir=tmp))
+        m = AriaMatch(world, c.seats, backends, folder, "bench")
+        t0 = time.perf_counter()
+        r = asyncio.run(m.play(s))
+        return time.perf_counter() - t0, m, r
+
+    harness_ms: list[float] = []
+    typical = []
+    for s in range(seed, seed + 3):
+        wall, m, r = aria_match([], s)
+        typical.append({"steps": r.steps, "wall_s": round(wall, 3), "calls": m.log.n, "frames": m.frames.saved})
+        harness_ms += [json_ms for json_ms in _harness_ms(m)]
+    full_wall, m, r = aria_match(["world.game.kill_cooldown_initial_ticks=1000000000",
+                                  "world.game.mission_hold_ticks=1000000000"], seed)
+    out["overhead_ms_per_call"] = round(statistics.median(harness_ms), 4)
+    out["overhead_ms_per_call_mean"] = round(statistics.fmean(harness_ms), 4)
+    out["record_write_ms_per_call"] = round(1000 * m.log.write_s / max(m.log.n, 1), 4)
+    out["aria_matches"] = typical
+    out["aria_match_200_steps"] = {"steps": r.steps, "outcome": r.outcome, "wall_s": round(full_wall, 3),
+                                   "calls": m.log.n, "frames_saved": m.frames.saved,
+                                   "frames_s": round(m.frames.seconds, 3)}
+    out["cores"] = 1
+    import shutil
+
+    shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def _harness_ms(match) -> list[float]:
+    import json
+
+    from mau import schema as F
+
+    with open(match.folder / F.CALLS_FILE) as f:
+        return [json.loads(line)[F.HARNESS_MS] for line in f]
+
+
 def main(cfg: dict[str, Any]) -> int:
     import json
 
     _one_core()
-    print(json.dumps(bench_env(cfg["matches"], cfg["frames"], cfg["seed"])))
+    if cfg["target"] == "env":
+        print(json.dumps(bench_env(cfg["matches"], cfg["frames"], cfg["seed"])))
+    else:
+        print(json.dumps(bench_harness(cfg["steps"], cfg["latency_ms"], cfg["seed"])))
     return 0

@@ -10,6 +10,7 @@ VOTE, and, after the meeting, reflection (suspicion deltas clamped, skill memory
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from mau.env.actions import Action
@@ -49,6 +50,7 @@ class AriaAgent:
         ctx = M.Context(obs, self.rooms)
         views = M.MODULES[module].images if self.aria.frames and obs["alive"] else ()
         frames: list[Frame] = [self.frames.get(self.name, v) for v in views]
+        t_start = time.perf_counter()  # harness time starts after the frames (world work, timed on its own)
         others = [n for n in ctx.alive if n != self.name]
         skills = self.skills.render() if self.aria.reflection == "meeting" else ""
         messages = self.builder.messages(module, obs, memory=self.memory.render(), skills=skills, others=others,
@@ -56,7 +58,7 @@ class AriaAgent:
         return await self.caller.call(agent=self.name, role=self.role, module=module, obs=obs, messages=messages,
                                       frames=frames, backend=self.backend, model=self.seat.model, ctx=ctx,
                                       temperature=self.aria.module_temperature.get(module),
-                                      extra_context={"extra": extra, "strategy": self.strategy})
+                                      extra_context={"extra": extra, "strategy": self.strategy}, t_start=t_start)
 
     def _narrate(self, answer: dict[str, Any]) -> str | None:
         """Imposters' private one-line note of intent: the reasoning behind the action."""

@@ -30,6 +30,7 @@ class FrameStore:
         self._cache: dict[tuple[str, int, int, str], Frame] = {}
         self._names: dict[str, int] = {}
         self.saved = 0
+        self.seconds = 0.0  # rendering, encoding and writing frames
 
     def get(self, agent: str, view: str) -> Frame:
         st = self.world.state
@@ -37,6 +38,7 @@ class FrameStore:
         frame = self._cache.get(key)
         if frame is not None:
             return frame
+        t0 = time.perf_counter()
         p = st.player(agent)
         yaw = p.yaw if view == "fwd" else p.yaw + 3.141592653589793
         image = self.world.render_image(agent, yaw)
@@ -57,6 +59,7 @@ class FrameStore:
         if len(self._cache) > 64:  # only the current step's frames are ever asked for again
             self._cache.clear()
         self._cache[key] = frame
+        self.seconds += time.perf_counter() - t0
         return frame
 
 
@@ -71,8 +74,10 @@ class CallLog:
         self.prompt_tokens = 0
         self.completion_tokens = 0
         self.by_module: dict[str, list[int]] = {}  # module -> [calls, fallbacks]
+        self.write_s = 0.0  # time spent serialising and writing records
 
     def add(self, record: dict[str, Any]) -> None:
+        t0 = time.perf_counter()
         self.n += 1
         fb = record[F.FALLBACK]
         self.fallbacks += fb
@@ -84,6 +89,7 @@ class CallLog:
         counts[1] += fb
         if self._f is not None:
             self._f.write(json.dumps(record, separators=(",", ":"), ensure_ascii=False) + "\n")
+        self.write_s += time.perf_counter() - t0
 
     def summary(self) -> dict[str, Any]:
         return {"calls": self.n, "fallbacks": self.fallbacks, "errors": self.errors,
@@ -118,9 +124,10 @@ class Caller:
 
     async def call(self, *, agent: str, role: str, module: str, obs: dict[str, Any], messages: list[dict[str, Any]],
                    frames: list[Frame], backend: ModelBackend, model: ModelConfig, ctx: Context,
-                   temperature: float | None, extra_context: dict[str, Any] | None = None) -> dict[str, Any]:
+                   temperature: float | None, extra_context: dict[str, Any] | None = None,
+                   t_start: float | None = None) -> dict[str, Any]:
         st = self.world.state
-        t0 = time.perf_counter()
+        t0 = t_start if t_start is not None else time.perf_counter()
         request = ModelRequest(messages=messages, images=frames, module=module, agent=agent, json_mode=model.json_mode,
                                temperature=temperature, max_tokens=model.max_tokens,
                                context={"obs": obs, "module": module, "match": self.match_id, "seed": st.seed,
@@ -140,7 +147,7 @@ class Caller:
             "temperature": temperature if temperature is not None else model.temperature,
             "max_tokens": model.max_tokens,
         }
-        # Harness time: everything but the wait for the model (prompt already built by the caller).
+        # Harness time: prompt building (from t_start), request, check and record; not the model, not the frames.
         record[F.HARNESS_MS] = round(((t1 - t0) + (time.perf_counter() - t2)) * 1000, 3)
         self.log.add(record)
         return answer
