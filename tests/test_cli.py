@@ -91,6 +91,14 @@ def test_bench_env_prints_one_json_object(capsys):
     assert r["game_seconds_per_wall_second"] > 0 and r["frame_ms_640x360"] > 0 and r["agents"] == 8
 
 
+def test_bench_harness_prints_its_figures():
+    from mau.commands.bench import bench_harness
+
+    r = bench_harness(steps=2, latency_ms=20, seed=0, matches=1, full_match=False)
+    assert r["step_to_slowest_call_ratio"] >= 1.0 and r["overhead_ms_per_call"] > 0
+    assert r["aria_matches"][0]["calls"] > 0 and r["aria_matches"][0]["frames"] > 0
+
+
 def test_info(capsys):
     assert main(["info"]) == 0
     info = json.loads(capsys.readouterr().out)
