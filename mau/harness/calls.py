@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import io
 import json
+import queue
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -30,7 +32,10 @@ class FrameStore:
         self._cache: dict[tuple[str, int, int, str], Frame] = {}
         self._names: dict[str, int] = {}
         self.saved = 0
-        self.seconds = 0.0  # rendering, encoding and writing frames
+        self.seconds = 0.0  # rendering and encoding frames (writing happens in a background thread)
+        self._queue: queue.Queue | None = None
+        self._thread: threading.Thread | None = None
+        self._error: OSError | None = None
 
     def get(self, agent: str, view: str) -> Frame:
         st = self.world.state
@@ -51,9 +56,7 @@ class FrameStore:
         if n > 1:
             rel = rel[: -len(".jpg")] + f"_{n}.jpg"
         if self.folder is not None:
-            path = self.folder / rel
-            path.parent.mkdir(exist_ok=True)
-            path.write_bytes(jpeg)
+            self._writer().put((self.folder / rel, jpeg))
             self.saved += 1
         frame = Frame(image=image, jpeg=jpeg, path=rel)
         if len(self._cache) > 64:  # only the current step's frames are ever asked for again
@@ -61,6 +64,37 @@ class FrameStore:
         self._cache[key] = frame
         self.seconds += time.perf_counter() - t0
         return frame
+
+
+    def _writer(self) -> "queue.Queue":
+        """Files are written by a background thread: creating thousands of small files can block for
+        a while in the kernel (seen: 0.4 ms each on a busy ext4 disk), and the match need not wait for that."""
+        if self._queue is None:
+            (self.folder / F.FRAMES_DIR).mkdir(exist_ok=True)
+            self._queue = queue.Queue()
+            self._thread = threading.Thread(target=self._write_loop, name="frame-writer", daemon=True)
+            self._thread.start()
+        return self._queue
+
+    def _write_loop(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            path, data = item
+            try:
+                path.write_bytes(data)
+            except OSError as e:  # reported at close(); the match itself goes on
+                self._error = self._error or e
+
+    def close(self) -> None:
+        """Wait until every frame is on disk (call before publishing the match folder)."""
+        if self._queue is not None:
+            self._queue.put(None)
+            self._thread.join()
+            self._queue = None
+        if self._error is not None:
+            raise self._error
 
 
 class CallLog:

@@ -89,6 +89,7 @@ class AriaMatch:
                 votes = await asyncio.gather(*(agents[n].vote(w.observe(n, agents[n].aria.state)) for n in active))
                 w.step(dict(zip(active, votes)))
         self.log.close()
+        self.frames.close()
         if self.folder is not None:
             with open(self.folder / F.MEMORY_FILE, "w") as f:
                 for d in self.memory_dumps:
