@@ -15,6 +15,8 @@ VERBS = {
     "bench": ("mau.commands.bench", "print speed figures as one JSON object (env)"),
     "info": ("mau.commands.info", "print versions and provenance for bug reports"),
     "tiny-model": ("mau.commands.tiny_model", "build a tiny local Qwen3.5 VLM and processor (no hub)"),
+    "collect": ("mau.commands.collect", "play a grid of expert matches (round robin), resumable, sharded"),
+    "dataset": ("mau.commands.dataset", "build a behaviour-cloning dataset (X, S, Y) from collected matches"),
 }
 
 

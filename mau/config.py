@@ -89,7 +89,10 @@ def load_config(model: type[M], path: str | Path | None = None, overrides: dict[
     if overrides:
         data = merge(data, overrides)
     source = str(path) if path else "config"
-    return build(model, data, source)
+    cfg = build(model, data, source)
+    if path:
+        object.__setattr__(cfg, "_source", str(path))  # where it came from, for default run-folder names
+    return cfg
 
 
 def dump_yaml(model: BaseModel) -> str:

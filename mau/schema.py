@@ -80,3 +80,50 @@ HARNESS_MS = "harness_ms"
 PROMPT_TOKENS = "prompt_tokens"
 COMPLETION_TOKENS = "completion_tokens"
 MATCH_ID = "match_id"
+
+# -- collect run folder (format version 1; docs/formats.md) ------------------------------------------------
+RUN_FORMAT = "mau.collect"
+RUN_FORMAT_VERSION = 1
+RUN_HEADER = "run.json"  # format, version, grid size, created
+PROVENANCE_FILE = "provenance.json"
+GRID_FILE = "grid.jsonl"  # every planned match: match_id, seed, imposter, crewmate, case, rep, shard
+MATCHES_DIR = "matches"  # matches/<match_id>/ : match folders (mau.match v1)
+SUMMARY_JSON = "summary.json"
+SUMMARY_MD = "summary.md"
+MATCHUPS_CSV = "matchups.csv"
+MATCHUPS_PNG = "matchups.png"
+LOGS_DIR = "logs"
+# grid fields (also in each match header under "grid")
+GRID = "grid"
+IMPOSTER_MODEL = "imposter_model"
+CREWMATE_MODEL = "crewmate_model"
+CASE = "case"
+REP = "rep"
+SHARD = "shard"
+
+# -- behaviour-cloning dataset folder (format version 1; docs/datasets.md) ---------------------------------
+DATASET_FORMAT = "mau.dataset"
+DATASET_FORMAT_VERSION = 1
+DATASET_HEADER = "dataset.json"  # format, version, filter, counts, splits' matches, provenance
+DATASET_CARD = "README.md"  # the dataset card (counts, lengths, sources, filter definition)
+DATASET_SPLITS = ("train", "validation", "test")
+# columns (one row per (X, S, Y) example; TRL's conversational vision format plus metadata)
+DS_MESSAGES = "messages"  # [system, user (image placeholders + text), assistant (the raw output)]
+DS_IMAGES = "images"  # the call's JPEG frames, embedded bytes, in the order of the user message's image parts
+DS_CONTENT = "content"
+DS_CONTENT_TYPE = "type"  # "text" or "image"
+DS_CONTENT_TEXT = "text"
+DS_RUN = "run"  # the collect run (or folder) the match came from
+DS_CREW_WON = "crew_won"
+DS_HARNESS_AXES = ("state", "memory", "planning", "reflection", "prompt_style")
+DS_PARSED_JSON = "parsed_json"  # the checked answer, as a JSON string
+DS_RECORD_JSON = "record_json"  # the whole call record except its messages, as a JSON string
+DS_FILTERS = "filters"  # the filters of the registry that selected this example (e.g. ["bcwin", "bcvote"])
+DS_N_IMAGES = "n_images"
+# fields of the match folder that the dataset builder reads (docs/formats.md)
+EJECTED = "ejected"  # ejection event: the ejected player (or null)
+SPEAKER = "speaker"  # utterance event
+UTTERANCE_TEXT = "text"  # utterance event
+PHASE = "phase"  # call record
+IMAGE_PATH = "path"  # image part of a recorded user message: "frames/..."
+VOTE_TARGET = "vote_target"  # VOTE answer

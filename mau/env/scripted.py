@@ -22,6 +22,7 @@ from mau.env.map import GameMap
 from mau.env.rules import SKIP
 
 NONE = "none"
+_MODE_OF = {"mission": "mission", "fake_mission": "mission", "goto": "explore", "follow": "explore", "flee": "explore"}
 
 
 class ScriptedBrain:
@@ -115,13 +116,18 @@ class ScriptedBrain:
         """Reactive planner: (mode, target) with mode in report | mission | explore | kill."""
         if obs["bodies_in_view"] and obs["role"] != "imposter":
             return "report", min(obs["bodies_in_view"], key=lambda b: b["distance"])["victim"]
+        cur = obs["current_action"]
         if obs["role"] == "imposter":
             decision, target = self.kill(obs)
             if decision == "KILL":
                 return "kill", target
+            if cur and cur["kind"] in _MODE_OF:  # keep what is under way (a fake mission, a walk)
+                return _MODE_OF[cur["kind"]], cur.get("target", NONE)
             if obs["fake_missions"] and self.rng.random() < 0.6:
                 return "mission", NONE
             return "explore", target if decision == "STALK" else NONE
+        if cur and cur["kind"] in _MODE_OF:  # a mission being held is never dropped for a whim
+            return _MODE_OF[cur["kind"]], cur.get("target", NONE)
         todo = [m for m in obs["missions"] if not m["done"]]
         if todo and self.rng.random() >= self.explore_p:
             return "mission", NONE
@@ -132,7 +138,8 @@ class ScriptedBrain:
         if obs["role"] == "imposter":
             return {"strategy": "fake missions, kill only when one crewmate is alone with me, then leave",
                     "priority_target": alive[0] if alive else NONE}
-        top = self.top_suspect(list(self.suspicion), 0.3)
+        gone = set(obs["known_dead"]) | {e["name"] for e in obs["ejections"]}
+        top = self.top_suspect([n for n in self.suspicion if n not in gone], 0.3)
         return {"strategy": "finish my missions, report bodies, watch " + (top or "everyone"),
                 "priority_target": top or NONE}
 

@@ -108,6 +108,7 @@ class CallLog:
         self.prompt_tokens = 0
         self.completion_tokens = 0
         self.by_module: dict[str, list[int]] = {}  # module -> [calls, fallbacks]
+        self.by_role: dict[str, list[int]] = {}  # role -> [prompt tokens, completion tokens] (costs per side)
         self.write_s = 0.0  # time spent serialising and writing records
 
     def add(self, record: dict[str, Any]) -> None:
@@ -121,6 +122,9 @@ class CallLog:
         counts = self.by_module.setdefault(record[F.MODULE], [0, 0])
         counts[0] += 1
         counts[1] += fb
+        tokens = self.by_role.setdefault(record[F.ROLE], [0, 0])
+        tokens[0] += record[F.PROMPT_TOKENS] or 0
+        tokens[1] += record[F.COMPLETION_TOKENS] or 0
         if self._f is not None:
             self._f.write(json.dumps(record, separators=(",", ":"), ensure_ascii=False) + "\n")
         self.write_s += time.perf_counter() - t0
@@ -128,7 +132,9 @@ class CallLog:
     def summary(self) -> dict[str, Any]:
         return {"calls": self.n, "fallbacks": self.fallbacks, "errors": self.errors,
                 "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-                "by_module": {k: {"calls": v[0], "fallbacks": v[1]} for k, v in sorted(self.by_module.items())}}
+                "by_module": {k: {"calls": v[0], "fallbacks": v[1]} for k, v in sorted(self.by_module.items())},
+                "tokens_by_role": {k: {"prompt_tokens": v[0], "completion_tokens": v[1]}
+                                   for k, v in sorted(self.by_role.items())}}
 
     def close(self) -> None:
         if self._f is not None:

@@ -55,6 +55,7 @@ class Backend(ModelBackend):
         if not config.base_url:
             raise ConfigError("model.base_url: the openai backend needs an endpoint, e.g. http://127.0.0.1:8000/v1")
         self._client = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
 
     def _api_key(self) -> str:
         env = self.config.api_key_env
@@ -66,11 +67,17 @@ class Backend(ModelBackend):
         return key
 
     def client(self):
-        if self._client is None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if self._client is None or self._client_loop is not loop:
+            # An HTTP client belongs to the event loop it was made in; a new loop (the next match) gets its own.
             from openai import AsyncOpenAI  # imported when a seat really uses this backend
 
             self._client = AsyncOpenAI(base_url=self.config.base_url, api_key=self._api_key(),
                                        timeout=self.config.timeout_s, max_retries=0)
+            self._client_loop = loop
         return self._client
 
     def body(self, request: ModelRequest) -> dict[str, Any]:

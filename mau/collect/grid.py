@@ -1,0 +1,125 @@
+"""The collection grid (the paper's RQ2 design): a model pool, round-robin imposter x crewmate pairings, ARIA
+configuration cases, repetitions and seeds; and its deterministic split into shards."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from typing import Any, Iterator
+
+from pydantic import Field, field_validator, model_validator
+
+from mau.env.config import Model, WorldConfig
+from mau.harness.backends.base import ModelConfig
+from mau.harness.config import AriaConfig, SeatConfig
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+class PoolEntry(Model):
+    """One model of the pool, under a short name used in match ids and tables."""
+
+    name: str = Field(description="Short unique name ([A-Za-z0-9._-]), e.g. gpt41mini or qwen35-9b.")
+    model: ModelConfig = Field(default_factory=ModelConfig, description="The model: backend and settings.")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not _NAME.match(v):
+            raise ValueError(f"{v!r}: use letters, digits, '.', '_' or '-' (it becomes part of folder names)")
+        return v
+
+
+class CaseConfig(Model):
+    """An ARIA configuration case: the harness of each side (the paper's 1A/1B/2A/2B)."""
+
+    name: str = Field("default", description="Short name of the case, used in match ids.")
+    crewmate: AriaConfig = Field(default_factory=AriaConfig, description="The crewmates' ARIA axes.")
+    imposter: AriaConfig = Field(default_factory=AriaConfig, description="The imposters' ARIA axes.")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not _NAME.match(v):
+            raise ValueError(f"{v!r}: use letters, digits, '.', '_' or '-'")
+        return v
+
+
+class GridConfig(Model):
+    """What to play: every (case, imposter model, crewmate model, repetition)."""
+
+    pool: list[PoolEntry] = Field(min_length=1, description="The model pool (at least one entry).")
+    self_play: bool = Field(True, description="Include pairings of a model with itself (the paper's round robin does).")
+    cases: list[CaseConfig] = Field(default_factory=lambda: [CaseConfig()], description="ARIA configuration cases.")
+    repetitions: int = Field(1, ge=1, description="Matches per pairing and case.")
+    seeds: list[int] | None = Field(
+        None, description="Seed of each repetition (shared by every pairing, so arms are paired); default seed+rep.")
+    seed: int = Field(0, description="Base seed when seeds is not given.")
+
+    @model_validator(mode="after")
+    def _check(self) -> "GridConfig":
+        for what, names in (("pool", [p.name for p in self.pool]), ("cases", [c.name for c in self.cases])):
+            dup = sorted({n for n in names if names.count(n) > 1})
+            if dup:
+                raise ValueError(f"{what}: the name {dup[0]!r} is used twice; names must be unique")
+        if self.seeds is not None and len(self.seeds) < self.repetitions:
+            raise ValueError(f"seeds: {len(self.seeds)} given for {self.repetitions} repetitions; give one per repetition")
+        return self
+
+
+@dataclass(frozen=True)
+class MatchSpec:
+    """One planned match of the grid."""
+
+    index: int
+    match_id: str
+    seed: int
+    case: str
+    imposter_model: str
+    crewmate_model: str
+    rep: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def enumerate_grid(grid: GridConfig) -> list[MatchSpec]:
+    """Every match of the grid, in a fixed order (case, imposter model, crewmate model, repetition)."""
+    out = []
+    for case in grid.cases:
+        for imp in grid.pool:
+            for crew in grid.pool:
+                if imp.name == crew.name and not grid.self_play:
+                    continue
+                for rep in range(grid.repetitions):
+                    seed = grid.seeds[rep] if grid.seeds is not None else grid.seed + rep
+                    k = len(out)
+                    mid = f"{k:05d}_{case.name}_I-{imp.name}_C-{crew.name}_r{rep}"
+                    out.append(MatchSpec(k, mid, seed, case.name, imp.name, crew.name, rep))
+    return out
+
+
+def parse_shard(text: str | None) -> tuple[int, int]:
+    """'I/N' -> (I, N); None -> (0, 1)."""
+    if text is None:
+        return 0, 1
+    m = re.fullmatch(r"(\d+)/(\d+)", text.strip())
+    if not m or int(m.group(2)) < 1 or int(m.group(1)) >= int(m.group(2)):
+        raise ValueError(f"shard {text!r}: write it as I/N with 0 <= I < N, e.g. 0/8")
+    return int(m.group(1)), int(m.group(2))
+
+
+def in_shard(specs: list[MatchSpec], shard: int, n_shards: int) -> Iterator[MatchSpec]:
+    """Match k belongs to shard k % N: every match in exactly one shard, shards balanced."""
+    return (s for s in specs if s.index % n_shards == shard)
+
+
+def seats_for(grid: GridConfig, spec: MatchSpec) -> dict[str, SeatConfig]:
+    pool = {p.name: p for p in grid.pool}
+    case = next(c for c in grid.cases if c.name == spec.case)
+    return {"crewmate": SeatConfig(model=pool[spec.crewmate_model].model, aria=case.crewmate),
+            "imposter": SeatConfig(model=pool[spec.imposter_model].model, aria=case.imposter)}
+
+
+__all__ = ["PoolEntry", "CaseConfig", "GridConfig", "MatchSpec", "enumerate_grid", "parse_shard", "in_shard",
+           "seats_for", "WorldConfig"]

@@ -1,0 +1,134 @@
+"""The summary of a collect run, from its match folders: outcomes, win rates per model and role, and the
+imposter x crewmate matchup matrix (table, CSV and a heat-map PNG)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from mau import schema as F
+from mau.env.state import CREW_OUTCOMES, OUTCOMES
+from mau.matchdir import read_header
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson interval of a proportion k/n."""
+    if n == 0:
+        return (0.0, 1.0)
+    p = k / n
+    d = 1 + z * z / n
+    c = (p + z * z / (2 * n)) / d
+    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
+    return (max(0.0, c - h), min(1.0, c + h))
+
+
+def load_headers(run: Path) -> list[dict[str, Any]]:
+    folder = run / F.MATCHES_DIR
+    if not folder.is_dir():
+        return []
+    return [read_header(p) for p in sorted(folder.iterdir())
+            if not p.name.startswith(".") and (p / F.MATCH_HEADER).is_file()]
+
+
+def summarize(run: Path, planned: int | None = None) -> dict[str, Any]:
+    headers = load_headers(run)
+    outcomes = {o: 0 for o in OUTCOMES}
+    per_model: dict[str, dict[str, list[int]]] = {}  # model -> role -> [wins, n]
+    matchups: dict[tuple[str, str], list[int]] = {}  # (imposter model, crewmate model) -> [crew wins, n]
+    calls = fallbacks = prompt_tokens = completion_tokens = 0
+    for h in headers:
+        outcomes[h[F.OUTCOME]] += 1
+        crew_won = h[F.OUTCOME] in CREW_OUTCOMES
+        g = h.get(F.GRID, {})
+        imp, crew = g.get(F.IMPOSTER_MODEL, "?"), g.get(F.CREWMATE_MODEL, "?")
+        for model, role, won in ((imp, "imposter", not crew_won), (crew, "crewmate", crew_won)):
+            cell = per_model.setdefault(model, {}).setdefault(role, [0, 0])
+            cell[0] += won
+            cell[1] += 1
+        mu = matchups.setdefault((imp, crew), [0, 0])
+        mu[0] += crew_won
+        mu[1] += 1
+        c = h.get("calls", {})
+        calls += c.get("calls", 0)
+        fallbacks += c.get("fallbacks", 0)
+        prompt_tokens += c.get("prompt_tokens", 0)
+        completion_tokens += c.get("completion_tokens", 0)
+    models = sorted({m for pair in matchups for m in pair})
+    win_rates = {m: {role: {"wins": w, "n": n, "rate": w / n if n else None, "ci95": wilson(w, n)}
+                     for role, (w, n) in sorted(roles.items())} for m, roles in sorted(per_model.items())}
+    return {
+        "matches": len(headers), "planned": planned, "outcomes": outcomes,
+        "crew_win_rate": (sum(outcomes[o] for o in CREW_OUTCOMES) / len(headers)) if headers else None,
+        "win_rates": win_rates,
+        "matchups": [{"imposter": i, "crewmate": c, "crew_wins": w, "n": n} for (i, c), (w, n) in sorted(matchups.items())],
+        "models": models,
+        "calls": calls, "fallbacks": fallbacks, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+    }
+
+
+def write_summary(run: Path, planned: int | None = None) -> dict[str, Any]:
+    s = summarize(run, planned)
+    (run / F.SUMMARY_JSON).write_text(json.dumps(s, indent=1))
+    models = s["models"]
+    cell = {(m["imposter"], m["crewmate"]): m for m in s["matchups"]}
+    with open(run / F.MATCHUPS_CSV, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["imposter \\ crewmate"] + models)
+        for i in models:
+            w.writerow([i] + [_rate(cell.get((i, c))) for c in models])
+    lines = [f"# Collect run summary", "", f"Matches: {s['matches']}" + (f" of {planned} planned" if planned else ""),
+             "", "| outcome | matches |", "|---|---|"]
+    lines += [f"| {o} | {n} |" for o, n in s["outcomes"].items()]
+    lines += ["", "## Win rates per model and role (95% Wilson interval)", "",
+              "| model | role | wins / n | win rate | 95% CI |", "|---|---|---|---|---|"]
+    for m, roles in s["win_rates"].items():
+        for role, r in roles.items():
+            lo, hi = r["ci95"]
+            lines.append(f"| {m} | {role} | {r['wins']} / {r['n']} | {r['rate']:.2f} | [{lo:.2f}, {hi:.2f}] |")
+    lines += ["", "## Crew win rate by matchup (rows: imposter model, columns: crewmate model; n in brackets)", "",
+              "| imposter \\ crewmate | " + " | ".join(models) + " |", "|---" * (len(models) + 1) + "|"]
+    for i in models:
+        lines.append(f"| {i} | " + " | ".join(_rate(cell.get((i, c)), with_n=True) for c in models) + " |")
+    lines += ["", f"Calls: {s['calls']}, fallbacks: {s['fallbacks']}, prompt tokens: {s['prompt_tokens']}, "
+              f"completion tokens: {s['completion_tokens']}.", ""]
+    (run / F.SUMMARY_MD).write_text("\n".join(lines))
+    if models:
+        heatmap(models, cell, run / F.MATCHUPS_PNG)
+    return s
+
+
+def _rate(m: dict[str, Any] | None, with_n: bool = False) -> str:
+    if not m or not m["n"]:
+        return "-"
+    r = f"{m['crew_wins'] / m['n']:.2f}"
+    return f"{r} ({m['n']})" if with_n else r
+
+
+def heatmap(models: list[str], cell: dict[tuple[str, str], dict[str, Any]], path: Path) -> None:
+    """Crew win rate per matchup as a heat map (Pillow only: no plotting library needed)."""
+    from PIL import Image, ImageDraw
+
+    size, left, top = 72, 150, 60
+    n = len(models)
+    img = Image.new("RGB", (max(left + n * size + 20, 400), top + n * size + 40), "white")
+    d = ImageDraw.Draw(img)
+    d.text((6, 8), "crew win rate (rows: imposter model, columns: crewmate model)", fill="black")
+    for j, c in enumerate(models):
+        d.text((left + j * size + 4, top - 18), c[:11], fill="black")
+    for i, imp in enumerate(models):
+        d.text((6, top + i * size + size // 2 - 6), imp[:22], fill="black")
+        for j, crew in enumerate(models):
+            m = cell.get((imp, crew))
+            x, y = left + j * size, top + i * size
+            if m and m["n"]:
+                r = m["crew_wins"] / m["n"]
+                color = (int(230 - 180 * r), int(90 + 140 * r), 90)  # red (imposters win) -> green (crew wins)
+                d.rectangle([x, y, x + size - 2, y + size - 2], fill=color)
+                d.text((x + 8, y + size // 2 - 12), f"{r:.2f}", fill="black")
+                d.text((x + 8, y + size // 2 + 2), f"n={m['n']}", fill="black")
+            else:
+                d.rectangle([x, y, x + size - 2, y + size - 2], outline=(200, 200, 200))
+    img.save(path)
