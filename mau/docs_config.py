@@ -21,6 +21,8 @@ Each run writes its resolved config into its own folder. This page is generated 
 
 
 def _default(field: Any) -> str:
+    if field.is_required():
+        return "(required)"
     if field.default_factory is not None:
         value = field.default_factory()
         if isinstance(value, BaseModel):
@@ -45,6 +47,10 @@ def table(model: type[BaseModel], prefix: str = "") -> list[str]:
         elif len(args) == 2 and isinstance(args[1], type) and issubclass(args[1], BaseModel):  # dict[str, Model]
             rows.append(f"| `{key}` | `{_default(field)}` | {field.description or ''} |")
             rows += table(args[1], key + ".<key>.")
+        elif len(args) == 1 and isinstance(args[0], type) and issubclass(args[0], BaseModel):  # list[Model]
+            default = "(required)" if field.is_required() else f"{len(field.default_factory())} item(s)"
+            rows.append(f"| `{key}` | {default} | {field.description or ''} |")
+            rows += table(args[0], key + "[i].")
         else:
             rows.append(f"| `{key}` | `{_default(field)}` | {field.description or ''} |")
     return rows
@@ -54,7 +60,9 @@ def render() -> str:
     from mau.commands.play import PlayConfig
     from mau.commands.tiny_model import TinyModelConfig
 
-    sections = [("mau play", PlayConfig), ("mau tiny-model", TinyModelConfig)]
+    from mau.collect.run import CollectConfig
+
+    sections = [("mau play", PlayConfig), ("mau collect", CollectConfig), ("mau tiny-model", TinyModelConfig)]
     out = [HEADER]
     for title, model in sections:
         out += [f"## `{title}`", "", (model.__doc__ or "").strip(), "", "| key | default | meaning |", "|---|---|---|"]
