@@ -17,6 +17,9 @@ VERBS = {
     "tiny-model": ("mau.commands.tiny_model", "build a tiny local Qwen3.5 VLM and processor (no hub)"),
     "collect": ("mau.commands.collect", "play a grid of expert matches (round robin), resumable, sharded"),
     "dataset": ("mau.commands.dataset", "build a behaviour-cloning dataset (X, S, Y) from collected matches"),
+    "train": ("mau.commands.train", "LoRA SFT of a Qwen3.5 VLM crewmate on a BC dataset (TRL + PEFT)"),
+    "eval": ("mau.commands.eval", "evaluate crewmate arms against fixed imposters on shared seeds"),
+    "quickstart": ("mau.commands.quickstart", "the whole loop on the embedded default, on a CPU, in minutes"),
 }
 
 
