@@ -42,11 +42,20 @@ def set_dotted(tree: dict[str, Any], key: str, value: Any) -> None:
 
 
 def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    """Recursive merge; ``over`` wins. Lists are replaced, not merged."""
+    """Recursive merge; ``over`` wins. A list is replaced, unless the override addresses its items by index
+    (``--set grid.pool.0.model.base_url=...``)."""
     out = dict(base)
     for k, v in over.items():
         if isinstance(v, dict) and isinstance(out.get(k), dict):
             out[k] = merge(out[k], v)
+        elif isinstance(v, dict) and isinstance(out.get(k), list) and v and all(str(i).isdigit() for i in v):
+            items = list(out[k])
+            for i, item in v.items():
+                i = int(i)
+                if i >= len(items):
+                    raise ConfigError(f"--set {k}.{i}: the list {k} has {len(items)} items (indices from 0)")
+                items[i] = merge(items[i], item) if isinstance(item, dict) and isinstance(items[i], dict) else item
+            out[k] = items
         else:
             out[k] = v
     return out

@@ -128,3 +128,23 @@ def test_wilson_interval():
     lo, hi = wilson(5, 10)
     assert lo == pytest.approx(0.2366, abs=1e-3) and hi == pytest.approx(0.7634, abs=1e-3)
     assert wilson(0, 0) == (0.0, 1.0)
+
+
+def test_shards_starting_together_create_the_run_once(tmp_path):
+    run = tmp_path / "run"
+    procs = [subprocess.Popen([sys.executable, "-m", "mau", "collect", "--config", SMOKE, "--out", str(run),
+                               "--shard", f"{i}/4", "--resume", "--workers", "1", "--set", "world.game.max_steps=3",
+                               "--set", "grid.repetitions=1", "--no-progress"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(4)]
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+    assert _finished(run) == _planned(run)
+
+
+def test_endpoint_changes_do_not_block_resume(tmp_path):
+    run = tmp_path / "run"
+    base = ["collect", "--config", SMOKE, "--out", str(run), "--shard", "0/12", *FAST]
+    assert main(base) == 0
+    assert main(base + ["--resume", "--set", "grid.pool.0.model.base_url=http://node7:8000/v1",
+                        "--set", "grid.pool.0.model.concurrency=4"]) == 0

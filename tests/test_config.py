@@ -45,3 +45,14 @@ def test_shipped_configs_load():
 
     for path in Path("configs/play").glob("*.yaml"):
         load_config(PlayConfig, path)
+
+
+def test_list_items_can_be_overridden_by_index(tmp_path):
+    from mau.collect.run import CollectConfig
+
+    cfg = load_config(CollectConfig, "configs/collect/smoke.yaml",
+                      parse_overrides(["grid.pool.1.model.seed=7", "grid.cases.0.crewmate.memory=window"]))
+    assert cfg.grid.pool[1].model.seed == 7 and cfg.grid.pool[0].model.seed == 0
+    assert cfg.grid.cases[0].crewmate.memory == "window" and len(cfg.grid.pool) == 3
+    with pytest.raises(ConfigError, match="the list pool has 3 items"):
+        load_config(CollectConfig, "configs/collect/smoke.yaml", parse_overrides(["grid.pool.5.name=x"]))

@@ -31,6 +31,10 @@ from mau.env.config import Model, WorldConfig
 from mau.errors import ConfigError, MauError
 
 
+OPERATIONAL_MODEL_FIELDS = ("base_url", "api_key_env", "timeout_s", "max_retries", "backoff_s", "concurrency", "device",
+                            "price_prompt_per_mtok", "price_completion_per_mtok")
+
+
 class CollectConfig(Model):
     """``mau collect``: a grid of expert matches."""
 
@@ -42,8 +46,14 @@ class CollectConfig(Model):
     world: WorldConfig = Field(default_factory=WorldConfig, description="The world every match is played in.")
 
     def identity(self) -> dict[str, Any]:
-        """The part that defines the run's content: shards of one run must agree on it."""
-        return self.model_dump(mode="json", include={"grid", "world"})
+        """The part that defines the run's content: shards of one run must agree on it. Where a model is
+        served and how it is reached (endpoint, key variable, timeouts, limits, prices) is not part of it, so a
+        resumed run may point at a server on another node."""
+        data = self.model_dump(mode="json", include={"grid", "world"})
+        for entry in data["grid"]["pool"]:
+            for key in OPERATIONAL_MODEL_FIELDS:
+                entry["model"].pop(key, None)
+        return data
 
 
 # -- one match (runs in a worker process) ------------------------------------------------------------------
@@ -112,7 +122,23 @@ class _MatchConfig(Model):
 
 # -- the run -----------------------------------------------------------------------------------------------
 def prepare(cfg: CollectConfig, out: Path) -> list[MatchSpec]:
-    """Create the run folder, or check that an existing one is this run (with --resume)."""
+    """Create the run folder, or check that an existing one is this run (with --resume). Shards that start
+    together take turns through a lock, so exactly one creates the folder and the others join it."""
+    import fcntl
+
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / LOCK_FILE, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            return _prepare_locked(cfg, out)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+LOCK_FILE = ".init.lock"
+
+
+def _prepare_locked(cfg: CollectConfig, out: Path) -> list[MatchSpec]:
     specs = enumerate_grid(cfg.grid)
     header_path = out / F.RUN_HEADER
     if header_path.is_file():
@@ -125,9 +151,8 @@ def prepare(cfg: CollectConfig, out: Path) -> list[MatchSpec]:
             key = _first_difference(header["identity"], cfg.identity())
             raise ConfigError(f"--resume {out}: the config differs from the run's at {key}; use the run's config.yaml")
         return specs
-    if out.exists() and any(p for p in out.iterdir() if p.name != F.LOGS_DIR):
+    if any(p for p in out.iterdir() if p.name not in (F.LOGS_DIR, LOCK_FILE)):
         raise MauError(f"--out {out}: exists and is not a collect run; choose an empty or new folder")
-    out.mkdir(parents=True, exist_ok=True)
     from mau.provenance import provenance
 
     (out / F.MATCHES_DIR).mkdir(exist_ok=True)
