@@ -326,3 +326,17 @@ def test_prompts_per_style_role_module_exist():
     assert imp == set(modules_for("deterministic", "imposter"))
     assert "kill" in imp and "kill" not in crew
     assert {"surveillance", "emergency"} <= crew and not ({"surveillance", "emergency"} & imp)
+
+
+def test_a_seat_model_can_answer_only_some_modules(tmp_path):
+    """modules: [vote]: the seat's model answers VOTE; every other module goes to rest_model (scripted)."""
+    out = tmp_path / "m"
+    assert main(["play", "--config", ARIA, "--seed", "3", "--out", str(out),
+                 "--set", "seats.crewmate.modules=[vote]", "--set", "seats.crewmate.model.model=voter",
+                 "--set", "seats.crewmate.rest_model.model=rest"]) == 0
+    recs = _records(out)
+    crew = [r for r in recs if r[F.ROLE] == "crewmate"]
+    assert {r[F.MODEL] for r in crew if r[F.MODULE] == "vote"} == {"voter"}
+    assert {r[F.MODEL] for r in crew if r[F.MODULE] != "vote"} == {"rest"}
+    with pytest.raises(Exception, match="'voting' is not a module"):
+        SeatConfig(modules=["voting"])

@@ -27,9 +27,11 @@ MODE_KINDS = {"mission": ("mission", "fake_mission"), "explore": ("goto", "follo
 
 class AriaAgent:
     def __init__(self, name: str, role: str, roster: list[str], seat: SeatConfig, backend: ModelBackend,
-                 builder: PromptBuilder, caller: Caller, frames: FrameStore, rooms: list[str]):
+                 builder: PromptBuilder, caller: Caller, frames: FrameStore, rooms: list[str],
+                 rest_backend: ModelBackend | None = None):
         self.name, self.role = name, role
         self.seat, self.aria, self.backend = seat, seat.aria, backend
+        self.rest_backend = rest_backend  # answers the modules not in seat.modules
         self.builder, self.caller, self.frames, self.rooms = builder, caller, frames, rooms
         if self.aria.memory == "window":
             self.memory: WindowMemory | SemanticMemory = WindowMemory(self.aria.window_size)
@@ -55,8 +57,11 @@ class AriaAgent:
         skills = self.skills.render() if self.aria.reflection == "meeting" else ""
         messages = self.builder.messages(module, obs, memory=self.memory.render(), skills=skills, others=others,
                                          n_images=len(frames), **extra)
+        backend, model = self.backend, self.seat.model
+        if self.seat.modules is not None and module not in self.seat.modules and self.rest_backend is not None:
+            backend, model = self.rest_backend, self.seat.rest_model
         return await self.caller.call(agent=self.name, role=self.role, module=module, obs=obs, messages=messages,
-                                      frames=frames, backend=self.backend, model=self.seat.model, ctx=ctx,
+                                      frames=frames, backend=backend, model=model, ctx=ctx,
                                       temperature=self.aria.module_temperature.get(module),
                                       extra_context={"extra": extra, "strategy": self.strategy}, t_start=t_start)
 

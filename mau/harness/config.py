@@ -52,3 +52,17 @@ class SeatConfig(Model):
 
     model: ModelConfig = Field(default_factory=ModelConfig, description="The model (backend and settings).")
     aria: AriaConfig = Field(default_factory=AriaConfig, description="The harness configuration.")
+    modules: list[str] | None = Field(
+        None, description="Only these modules ask `model` (e.g. [vote]); the others ask `rest_model`. None: all.")
+    rest_model: ModelConfig = Field(default_factory=ModelConfig,
+                                    description="The model of the modules not in `modules` (default the scripted expert).")
+
+    @field_validator("modules")
+    @classmethod
+    def _known_modules(cls, v: list[str] | None) -> list[str] | None:
+        from mau.harness.modules import ALL_MODULES
+
+        bad = [m for m in v or [] if m not in ALL_MODULES]
+        if bad:
+            raise ValueError(f"modules: {bad[0]!r} is not a module; use some of {', '.join(ALL_MODULES)}")
+        return v

@@ -43,9 +43,21 @@ class AriaMatch:
         self.log = CallLog(folder)
         self.frames = FrameStore(world, folder)
         self.memory_dumps: list[dict[str, Any]] = []
+        self._rest: dict[str, ModelBackend] = {}
 
     def _seat(self, name: str, role: str) -> str:
         return name if name in self.seats else role
+
+    def _rest_backend(self, key: str) -> ModelBackend | None:
+        """The backend of a seat's other modules, when its model answers only some (e.g. a tuned VOTE)."""
+        seat = self.seats[key]
+        if seat.modules is None:
+            return None
+        if key not in self._rest:
+            from mau.harness.backends import make_backend
+
+            self._rest[key] = make_backend(seat.rest_model)
+        return self._rest[key]
 
     async def play(self, seed: int) -> MatchResult:
         t0 = time.perf_counter()
@@ -65,7 +77,7 @@ class AriaMatch:
             if key not in builders:
                 builders[key] = PromptBuilder(seat.aria, w.cfg, w.map)
             agents[p.name] = AriaAgent(p.name, p.role, roster, seat, self.backends[key], builders[key], caller,
-                                       self.frames, rooms)
+                                       self.frames, rooms, rest_backend=self._rest_backend(key))
         meetings_done = 0
         while st.phase != ENDED:
             if st.phase == ROAM:
@@ -90,6 +102,8 @@ class AriaMatch:
                 w.step(dict(zip(active, votes)))
         self.log.close()
         self.frames.close()
+        for b in self._rest.values():
+            await b.aclose()
         if self.folder is not None:
             with open(self.folder / F.MEMORY_FILE, "w") as f:
                 for d in self.memory_dumps:
