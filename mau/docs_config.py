@@ -57,12 +57,16 @@ def table(model: type[BaseModel], prefix: str = "") -> list[str]:
 
 
 def render() -> str:
+    from mau.commands.dataset import DatasetConfig
     from mau.commands.play import PlayConfig
     from mau.commands.tiny_model import TinyModelConfig
 
     from mau.collect.run import CollectConfig
+    from mau.eval.config import EvalConfig
 
-    sections = [("mau play", PlayConfig), ("mau collect", CollectConfig), ("mau tiny-model", TinyModelConfig)]
+    sections = [("mau play", PlayConfig), ("mau collect", CollectConfig), ("mau dataset", DatasetConfig),
+                ("mau tiny-model", TinyModelConfig),
+                ("mau eval", EvalConfig)]
     out = [HEADER]
     for title, model in sections:
         out += [f"## `{title}`", "", (model.__doc__ or "").strip(), "", "| key | default | meaning |", "|---|---|---|"]

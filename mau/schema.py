@@ -127,3 +127,14 @@ UTTERANCE_TEXT = "text"  # utterance event
 PHASE = "phase"  # call record
 IMAGE_PATH = "path"  # image part of a recorded user message: "frames/..."
 VOTE_TARGET = "vote_target"  # VOTE answer
+
+# -- eval run folder (format version 1; docs/formats.md, docs/evaluation.md) -------------------------------------
+# run.json (with this format), config.yaml, provenance.json, grid.jsonl and matches/ as in a collect run, plus:
+EVAL_FORMAT = "mau.eval"
+EVAL_FORMAT_VERSION = 1
+RESULTS_MD = "results.md"  # the tables (Appendix U shape) and the paired comparisons
+RESULTS_CSV = "results.csv"  # long format: arm, imposter, metric, value, ci_low, ci_high, n, method
+RESULTS_JSON = "results.json"
+RESULTS_PNG = "results.png"  # crew win rate per arm, grouped by imposter model, with 95% intervals
+ARM = "arm"  # eval: the crewmates' arm (match header and grid line)
+EVAL_IMPOSTER = "imposter"  # eval grid line: the imposters' model name

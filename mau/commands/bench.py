@@ -11,6 +11,11 @@ process, with latency): the ratio of a step's wall time to its slowest call when
 (median over steps), and the harness's own time per call (prompt, request, check, record; the model and the
 frames excluded); then full ARIA matches with the scripted expert, every call's frames rendered and saved,
 among them one forced to its full 200 steps (no kills, missions that never finish).
+
+``dataset`` (``mau bench dataset``): ``mau dataset`` builds (filter ``all``: every crewmate expert call, frames
+embedded) of a corpus of ARIA scripted matches (``--matches``, played here) and of the same corpus replicated
+``--scale`` times (hard-linked copies under new match ids); each build runs in a fresh subprocess, so its peak
+RSS is its own. Reports examples/s and peak RSS of both, and their ratio (flat memory: ~1).
 """
 
 from __future__ import annotations
@@ -19,21 +24,25 @@ import argparse
 import os
 from typing import Any
 
-TARGETS = ("env", "harness")
+TARGETS = ("env", "harness", "dataset")
+DEFAULT_MATCHES = {"env": 30, "harness": 30, "dataset": 4}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("target", choices=TARGETS, help="what to measure")
-    p.add_argument("--matches", type=int, default=30, help="matches to play (env)")
+    p.add_argument("--matches", type=int, default=None,
+                   help=f"matches to play (default: {', '.join(f'{k} {v}' for k, v in DEFAULT_MATCHES.items())})")
     p.add_argument("--frames", type=int, default=300, help="frames to render (env)")
     p.add_argument("--seed", type=int, default=0, help="first seed")
     p.add_argument("--steps", type=int, default=20, help="concurrent-call steps to time (harness)")
     p.add_argument("--latency-ms", type=float, default=200.0, help="mock server latency per call (harness)")
+    p.add_argument("--scale", type=int, default=4, help="the larger corpus is this many copies of the first (dataset)")
 
 
 def config_from_args(args: argparse.Namespace) -> dict[str, Any]:
-    return {"target": args.target, "matches": args.matches, "frames": args.frames, "seed": args.seed,
-            "steps": args.steps, "latency_ms": args.latency_ms}
+    matches = args.matches if args.matches is not None else DEFAULT_MATCHES[args.target]
+    return {"target": args.target, "matches": matches, "frames": args.frames, "seed": args.seed,
+            "steps": args.steps, "latency_ms": args.latency_ms, "scale": args.scale}
 
 
 def _one_core() -> None:
@@ -198,12 +207,122 @@ def _harness_ms(match) -> list[float]:
         return [json.loads(line)[F.HARNESS_MS] for line in f]
 
 
+# Run in a fresh interpreter per build: one dataset build, its own peak RSS (ru_maxrss) and timings as JSON.
+_DATASET_CHILD = """
+import json, resource, sys, time
+from pathlib import Path
+t0 = time.perf_counter()
+from mau.commands.dataset import DatasetConfig
+from mau.datasets.build import build_dataset
+import datasets, tqdm
+imports_s = time.perf_counter() - t0
+rss_imports = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+cfg = DatasetConfig(runs=[sys.argv[1]], filter=sys.argv[3], out=sys.argv[2])
+t = time.perf_counter()
+header, stats = build_dataset(cfg, Path(sys.argv[2]), warn=lambda line: None)
+build_s = time.perf_counter() - t
+s = stats.summary()
+print(json.dumps({"examples": sum(s["examples"].values()), "matches": sum(s["matches"].values()),
+                  "images": sum(int(k) * sum(v.values()) for k, v in s["by_images"].items()),
+                  "build_s": build_s, "imports_s": imports_s,
+                  "rss_after_imports_mb": rss_imports / 1024,
+                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def _replicate(src: Any, dst: Any, copies: int) -> None:
+    """``copies`` hard-linked copies of every match folder of ``src`` under ``dst``, each under a new match id
+    (the header is rewritten, not linked), so that each copy is a match of its own for the split."""
+    import json
+    import shutil
+
+    from mau import schema as F
+
+    dst.mkdir(parents=True)
+    for m in sorted(src.iterdir()):
+        for k in range(copies):
+            d = dst / f"{m.name}_x{k}"
+            shutil.copytree(m, d, copy_function=os.link)
+            h = json.loads((d / F.MATCH_HEADER).read_text())
+            h[F.MATCH_ID] = d.name
+            (d / F.MATCH_HEADER).unlink()  # a hard link: write a new file, never through the link
+            (d / F.MATCH_HEADER).write_text(json.dumps(h))
+
+
+def bench_dataset(matches: int, seed: int, scale: int = 4, max_steps: int | None = None,
+                  filter: str = "all") -> dict[str, Any]:
+    import contextlib
+    import io
+    import json
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+    import time
+    from pathlib import Path
+
+    from mau import schema as F
+    from mau.commands.play import PlayConfig, main as play_main
+    from mau.config import load_config
+
+    # Write where real runs write (runs/), not /tmp: file creation costs differ a lot between filesystems.
+    Path("runs").mkdir(exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="bench-dataset-", dir="runs"))
+    try:
+        played = tmp / "played"
+        t0 = time.perf_counter()
+        for s in range(seed, seed + matches):
+            over: dict[str, Any] = {"seed": s, "out": str(played / f"m{s}")}
+            if max_steps is not None:
+                over["world"] = {"game": {"max_steps": max_steps}}
+            cfg = load_config(PlayConfig, "configs/play/aria_scripted.yaml", over)
+            with contextlib.redirect_stdout(io.StringIO()):
+                play_main(cfg)
+        play_s = time.perf_counter() - t0
+        builds = {}
+        for factor in (1, scale):
+            corpus = tmp / f"corpus-x{factor}"
+            _replicate(played, corpus / F.MATCHES_DIR, factor)
+            out = tmp / f"dataset-x{factor}"
+            r = subprocess.run([sys.executable, "-c", _DATASET_CHILD, str(corpus), str(out), filter],
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                raise RuntimeError(f"dataset build x{factor} failed: {r.stderr.strip().splitlines()[-1:]}")
+            b = json.loads(r.stdout.strip().splitlines()[-1])
+            size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+            builds[f"x{factor}"] = {
+                "matches": b["matches"], "examples": b["examples"], "images": b["images"],
+                "build_s": round(b["build_s"], 3),
+                "examples_per_second": round(b["examples"] / b["build_s"], 1),
+                "images_per_second": round(b["images"] / b["build_s"], 1),
+                "peak_rss_mb": round(b["peak_rss_mb"], 1),
+                "rss_after_imports_mb": round(b["rss_after_imports_mb"], 1),
+                "dataset_mb": round(size / 2**20, 1),
+            }
+            shutil.rmtree(out)
+        small, large = builds["x1"], builds[f"x{scale}"]
+        return {
+            "bench": "dataset", "filter": filter, "played_matches": matches, "play_s": round(play_s, 2),
+            "scale": scale, **builds,
+            "examples_per_second": large["examples_per_second"],
+            "peak_rss_mb": large["peak_rss_mb"],
+            "peak_rss_ratio": round(large["peak_rss_mb"] / small["peak_rss_mb"], 3),
+            "build_rss_growth_ratio": round((large["peak_rss_mb"] - large["rss_after_imports_mb"])
+                                            / max(small["peak_rss_mb"] - small["rss_after_imports_mb"], 1e-9), 3),
+            "cores": 1,
+        }
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main(cfg: dict[str, Any]) -> int:
     import json
 
     _one_core()
     if cfg["target"] == "env":
         print(json.dumps(bench_env(cfg["matches"], cfg["frames"], cfg["seed"])))
+    elif cfg["target"] == "dataset":
+        print(json.dumps(bench_dataset(cfg["matches"], cfg["seed"], cfg.get("scale", 4))))
     else:
         print(json.dumps(bench_harness(cfg["steps"], cfg["latency_ms"], cfg["seed"])))
     return 0
