@@ -1,0 +1,171 @@
+"""The eval config: the crewmate arms, the fixed imposter models, the shared seeds, each side's ARIA axes, the
+world; and the plan of matches it defines (every arm x imposter model x seed), split into shards like collect.
+
+Arms and imposters are mappings ``name -> ModelConfig`` (ordered as written) so that one field of one arm can be
+set from the command line (``--set arms.bcwin.adapter=runs/train/bcwin/adapter``); the list form
+``[{name, model}, ...]`` is accepted too. Layering merges mappings, so an override in mapping form adds arms to
+the YAML's; to replace the YAML's arms, override with the list form (a list replaces).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from pydantic import Field, ValidationInfo, field_validator, model_validator
+
+from mau import schema as F
+from mau.env.config import Model, WorldConfig
+from mau.harness.backends.base import ModelConfig
+from mau.harness.config import AriaConfig, SeatConfig
+
+# Names become parts of folder names and of --set keys (so no '.'); '+' is allowed for arms like "bcwin+vote".
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_+-]*$")
+# ModelConfig fields about reaching a model, not about which model answers: left out of a run's identity.
+TRANSPORT = {"base_url", "api_key_env", "timeout_s", "max_retries", "backoff_s", "concurrency", "device",
+             "price_prompt_per_mtok", "price_completion_per_mtok"}
+POOLED = "all"  # the column of every imposter model together (reserved: no imposter may be called so)
+EVAL_CASE = "eval"  # the "case" of every eval match (collect's grid field), for tools that read collect runs
+
+
+def _named_models(v: Any, what: str) -> Any:
+    """Accept ``[{name, model}, ...]`` as well as ``{name: model}``; check the names."""
+    if isinstance(v, list):
+        out: dict[str, Any] = {}
+        for item in v:
+            if not isinstance(item, dict) or "name" not in item or set(item) - {"name", "model"}:
+                raise ValueError(f"{what}: each list item is {{name: ..., model: {{...}}}}")
+            if item["name"] in out:
+                raise ValueError(f"{what}: the name {item['name']!r} is used twice; names must be unique")
+            out[item["name"]] = item.get("model", {})
+        v = out
+    if isinstance(v, dict):
+        for name in v:
+            if not isinstance(name, str) or not _NAME.match(name):
+                raise ValueError(f"{what}: {name!r}: use letters, digits, '_', '+' or '-' (it becomes part of folder names and --set keys)")
+    return v
+
+
+class EvalConfig(Model):
+    """``mau eval``: crewmate arms against fixed imposter models on one list of seeds shared by every arm."""
+
+    out: str | None = Field(None, description="Run folder; default runs/eval/<date>/<time>_<config name>.")
+    resume: bool = Field(False, description="Continue an eval in an existing run folder (plays only the missing matches).")
+    shard: str | None = Field(None, description="I/N: play only the matches k with k % N == I.")
+    workers: int = Field(1, ge=1, description="Matches played at once, each in its own worker process.")
+    report_only: bool = Field(False, description="Play nothing: recompute the report from the run folder's matches.")
+    arms: dict[str, ModelConfig] = Field(
+        min_length=1, description="The crewmate arms: name -> the model of the six crewmate seats (baseline, adapters, ...).")
+    imposters: dict[str, ModelConfig] = Field(
+        min_length=1, description="The fixed imposter models: name -> the model of the two imposter seats.")
+    arm_modules: list[str] | None = Field(
+        None, description="Only these modules ask the arm's model (e.g. [vote]: a tuned VOTE), in every arm; the "
+                          "others ask arm_rest_model. None: all.")
+    arm_rest_model: ModelConfig = Field(
+        default_factory=ModelConfig, description="With arm_modules: the crewmates' model of the other modules (default the scripted expert).")
+    baseline: str | None = Field(None, description="The arm the others are compared with (paired, same seeds); default the first arm.")
+    seeds: list[int] | None = Field(None, description="The match seeds, shared by every arm and imposter model (pairs the arms).")
+    n_seeds: int | None = Field(None, ge=1, description="Without seeds: play seeds seed, seed+1, ..., seed+n_seeds-1.")
+    seed: int = Field(0, description="Base seed when seeds is not given.")
+    crewmate_aria: AriaConfig = Field(default_factory=AriaConfig, description="The crewmates' ARIA axes (default: the paper's crewmate setting 1).")
+    imposter_aria: AriaConfig = Field(default_factory=AriaConfig, description="The imposters' ARIA axes.")
+    bootstrap_resamples: int = Field(2000, ge=100, description="Resamples of the match-level (and paired, seed-level) bootstrap intervals.")
+    bootstrap_seed: int = Field(0, description="Seed of the bootstrap resampling (the report is deterministic).")
+    world: WorldConfig = Field(default_factory=WorldConfig, description="The world every match is played in.")
+
+    @field_validator("arms", "imposters", mode="before")
+    @classmethod
+    def _names(cls, v: Any, info: ValidationInfo) -> Any:
+        return _named_models(v, info.field_name)
+
+    @field_validator("arm_modules")
+    @classmethod
+    def _known_modules(cls, v: list[str] | None) -> list[str] | None:
+        from mau.harness.modules import ALL_MODULES
+
+        bad = [m for m in v or [] if m not in ALL_MODULES]
+        if bad:
+            raise ValueError(f"{bad[0]!r} is not a module; use some of {', '.join(ALL_MODULES)}")
+        return v
+
+    @model_validator(mode="after")
+    def _check(self) -> "EvalConfig":
+        if POOLED in self.imposters:
+            raise ValueError(f"imposters: the name {POOLED!r} is reserved for the pooled column; choose another")
+        if self.baseline is not None and self.baseline not in self.arms:
+            raise ValueError(f"baseline: {self.baseline!r} is not an arm (arms: {', '.join(self.arms)})")
+        if self.seeds is None and self.n_seeds is None:
+            raise ValueError("seeds: give the list of seeds, or n_seeds (and seed, the first one)")
+        if self.seeds is not None:
+            if not self.seeds:
+                raise ValueError("seeds: the list is empty; give at least one seed")
+            if len(set(self.seeds)) != len(self.seeds):
+                dup = next(s for s in self.seeds if self.seeds.count(s) > 1)
+                raise ValueError(f"seeds: {dup} is listed twice; every seed once (pairs are matched by seed)")
+            if self.n_seeds is not None and self.n_seeds != len(self.seeds):
+                raise ValueError(f"n_seeds: {self.n_seeds} but {len(self.seeds)} seeds listed; give one of the two")
+        return self
+
+    @property
+    def baseline_arm(self) -> str:
+        return self.baseline or next(iter(self.arms))
+
+    def seed_list(self) -> list[int]:
+        return list(self.seeds) if self.seeds is not None else [self.seed + i for i in range(self.n_seeds or 0)]
+
+    def identity(self) -> dict[str, Any]:
+        """What defines the matches: shards, resumed runs and the report must agree on it. Where a model is
+        served and how it is reached (``TRANSPORT``) may differ (a restarted server on another node), and so
+        may the report's settings."""
+        d = self.model_dump(mode="json", include={"arms", "imposters", "arm_modules", "arm_rest_model",
+                                                  "crewmate_aria", "imposter_aria", "world"})
+        for side in ("arms", "imposters"):
+            d[side] = {name: _what(m) for name, m in d[side].items()}
+        d["arm_rest_model"] = _what(d["arm_rest_model"])
+        d["seeds"] = self.seed_list()
+        return d
+
+
+def _what(model: dict[str, Any]) -> dict[str, Any]:
+    """A dumped ModelConfig without its TRANSPORT fields."""
+    return {k: v for k, v in model.items() if k not in TRANSPORT}
+
+
+@dataclass(frozen=True)
+class EvalMatch:
+    """One planned match: an arm's crewmates against one imposter model on one seed."""
+
+    index: int
+    match_id: str
+    seed: int
+    rep: int  # the seed's position in the seed list
+    arm: str
+    imposter: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The grid line (also the match header's "grid"): collect's fields too, so collect tools read it."""
+        return {**asdict(self), F.CASE: EVAL_CASE, F.IMPOSTER_MODEL: self.imposter, F.CREWMATE_MODEL: self.arm}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "EvalMatch":
+        return cls(**{k: d[k] for k in ("index", "match_id", "seed", "rep", "arm", "imposter")})
+
+
+def plan(cfg: EvalConfig) -> list[EvalMatch]:
+    """Every match, seed-major (seed, imposter, arm): a run stopped early has the same seeds for every cell."""
+    out: list[EvalMatch] = []
+    for rep, seed in enumerate(cfg.seed_list()):
+        for imp in cfg.imposters:
+            for arm in cfg.arms:
+                k = len(out)
+                out.append(EvalMatch(k, f"{k:05d}_A-{arm}_I-{imp}_s{seed}", seed, rep, arm, imp))
+    return out
+
+
+def seats_for(cfg: EvalConfig, m: EvalMatch) -> dict[str, SeatConfig]:
+    """The six crewmate seats play the arm's model (for arm_modules only, if given), the two imposter seats the
+    fixed model."""
+    return {"crewmate": SeatConfig(model=cfg.arms[m.arm], aria=cfg.crewmate_aria, modules=cfg.arm_modules,
+                                   rest_model=cfg.arm_rest_model),
+            "imposter": SeatConfig(model=cfg.imposters[m.imposter], aria=cfg.imposter_aria)}

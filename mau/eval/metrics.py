@@ -1,0 +1,247 @@
+"""The eval's numbers, from match folders alone (their headers and ground-truth event logs).
+
+Per arm x imposter model: crew win rate, ejection recall and precision, imposters ejected, kills and missions
+completed per game, and the endings; each with n and a 95% interval:
+
+- crew win rate: Wilson score interval (matches are independent Bernoulli trials);
+- recall, precision: match-level percentile bootstrap of the ratio of sums (ejections cluster within matches:
+  one meeting's vote decides for the whole table, so the imposters of a match are not independent trials);
+- per-game means: match-level percentile bootstrap of the mean.
+
+The paired comparison of an arm with the baseline pairs the matches of the same seed (and imposter model): the
+difference in crew win rate with a percentile bootstrap over the pairs, the counts of pairs the arm won and the
+baseline lost (and the reverse, and ties), and the exact McNemar (two-sided sign test on the discordant pairs).
+Bootstraps are seeded: the same folders give the same report.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+
+from mau import schema as F
+from mau.collect.summary import wilson
+from mau.env.state import CREW_OUTCOMES, IMPOSTER, OUTCOMES
+from mau.eval.config import POOLED
+from mau.matchdir import iter_events, read_header
+
+# metric name -> (title, what n counts, interval method); the order of the report's tables
+METRICS: dict[str, tuple[str, str, str]] = {
+    "crew_win_rate": ("Crew win rate (%)", "matches", "wilson"),
+    "ejection_recall": ("Ejection recall (%): imposters ejected / imposters fielded", "imposters fielded", "bootstrap"),
+    "ejection_precision": ("Ejection precision (%): imposters ejected / all ejections", "ejections", "bootstrap"),
+    "imposters_ejected_per_game": ("Imposters ejected per game", "matches", "bootstrap"),
+    "kills_per_game": ("Kills per game", "matches", "bootstrap"),
+    "missions_per_game": ("Missions completed per game", "matches", "bootstrap"),
+    # a diagnostic, not a result: a dead server or a model that cannot answer in format shows up here
+    "fallback_share": ("Fallback share of model calls (%), both sides: answers that were not the model's",
+                       "calls", "bootstrap"),
+}
+PERCENT = {"crew_win_rate", "ejection_recall", "ejection_precision", "fallback_share"}
+METHODS = {
+    "wilson": "95% Wilson score interval",
+    "bootstrap": "95% percentile interval of a match-level bootstrap (matches resampled with replacement)",
+    "paired_bootstrap": "95% percentile interval of a paired bootstrap (seed pairs resampled with replacement)",
+    "count": "count",
+}
+
+
+@dataclass(frozen=True)
+class MatchStats:
+    """What the eval counts in one match."""
+
+    match_id: str
+    arm: str
+    imposter: str
+    seed: int
+    outcome: str
+    imposters_fielded: int
+    ejections: int  # ejection events that ejected somebody (skips and ties eject nobody)
+    imposters_ejected: int
+    kills: int
+    missions: int  # mission_complete events (real missions: imposters only fake them)
+    calls: int = 0  # model calls of both sides (the header's count)
+    fallbacks: int = 0  # of which answered by the module's fallback
+
+    @property
+    def crew_won(self) -> bool:
+        return self.outcome in CREW_OUTCOMES
+
+
+def match_stats(folder: str | Path) -> MatchStats:
+    """Count one match folder: roles and outcome from the header, the rest from the event log."""
+    h = read_header(folder)
+    g = h.get(F.GRID, {})
+    roles = h[F.ROLES]
+    ejections = imposters_ejected = kills = missions = 0
+    for e in iter_events(folder):
+        t = e[F.TYPE]
+        if t == F.EV_EJECTION and e.get(F.EJECTED):
+            ejections += 1
+            imposters_ejected += roles.get(e[F.EJECTED]) == IMPOSTER
+        elif t == F.EV_KILL:
+            kills += 1
+        elif t == F.EV_MISSION_COMPLETE:
+            missions += 1
+    return MatchStats(
+        match_id=str(h.get(F.MATCH_ID) or Path(folder).name), arm=str(g.get(F.ARM, h.get(F.ARM, "?"))),
+        imposter=str(g.get(F.EVAL_IMPOSTER, g.get(F.IMPOSTER_MODEL, "?"))), seed=int(h[F.SEED]),
+        outcome=str(h[F.OUTCOME]), imposters_fielded=sum(r == IMPOSTER for r in roles.values()),
+        ejections=ejections, imposters_ejected=imposters_ejected, kills=kills, missions=missions,
+        calls=int(h.get("calls", {}).get("calls", 0)), fallbacks=int(h.get("calls", {}).get("fallbacks", 0)))
+
+
+def load_matches(run: str | Path) -> list[MatchStats]:
+    """Every finished match of a run folder (hidden staging folders are not matches)."""
+    folder = Path(run) / F.MATCHES_DIR
+    if not folder.is_dir():
+        return []
+    return [match_stats(p) for p in sorted(folder.iterdir())
+            if not p.name.startswith(".") and (p / F.MATCH_HEADER).is_file()]
+
+
+# -- estimates ------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Estimate:
+    """A number with its 95% interval; ``value`` None when undefined (e.g. precision without ejections)."""
+
+    value: float | None
+    ci_low: float | None
+    ci_high: float | None
+    n: int
+    method: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def proportion(k: int, n: int) -> Estimate:
+    """k/n with its Wilson interval; undefined for n = 0."""
+    if n == 0:
+        return Estimate(None, None, None, 0, "wilson")
+    lo, hi = wilson(k, n)
+    return Estimate(k / n, lo, hi, n, "wilson")
+
+
+def _percentile(samples: np.ndarray) -> tuple[float | None, float | None]:
+    if samples.size == 0:
+        return None, None
+    lo, hi = np.percentile(samples, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
+def _indices(m: int, resamples: int, seed: int) -> np.ndarray:
+    """(resamples, m) indices drawn with replacement; the same for the same (m, resamples, seed)."""
+    return np.random.default_rng(seed).integers(0, m, size=(resamples, m))
+
+
+def ratio_bootstrap(num: Iterable[float], den: Iterable[float], resamples: int = 2000, seed: int = 0) -> Estimate:
+    """sum(num) / sum(den) over matches, with a match-level bootstrap interval; ``n`` = sum(den).
+
+    Undefined (value None, n 0) when the denominator is 0 (e.g. precision of an arm that never ejected anyone).
+    Resamples whose denominator is 0 are left out of the interval (the ratio is undefined there)."""
+    a, b = np.asarray(list(num), float), np.asarray(list(den), float)
+    if b.sum() == 0:
+        return Estimate(None, None, None, 0, "bootstrap")
+    idx = _indices(len(a), resamples, seed)
+    ns, ds = a[idx].sum(axis=1), b[idx].sum(axis=1)
+    ok = ds > 0
+    lo, hi = _percentile(ns[ok] / ds[ok])
+    return Estimate(float(a.sum() / b.sum()), lo, hi, int(b.sum()), "bootstrap")
+
+
+def mean_bootstrap(x: Iterable[float], resamples: int = 2000, seed: int = 0) -> Estimate:
+    """The mean per match with a match-level bootstrap interval; ``n`` = matches."""
+    a = np.asarray(list(x), float)
+    if a.size == 0:
+        return Estimate(None, None, None, 0, "bootstrap")
+    lo, hi = _percentile(a[_indices(len(a), resamples, seed)].mean(axis=1))
+    return Estimate(float(a.mean()), lo, hi, int(a.size), "bootstrap")
+
+
+def cell_metrics(ms: list[MatchStats], resamples: int = 2000, seed: int = 0) -> dict[str, Estimate]:
+    """Every metric of one arm x imposter cell."""
+    return {
+        "crew_win_rate": proportion(sum(m.crew_won for m in ms), len(ms)),
+        "ejection_recall": ratio_bootstrap([m.imposters_ejected for m in ms], [m.imposters_fielded for m in ms],
+                                           resamples, seed),
+        "ejection_precision": ratio_bootstrap([m.imposters_ejected for m in ms], [m.ejections for m in ms],
+                                              resamples, seed),
+        "imposters_ejected_per_game": mean_bootstrap([m.imposters_ejected for m in ms], resamples, seed),
+        "kills_per_game": mean_bootstrap([m.kills for m in ms], resamples, seed),
+        "missions_per_game": mean_bootstrap([m.missions for m in ms], resamples, seed),
+        "fallback_share": ratio_bootstrap([m.fallbacks for m in ms], [m.calls for m in ms], resamples, seed),
+    }
+
+
+def endings(ms: list[MatchStats]) -> dict[str, int]:
+    out = {o: 0 for o in OUTCOMES}
+    for m in ms:
+        out[m.outcome] = out.get(m.outcome, 0) + 1
+    return out
+
+
+# -- paired comparison ----------------------------------------------------------------------------------------
+def mcnemar_exact(b: int, c: int) -> float:
+    """Two-sided exact McNemar test (a sign test on the b + c discordant pairs): P(as extreme | p = 1/2)."""
+    n = b + c
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(b, c) + 1)) / 2 ** n
+    return min(1.0, 2 * tail)
+
+
+def paired(arm_wins: dict[Any, bool], base_wins: dict[Any, bool], resamples: int = 2000,
+           seed: int = 0) -> dict[str, Any]:
+    """Compare an arm with the baseline on the pairs (keys: seed, or (imposter, seed)) both have played.
+
+    ``diff`` is the arm's crew win rate minus the baseline's on those pairs (mean of the per-pair differences,
+    each -1, 0 or +1), with a percentile bootstrap interval over pairs."""
+    keys = sorted(set(arm_wins) & set(base_wins), key=str)
+    d = np.asarray([int(arm_wins[k]) - int(base_wins[k]) for k in keys], float)
+    better, worse = int((d > 0).sum()), int((d < 0).sum())
+    out: dict[str, Any] = {"n_pairs": len(keys), "arm_wins": int(sum(arm_wins[k] for k in keys)),
+                           "baseline_wins": int(sum(base_wins[k] for k in keys)), "arm_better": better,
+                           "baseline_better": worse, "ties": len(keys) - better - worse,
+                           "diff": None, "ci_low": None, "ci_high": None, "method": "paired_bootstrap",
+                           "p_mcnemar": mcnemar_exact(better, worse)}
+    if keys:
+        lo, hi = _percentile(d[_indices(len(d), resamples, seed)].mean(axis=1))
+        out.update(diff=float(d.mean()), ci_low=lo, ci_high=hi)
+    return out
+
+
+# -- the whole evaluation ---------------------------------------------------------------------------------------
+def evaluate(ms: list[MatchStats], arms: list[str], imposters: list[str], baseline: str,
+             resamples: int = 2000, seed: int = 0) -> dict[str, Any]:
+    """Every cell (arm x imposter model, plus the pooled column when there are several imposter models) and
+    the paired comparison of every other arm with the baseline."""
+    columns = imposters + ([POOLED] if len(imposters) > 1 else [])
+
+    def of(arm: str, imp: str) -> list[MatchStats]:
+        return [m for m in ms if m.arm == arm and (imp == POOLED or m.imposter == imp)]
+
+    cells = []
+    for arm in arms:
+        for imp in columns:
+            sel = of(arm, imp)
+            cells.append({"arm": arm, "imposter": imp, "matches": len(sel),
+                          "metrics": {k: v.to_dict() for k, v in cell_metrics(sel, resamples, seed).items()},
+                          "endings": endings(sel)})
+    comparisons = []
+    for arm in arms:
+        if arm == baseline:
+            continue
+        for imp in columns:
+            # pooled: a pair is (imposter model, seed), so every pair still shares its seed and its imposters
+            wins = {(m.imposter, m.seed): m.crew_won for m in of(arm, imp)}
+            base = {(m.imposter, m.seed): m.crew_won for m in of(baseline, imp)}
+            comparisons.append({"arm": arm, "baseline": baseline, "imposter": imp,
+                                **paired(wins, base, resamples, seed)})
+    return {"arms": arms, "imposters": imposters, "columns": columns, "baseline": baseline,
+            "matches": len(ms), "cells": cells, "paired": comparisons, "methods": METHODS,
+            "bootstrap": {"resamples": resamples, "seed": seed}}
