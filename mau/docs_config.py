@@ -57,16 +57,17 @@ def table(model: type[BaseModel], prefix: str = "") -> list[str]:
 
 
 def render() -> str:
+    from mau.collect.run import CollectConfig
     from mau.commands.dataset import DatasetConfig
     from mau.commands.play import PlayConfig
+    from mau.commands.quickstart import QuickstartConfig
     from mau.commands.tiny_model import TinyModelConfig
-
-    from mau.collect.run import CollectConfig
     from mau.eval.config import EvalConfig
+    from mau.train.config import TrainConfig
 
     sections = [("mau play", PlayConfig), ("mau collect", CollectConfig), ("mau dataset", DatasetConfig),
-                ("mau tiny-model", TinyModelConfig),
-                ("mau eval", EvalConfig)]
+                ("mau train", TrainConfig), ("mau eval", EvalConfig), ("mau quickstart", QuickstartConfig),
+                ("mau tiny-model", TinyModelConfig)]
     out = [HEADER]
     for title, model in sections:
         out += [f"## `{title}`", "", (model.__doc__ or "").strip(), "", "| key | default | meaning |", "|---|---|---|"]

@@ -1,0 +1,169 @@
+"""mau quickstart
+
+The whole loop on the embedded default, on a CPU, in minutes: build a tiny local Qwen3.5 VLM; collect a small
+RQ2-style grid of expert matches (sim, scripted experts, every pool model against every other, two ARIA cases);
+build the three behaviour-cloning datasets (BCwin, BCvote, BCwin+vote); LoRA-train the tiny model on each;
+evaluate the untrained baseline and the three adapters against scripted imposters on held-out seeds; print the
+results table and where everything was written. ``--config configs/quickstart/learn.yaml`` runs the CPU-scale
+experiment of docs/experiments.md instead (a larger collection, full fine-tuning on BCvote, more seeds).
+Needs the ``ml`` extra (``make test`` installs it).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from pydantic import Field
+
+from mau.commands.common import add_config_arguments, dated_run_dir
+from mau.env.config import Model
+
+
+class QuickstartConfig(Model):
+    """``mau quickstart``: collect -> datasets -> train -> eval on the embedded default."""
+
+    out: str | None = Field(None, description="Run folder; default runs/quickstart/<date>/<time>_quickstart.")
+    resume: bool = Field(False, description="Continue a quickstart in --out: finished stages are kept.")
+    collect_config: str = Field("configs/collect/smoke.yaml", description="The expert grid to collect.")
+    collect_set: list[str] = Field(default_factory=list, description="--set overrides for the collection.")
+    workers: int = Field(2, ge=1, description="Worker processes for collection and evaluation.")
+    filters: list[str] = Field(default_factory=lambda: ["bcwin", "bcvote", "bcwin+vote"],
+                               description="The BC datasets to build and train on (one adapter each).")
+    train_config: str = Field("configs/train/tiny.yaml", description="Training config (the tiny local model).")
+    train_set: list[str] = Field(default_factory=lambda: ["training.max_steps=30"],
+                                 description="--set overrides for every training run.")
+    eval_config: str = Field("configs/eval/tiny.yaml", description="Evaluation config (arms are filled in here).")
+    eval_set: list[str] = Field(default_factory=lambda: ["seeds=[101,102,103]", "world.game.max_steps=30"],
+                                description="--set overrides for the evaluation (held-out seeds, match length).")
+    arm_modules: list[str] | None = Field(
+        None, description="Modules the arms' model answers (e.g. [vote]); the rest go to the scripted expert. None: all.")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_config_arguments(p)
+    p.add_argument("--out", help="run folder")
+    p.add_argument("--resume", action="store_true", help="keep finished stages of --out")
+
+
+def config_from_args(args: argparse.Namespace) -> QuickstartConfig:
+    from mau.config import load_config, parse_overrides
+
+    over = parse_overrides(args.set)
+    if args.out is not None:
+        over["out"] = args.out
+    if args.resume:
+        over["resume"] = True
+    return load_config(QuickstartConfig, args.config, over)
+
+
+def _stage(n: int, total: int, text: str) -> None:
+    print(f"\n[{n}/{total}] {text}", flush=True)
+
+
+def main(cfg: QuickstartConfig) -> int:
+    import json
+    import time
+    from pathlib import Path
+
+    from mau.config import load_config, parse_overrides
+    from mau.errors import MauError
+
+    out = Path(cfg.out or dated_run_dir("quickstart", "quickstart")).resolve()
+    if (out / "done.json").is_file() and not cfg.resume:
+        raise MauError(f"--out {out}: already holds a finished quickstart; pass --resume to keep it, or choose another --out")
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    total = 5
+    timings: dict[str, float] = {}
+
+    # 1. the tiny model
+    _stage(1, total, "a tiny local Qwen3.5 VLM (no hub)")
+    t = time.perf_counter()
+    tiny = out / "tiny-qwen3_5"
+    if not (tiny / "config.json").is_file():
+        from mau.commands.tiny_model import TinyModelConfig, main as tiny_main
+
+        tiny_main(TinyModelConfig(out=str(tiny)))
+    else:
+        print(f"kept {tiny}")
+    timings["tiny_model_s"] = time.perf_counter() - t
+
+    # 2. expert data
+    _stage(2, total, f"collecting expert matches ({cfg.collect_config})")
+    t = time.perf_counter()
+    from mau.collect.run import CollectConfig
+    from mau.commands.collect import main as collect_main
+
+    collect_dir = out / "collect"
+    ccfg = load_config(CollectConfig, cfg.collect_config, parse_overrides(
+        cfg.collect_set + [f"out={collect_dir}", f"workers={cfg.workers}", "resume=true"]))
+    collect_main(ccfg)
+    timings["collect_s"] = time.perf_counter() - t
+
+    # 3. datasets
+    _stage(3, total, f"behaviour-cloning datasets: {', '.join(cfg.filters)}")
+    t = time.perf_counter()
+    from mau.commands.dataset import DatasetConfig, main as dataset_main
+
+    datasets = {}
+    for f in cfg.filters:
+        d = out / "datasets" / f.replace("+", "_")
+        datasets[f] = d
+        dataset_main(load_config(DatasetConfig, None, {"runs": [str(collect_dir)], "filter": f, "out": str(d),
+                                                       "resume": True}))
+    timings["datasets_s"] = time.perf_counter() - t
+
+    # 4. training (one adapter per dataset)
+    _stage(4, total, f"training the tiny model on each dataset ({cfg.train_config})")
+    t = time.perf_counter()
+    from mau.commands.train import main as train_main
+    from mau.train.config import TrainConfig
+
+    adapters = {}
+    for f, d in datasets.items():
+        run = out / "train" / f.replace("+", "_")
+        adapters[f] = run / "adapter"
+        tcfg = load_config(TrainConfig, cfg.train_config, parse_overrides(cfg.train_set + [
+            f"model.path={tiny}", f"data.dataset={d}", f"output.dir={run}", "resume=true"]))
+        if (run / "adapter" / "adapter_config.json").is_file() or (run / "adapter" / "config.json").is_file():
+            print(f"kept {run / 'adapter'}")
+            continue
+        train_main(tcfg)
+    timings["train_s"] = time.perf_counter() - t
+
+    # 5. evaluation
+    _stage(5, total, "evaluating the baseline and the adapters against scripted imposters (held-out seeds)")
+    t = time.perf_counter()
+    from mau.commands.eval import main as eval_main
+    from mau.eval.config import EvalConfig
+
+    eval_dir = out / "eval"
+    base = load_config(EvalConfig, cfg.eval_config, parse_overrides(cfg.eval_set))
+    template = next(iter(base.arms.values()))
+    arm_model = template.model_copy(update={"model": str(tiny), "adapter": None})
+    arms: dict[str, Any] = {"baseline": arm_model.model_dump(mode="json")}
+    for f, a in adapters.items():
+        arms[f.replace("+", "_")] = arm_model.model_copy(update={"adapter": str(a)}).model_dump(mode="json")
+    # The list form replaces the config's arms (a mapping would be merged with them).
+    over: dict[str, Any] = {"arms": [{"name": k, "model": v} for k, v in arms.items()], "baseline": "baseline",
+                            "out": str(eval_dir), "workers": cfg.workers, "resume": True}
+    if cfg.arm_modules is not None:
+        over["arm_modules"] = cfg.arm_modules
+    ecfg = load_config(EvalConfig, cfg.eval_config, _merge_sets(parse_overrides(cfg.eval_set), over))
+    eval_main(ecfg)
+    timings["eval_s"] = time.perf_counter() - t
+
+    wall = time.perf_counter() - t0
+    (out / "done.json").write_text(json.dumps({"wall_s": round(wall, 1), **{k: round(v, 1) for k, v in timings.items()}},
+                                              indent=1))
+    print(f"\nquickstart done in {wall / 60:.1f} min -> {out}")
+    print(f"  expert matches: {collect_dir}\n  datasets: {out / 'datasets'}\n  adapters: {out / 'train'}\n"
+          f"  evaluation: {eval_dir / 'results.md'} (table above), {eval_dir / 'results.png'}")
+    return 0
+
+
+def _merge_sets(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    from mau.config import merge
+
+    return merge(a, b)
