@@ -31,7 +31,7 @@ class QuickstartConfig(Model):
     filters: list[str] = Field(default_factory=lambda: ["bcwin", "bcvote", "bcwin+vote"],
                                description="The BC datasets to build and train on (one adapter each).")
     train_config: str = Field("configs/train/tiny.yaml", description="Training config (the tiny local model).")
-    train_set: list[str] = Field(default_factory=lambda: ["training.max_steps=30"],
+    train_set: list[str] = Field(default_factory=lambda: ["training.max_steps=30", "data.max_eval_examples=64"],
                                  description="--set overrides for every training run.")
     eval_config: str = Field("configs/eval/tiny.yaml", description="Evaluation config (arms are filled in here).")
     eval_set: list[str] = Field(default_factory=lambda: ["seeds=[101,102,103]", "world.game.max_steps=30"],
