@@ -120,16 +120,16 @@ def main(cfg: QuickstartConfig) -> int:
     from mau.commands.train import main as train_main
     from mau.train.config import TrainConfig
 
-    adapters = {}
+    trained = {}
     for f, d in datasets.items():
         run = out / "train" / f.replace("+", "_")
-        adapters[f] = run / "adapter"
         tcfg = load_config(TrainConfig, cfg.train_config, parse_overrides(cfg.train_set + [
             f"model.path={tiny}", f"data.dataset={d}", f"output.dir={run}", "resume=true"]))
-        if (run / "adapter" / "adapter_config.json").is_file() or (run / "adapter" / "config.json").is_file():
-            print(f"kept {run / 'adapter'}")
-            continue
-        train_main(tcfg)
+        if _trained(run) is None:
+            train_main(tcfg)
+        else:
+            print(f"kept {_trained(run)}")
+        trained[f] = _trained(run)
     timings["train_s"] = time.perf_counter() - t
 
     # 5. evaluation
@@ -143,8 +143,10 @@ def main(cfg: QuickstartConfig) -> int:
     template = next(iter(base.arms.values()))
     arm_model = template.model_copy(update={"model": str(tiny), "adapter": None})
     arms: dict[str, Any] = {"baseline": arm_model.model_dump(mode="json")}
-    for f, a in adapters.items():
-        arms[f.replace("+", "_")] = arm_model.model_copy(update={"adapter": str(a)}).model_dump(mode="json")
+    for f, (kind, path) in trained.items():
+        # LoRA: the base model plus the adapter; full fine-tuning: the trained model itself
+        update = {"adapter": str(path)} if kind == "adapter" else {"model": str(path)}
+        arms[f.replace("+", "_")] = arm_model.model_copy(update=update).model_dump(mode="json")
     # The list form replaces the config's arms (a mapping would be merged with them).
     over: dict[str, Any] = {"arms": [{"name": k, "model": v} for k, v in arms.items()], "baseline": "baseline",
                             "out": str(eval_dir), "workers": cfg.workers, "resume": True}
@@ -161,6 +163,15 @@ def main(cfg: QuickstartConfig) -> int:
     print(f"  expert matches: {collect_dir}\n  datasets: {out / 'datasets'}\n  adapters: {out / 'train'}\n"
           f"  evaluation: {eval_dir / 'results.md'} (table above), {eval_dir / 'results.png'}")
     return 0
+
+
+def _trained(run) -> tuple[str, Any] | None:
+    """What a finished training run left: ("adapter", path) for LoRA, ("model", path) for full fine-tuning."""
+    if (run / "adapter" / "adapter_config.json").is_file():
+        return ("adapter", run / "adapter")
+    if (run / "model" / "config.json").is_file():
+        return ("model", run / "model")
+    return None
 
 
 def _merge_sets(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
