@@ -79,7 +79,7 @@ def write_summary(run: Path, planned: int | None = None) -> dict[str, Any]:
         w.writerow(["imposter \\ crewmate"] + models)
         for i in models:
             w.writerow([i] + [_rate(cell.get((i, c))) for c in models])
-    lines = [f"# Collect run summary", "", f"Matches: {s['matches']}" + (f" of {planned} planned" if planned else ""),
+    lines = ["# Collect run summary", "", f"Matches: {s['matches']}" + (f" of {planned} planned" if planned else ""),
              "", "| outcome | matches |", "|---|---|"]
     lines += [f"| {o} | {n} |" for o, n in s["outcomes"].items()]
     lines += ["", "## Win rates per model and role (95% Wilson interval)", "",

@@ -122,7 +122,7 @@ def render_card(header: dict[str, Any], stats: BuildStats) -> str:
         "Only crewmate calls that the model answered itself are examples (no fallback, a raw output). "
         "Splits are by match (a hash of the split seed and the match id), never by row.", "",
         "## Counts", "",
-        f"Examples: " + ", ".join(f"{k} {v}" for k, v in ex.items()) + f" (total {sum(ex.values())}), from "
+        "Examples: " + ", ".join(f"{k} {v}" for k, v in ex.items()) + f" (total {sum(ex.values())}), from "
         + ", ".join(f"{k} {v}" for k, v in s["matches"].items()) + " matches.", "",
         "### Per filter (an example of a union counts under each filter that keeps it)", "",
         *_md_table(s["by_filter"], "filter"), "",

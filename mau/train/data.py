@@ -3,7 +3,6 @@ collator. Heavy imports happen inside the functions."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,20 +25,9 @@ class BCData:
 
 def read_header(path: Path) -> dict[str, Any]:
     """``dataset.json`` of a dataset folder, checked for the format and version this code reads."""
-    p = path / F.DATASET_HEADER
-    if not p.is_file():
-        raise MauError(f"data.dataset {path}: no {F.DATASET_HEADER}; not a mau dataset folder (build one with "
-                       "mau dataset --out ...)")
-    try:
-        header = json.loads(p.read_text())
-    except json.JSONDecodeError as e:
-        raise MauError(f"{p}: not valid JSON ({e.msg}); the dataset folder is damaged, build it again") from None
-    if header.get(F.FORMAT) != F.DATASET_FORMAT:
-        raise MauError(f"{p}: format {header.get(F.FORMAT)!r} is not {F.DATASET_FORMAT!r}; not a mau dataset")
-    if header.get(F.FORMAT_VERSION) != F.DATASET_FORMAT_VERSION:
-        raise MauError(f"{p}: dataset format version {header.get(F.FORMAT_VERSION)} is not "
-                       f"{F.DATASET_FORMAT_VERSION}, the one mau train reads; rebuild it with mau dataset")
-    return header
+    from mau.datasets.build import read_dataset_header
+
+    return read_dataset_header(path)
 
 
 def load_bc_data(cfg: Any) -> BCData:
