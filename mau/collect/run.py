@@ -29,6 +29,7 @@ from mau.collect.grid import GridConfig, MatchSpec, enumerate_grid, in_shard, pa
 from mau.config import dump_yaml
 from mau.env.config import Model, WorldConfig
 from mau.errors import ConfigError, MauError
+from mau.rundir import LOCK_FILE, init_lock
 
 
 OPERATIONAL_MODEL_FIELDS = ("base_url", "api_key_env", "timeout_s", "max_retries", "backoff_s", "concurrency", "device",
@@ -124,18 +125,8 @@ class _MatchConfig(Model):
 def prepare(cfg: CollectConfig, out: Path) -> list[MatchSpec]:
     """Create the run folder, or check that an existing one is this run (with --resume). Shards that start
     together take turns through a lock, so exactly one creates the folder and the others join it."""
-    import fcntl
-
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / LOCK_FILE, "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            return _prepare_locked(cfg, out)
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
-LOCK_FILE = ".init.lock"
+    with init_lock(out):
+        return _prepare_locked(cfg, out)
 
 
 def _prepare_locked(cfg: CollectConfig, out: Path) -> list[MatchSpec]:

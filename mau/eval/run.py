@@ -92,14 +92,24 @@ def check_run(cfg: EvalConfig, out: Path) -> dict[str, Any]:
 
 
 def prepare(cfg: EvalConfig, out: Path) -> list[EvalMatch]:
-    """Create the run folder, or check that an existing one is this eval (with --resume)."""
+    """Create the run folder, or check that an existing one is this eval (with --resume); shards that start
+    together create it once."""
+    from mau.rundir import init_lock
+
+    with init_lock(out):
+        return _prepare_locked(cfg, out)
+
+
+def _prepare_locked(cfg: EvalConfig, out: Path) -> list[EvalMatch]:
+    from mau.rundir import LOCK_FILE
+
     matches = plan(cfg)
     if (out / F.RUN_HEADER).is_file():
         if not cfg.resume:
             raise MauError(f"--out {out}: already holds an eval run; pass --resume to continue it, or choose another --out")
         check_run(cfg, out)
         return matches
-    if out.exists() and any(p for p in out.iterdir() if p.name != F.LOGS_DIR):
+    if any(p for p in out.iterdir() if p.name not in (F.LOGS_DIR, LOCK_FILE)):
         raise MauError(f"--out {out}: exists and is not an eval run; choose an empty or new folder")
     from mau.provenance import provenance
 
