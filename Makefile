@@ -1,12 +1,12 @@
-# Two commands a new user needs (README): `make demo` runs the main job, `make test` runs the tests.
-# Both create the virtual environment .venv on first use (Python >= 3.10 with venv; PyPI reachable).
-# The demo needs only the game side; the tests also install the model stack (extra `ml`, ~6 GB, torch from
-# the local disk where pip is set up that way).
+# Two commands a new user needs (README): `make demo` runs the main job (`mau quickstart`: the whole loop on
+# the CPU), `make test` runs the tests. Both create the virtual environment .venv on first use (Python >= 3.10
+# with venv; PyPI reachable) with the model stack (extra `ml`, ~6 GB). `make play` plays one scripted match
+# and needs only the game side.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test bench install clean
+.PHONY: demo play test bench install clean
 
 $(BIN)/pip:
 	$(PYTHON) -m venv $(VENV)
@@ -22,7 +22,10 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/pip
 
 install: $(VENV)/.installed-dev
 
-demo: $(VENV)/.installed-core
+demo: $(VENV)/.installed-dev
+	$(BIN)/mau quickstart
+
+play: $(VENV)/.installed-core
 	$(BIN)/mau play --config configs/play/scripted.yaml --seed 1
 
 test: $(VENV)/.installed-dev

@@ -12,7 +12,7 @@ from mau.errors import MauError
 
 VERBS = {
     "play": ("mau.commands.play", "play one match on a world and write its match folder"),
-    "bench": ("mau.commands.bench", "print speed figures as one JSON object (env)"),
+    "bench": ("mau.commands.bench", "print speed figures as one JSON object (env, harness, dataset)"),
     "info": ("mau.commands.info", "print versions and provenance for bug reports"),
     "tiny-model": ("mau.commands.tiny_model", "build a tiny local Qwen3.5 VLM and processor (no hub)"),
     "collect": ("mau.commands.collect", "play a grid of expert matches (round robin), resumable, sharded"),
