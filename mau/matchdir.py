@@ -65,20 +65,12 @@ def is_match_dir(path: str | Path) -> bool:
 
 def read_header(path: str | Path) -> dict[str, Any]:
     """Read and check a match header; refuse a format or version this mau does not know."""
-    p = Path(path) / F.MATCH_HEADER
-    if not p.is_file():
-        raise MauError(f"{path}: no {F.MATCH_HEADER}; not a match folder (or an unfinished one)")
-    try:
-        header = json.loads(p.read_text())
-    except json.JSONDecodeError as e:
-        raise MauError(f"{p}: not valid JSON ({e.msg} at line {e.lineno}); the folder is damaged, play it again") from None
-    if header.get(F.FORMAT) != F.MATCH_FORMAT:
-        raise MauError(f"{p}: format {header.get(F.FORMAT)!r} is not {F.MATCH_FORMAT!r}; not a mau match folder")
-    version = header.get(F.FORMAT_VERSION)
-    if version != F.MATCH_FORMAT_VERSION:
-        raise MauError(f"{p}: match format version {version} is not the version this mau reads "
-                       f"({F.MATCH_FORMAT_VERSION}); install the mau version that wrote it (see docs/formats.md)")
-    return header
+    from mau.formats import read_versioned_header
+
+    return read_versioned_header(
+        Path(path) / F.MATCH_HEADER, fmt=F.MATCH_FORMAT, version=F.MATCH_FORMAT_VERSION, what="match",
+        missing=f"{path}: no {F.MATCH_HEADER}; not a match folder (or an unfinished one)", redo="play it again",
+        other_version="install the mau version that wrote it (see docs/formats.md)")
 
 
 def iter_events(path: str | Path) -> Iterator[dict[str, Any]]:

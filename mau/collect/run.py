@@ -18,7 +18,6 @@ import json
 import os
 import shutil
 import time
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,7 @@ from mau.collect.grid import GridConfig, MatchSpec, enumerate_grid, in_shard, pa
 from mau.config import dump_yaml
 from mau.env.config import Model, WorldConfig
 from mau.errors import ConfigError, MauError
-from mau.rundir import LOCK_FILE, init_lock
+from mau.rundir import LOCK_FILE, init_lock, run_parallel
 
 
 OPERATIONAL_MODEL_FIELDS = ("base_url", "api_key_env", "timeout_s", "max_retries", "backoff_s", "concurrency", "device",
@@ -206,19 +205,7 @@ def run_collect(cfg: CollectConfig, out: Path, progress: bool = True) -> dict[st
     t0 = time.perf_counter()
     args = [(s.to_dict(), grid_json, world_json, str(out), cfg.workers) for s in todo]
     try:
-        if cfg.workers == 1:
-            for a in args:
-                done(play_one(*a))
-        else:
-            import multiprocessing as mp
-
-            # spawn: workers start clean (no copied threads, no inherited CUDA state)
-            with ProcessPoolExecutor(cfg.workers, mp_context=mp.get_context("spawn")) as pool:
-                running = {pool.submit(play_one, *a) for a in args}
-                while running:
-                    finished, running = wait(running, return_when=FIRST_COMPLETED)
-                    for f in finished:
-                        done(f.result())
+        run_parallel(play_one, args, cfg.workers, done)
     finally:
         bar.close()
     summary = write_summary(out, planned=len(specs))

@@ -134,21 +134,14 @@ class TokenCounter:
 
 def read_dataset_header(path: str | Path) -> dict[str, Any]:
     """Read and check a dataset folder's header; refuse a format or version this mau does not know."""
-    p = Path(path) / F.DATASET_HEADER
-    if not p.is_file():
-        raise MauError(f"{path}: no {F.DATASET_HEADER}; not a mau dataset folder (or an unfinished build)")
-    try:
-        header = json.loads(p.read_text())
-    except json.JSONDecodeError as e:
-        raise MauError(f"{p}: not valid JSON ({e.msg} at line {e.lineno}); the folder is damaged, build it again") from None
-    if header.get(F.FORMAT) != F.DATASET_FORMAT:
-        raise MauError(f"{p}: format {header.get(F.FORMAT)!r} is not {F.DATASET_FORMAT!r}; not a mau dataset folder")
-    version = header.get(F.FORMAT_VERSION)
-    if version != F.DATASET_FORMAT_VERSION:
-        raise MauError(f"{p}: dataset format version {version} is not the version this mau reads "
-                       f"({F.DATASET_FORMAT_VERSION}); rebuild it with `mau dataset` from its match folders, or "
-                       "install the mau version that wrote it (see docs/datasets.md)")
-    return header
+    from mau.formats import read_versioned_header
+
+    return read_versioned_header(
+        Path(path) / F.DATASET_HEADER, fmt=F.DATASET_FORMAT, version=F.DATASET_FORMAT_VERSION, what="dataset",
+        missing=f"{path}: no {F.DATASET_HEADER}; not a mau dataset folder (or an unfinished build)",
+        redo="build it again",
+        other_version="rebuild it with `mau dataset` from its match folders, or install the mau version that "
+                      "wrote it (see docs/datasets.md)")
 
 
 def is_dataset_dir(path: str | Path) -> bool:

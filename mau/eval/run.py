@@ -16,7 +16,6 @@ import asyncio
 import json
 import os
 import time
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ from mau.env.config import Model, WorldConfig
 from mau.env.state import CREW_OUTCOMES
 from mau.errors import ConfigError, MauError
 from mau.eval.config import EvalConfig, EvalMatch, plan, seats_for
+from mau.rundir import LOCK_FILE, init_lock, run_parallel
 
 
 class _MatchConfig(Model):
@@ -94,15 +94,11 @@ def check_run(cfg: EvalConfig, out: Path) -> dict[str, Any]:
 def prepare(cfg: EvalConfig, out: Path) -> list[EvalMatch]:
     """Create the run folder, or check that an existing one is this eval (with --resume); shards that start
     together create it once."""
-    from mau.rundir import init_lock
-
     with init_lock(out):
         return _prepare_locked(cfg, out)
 
 
 def _prepare_locked(cfg: EvalConfig, out: Path) -> list[EvalMatch]:
-    from mau.rundir import LOCK_FILE
-
     matches = plan(cfg)
     if (out / F.RUN_HEADER).is_file():
         if not cfg.resume:
@@ -163,19 +159,7 @@ def run_eval(cfg: EvalConfig, out: Path, progress: bool = True) -> dict[str, Any
 
         args = [(m.to_dict(), cfg_json, str(out), cfg.workers) for m in todo]
         try:
-            if cfg.workers == 1 or len(args) <= 1:
-                for a in args:
-                    done(play_one(*a))
-            else:
-                import multiprocessing as mp
-
-                # spawn: workers start clean (no copied threads, no inherited CUDA state)
-                with ProcessPoolExecutor(min(cfg.workers, len(args)), mp_context=mp.get_context("spawn")) as pool:
-                    running = {pool.submit(play_one, *a) for a in args}
-                    while running:
-                        finished, running = wait(running, return_when=FIRST_COMPLETED)
-                        for f in finished:
-                            done(f.result())
+            run_parallel(play_one, args, cfg.workers, done)
         finally:
             bar.close()
     results = write_report(cfg, out, planned=len(planned))
