@@ -1,5 +1,5 @@
 # Two commands a new user needs (README): `make demo` runs the main job (`mau quickstart`: the whole loop on
-# the CPU), `make test` runs the tests. Both create the virtual environment .venv on first use (Python >= 3.10
+# the CPU), `make test` runs the linter (ruff) and the tests. Both create the virtual environment .venv on first use (Python >= 3.10
 # with venv; PyPI reachable) with the model stack (extra `ml`, ~6 GB). `make play` plays one scripted match
 # and needs only the game side.
 PYTHON ?= python3
@@ -29,6 +29,7 @@ play: $(VENV)/.installed-core
 	$(BIN)/mau play --config configs/play/scripted.yaml --seed 1
 
 test: $(VENV)/.installed-dev
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 
 bench: $(VENV)/.installed-core

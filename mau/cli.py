@@ -1,6 +1,7 @@
-"""The one CLI: ``mau <verb> ...``. Each verb is a module in ``mau.commands`` with ``add_arguments``,
-``config_from_args`` and ``main(cfg)``. Only the chosen verb's module is imported, and heavy imports happen
-inside its ``main``, so ``mau --help`` answers at once."""
+"""The one CLI: ``mau <verb> ...``. Each verb is a module in ``mau.commands`` with its flags as one table
+(``FLAGS``, a list of ``mau.commands.common.Flag``), ``config_from_args(args)`` and ``main(cfg, opts)`` (``opts``
+the run-time options the flags set). Only the chosen verb's module is imported, and heavy imports happen inside
+its ``main``, so ``mau --help`` answers at once."""
 
 from __future__ import annotations
 
@@ -24,14 +25,18 @@ VERBS = {
 
 
 def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
+    from mau import __version__
+    from mau.commands.common import add_flags
+
     parser = argparse.ArgumentParser(prog="mau", description="Behaviour cloning of a crewmate deception detector. "
                                      "Run 'mau <verb> --help' for a verb's options.")
+    parser.add_argument("--version", action="version", version=f"mau {__version__}")
     sub = parser.add_subparsers(dest="verb", metavar="<verb>")
     for name, (module, helptext) in VERBS.items():
         p = sub.add_parser(name, help=helptext, description=helptext)
         if name == verb:  # import only the verb that runs
             p.set_defaults(_module=module)
-            importlib.import_module(module).add_arguments(p)
+            add_flags(p, importlib.import_module(module).FLAGS)
     return parser
 
 
@@ -43,10 +48,12 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "verb", None):
         parser.print_help()
         return 0
+    from mau.commands.common import config_for, options
+
     module = importlib.import_module(args._module)
     try:
-        cfg = module.config_from_args(args)
-        return int(module.main(cfg) or 0)
+        cfg = config_for(module, args)
+        return int(module.main(cfg, options(args, module.FLAGS)) or 0)
     except MauError as e:
         print(f"mau {args.verb}: error: {e}", file=sys.stderr)
         return 2

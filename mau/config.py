@@ -9,11 +9,18 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from mau.errors import ConfigError
+from mau.options import RunOptions  # noqa: F401  (re-exported)
 
 M = TypeVar("M", bound=BaseModel)
+
+
+class Model(BaseModel):
+    """Base for every config model: unknown keys are errors, never silently dropped."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
 def parse_overrides(items: list[str] | None) -> dict[str, Any]:
@@ -74,7 +81,7 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def validation_message(err: ValidationError, source: str) -> str:
+def validation_message(err: ValidationError, source: str, fix: str | None = None) -> str:
     """The first error of a pydantic validation as one line naming the field and the fix."""
     e = err.errors()[0]
     loc = ".".join(str(p) for p in e["loc"]) or "(top level)"
@@ -82,7 +89,7 @@ def validation_message(err: ValidationError, source: str) -> str:
         return f"{source}: {loc}: unknown key; remove it or fix its spelling (keys are listed in docs/config.md)"
     got = e.get("input")
     shown = f" (got {got!r})" if got is not None and not isinstance(got, (dict, list)) else ""
-    return f"{source}: {loc}: {e['msg']}{shown}; fix it in the YAML or with --set {loc}=..."
+    return f"{source}: {loc}: {e['msg']}{shown}; {fix or f'fix it in the YAML or with --set {loc}=...'}"
 
 
 def build(model: type[M], data: dict[str, Any], source: str) -> M:
@@ -98,11 +105,9 @@ def load_config(model: type[M], path: str | Path | None = None, overrides: dict[
     if overrides:
         data = merge(data, overrides)
     source = str(path) if path else "config"
-    cfg = build(model, data, source)
-    if path:
-        object.__setattr__(cfg, "_source", str(path))  # where it came from, for default run-folder names
-    return cfg
+    return build(model, data, source)
 
 
 def dump_yaml(model: BaseModel) -> str:
     return yaml.safe_dump(model.model_dump(mode="json"), sort_keys=False)
+

@@ -58,11 +58,11 @@ def table(model: type[BaseModel], prefix: str = "") -> list[str]:
 
 def render() -> str:
     from mau.collect.run import CollectConfig
-    from mau.commands.dataset import DatasetConfig
-    from mau.commands.play import PlayConfig
     from mau.commands.quickstart import QuickstartConfig
     from mau.commands.tiny_model import TinyModelConfig
+    from mau.datasets.config import DatasetConfig
     from mau.eval.config import EvalConfig
+    from mau.runner import PlayConfig
     from mau.train.config import TrainConfig
 
     sections = [("mau play", PlayConfig), ("mau collect", CollectConfig), ("mau dataset", DatasetConfig),

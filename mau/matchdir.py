@@ -14,12 +14,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
 from mau import schema as F
 from mau.errors import MauError
+from mau.rundir import make_staging
 
 
 class MatchWriter:
@@ -27,8 +27,7 @@ class MatchWriter:
 
     def __init__(self, final_dir: str | Path):
         self.final = Path(final_dir)
-        self.final.parent.mkdir(parents=True, exist_ok=True)
-        self.staging = Path(tempfile.mkdtemp(prefix=f".{self.final.name}.partial-", dir=self.final.parent))
+        self.staging = make_staging(self.final)  # with the user's umask (a team may share the runs)
         self.frames_dir = self.staging / F.FRAMES_DIR
         self.n_frames = 0
 

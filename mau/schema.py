@@ -1,5 +1,19 @@
 """Every file, field and event name of mau's data formats, in one place (documented in docs/formats.md)."""
 
+# -- roles, outcomes and the words a vote or an accusation uses (match headers, events, call records) --------
+CREWMATE = "crewmate"
+IMPOSTER = "imposter"
+ROLE_NAMES = (CREWMATE, IMPOSTER)
+# The four endings (the paper's game.log RESULT lines).
+IMPOSTER_WIN = "IMPOSTER WIN"
+TIMEOUT = "TIMEOUT"
+CREWMATE_WIN = "CREWMATE WIN"
+MISSION_WIN = "MISSION WIN"
+OUTCOMES = (IMPOSTER_WIN, TIMEOUT, CREWMATE_WIN, MISSION_WIN)
+CREW_OUTCOMES = (CREWMATE_WIN, MISSION_WIN)
+NONE = "none"  # no one (an accusation, a target)
+SKIP = "skip"  # a vote for no one
+
 # -- match folder (format version 1) ---------------------------------------------------------------------
 MATCH_FORMAT = "mau.match"
 MATCH_FORMAT_VERSION = 1

@@ -34,7 +34,8 @@ def place(world: SimWorld, name: str, x: float, z: float, yaw_deg: float | None 
 
 def park_everyone(world: SimWorld) -> None:
     """Move every player far apart in Cafeteria corners so that nobody is near anybody by accident."""
-    spots = [(78.5, 65.5), (96.5, 65.5), (78.5, 86.5), (96.5, 86.5), (80.5, 75.5), (94.5, 75.5), (87.5, 66.5), (87.5, 85.5)]
+    spots = [(78.5, 65.5), (96.5, 65.5), (78.5, 86.5), (96.5, 86.5), (80.5, 75.5), (94.5, 75.5), (87.5,
+                                                                                                  66.5), (87.5, 85.5)]
     for p, (x, z) in zip(world.state.players, spots):
         p.x, p.z = x, z
 

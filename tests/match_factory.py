@@ -106,7 +106,8 @@ class MatchSpec:
         self.events.append({F.EVENT_INDEX: len(self.events), F.TICK: tick, F.STEP: tick // 100, F.TYPE: kind, **fields})
 
     def header(self) -> dict[str, Any]:
-        players = [{"name": n, "color": c, "seat": i, "role": self.roles[n]} for i, (n, c) in enumerate(DEFAULT_PLAYERS)]
+        players = [{"name": n, "color": c, "seat": i, "role": self.roles[n]} for i, (n,
+                                                                                     c) in enumerate(DEFAULT_PLAYERS)]
         last = max([e[F.TICK] for e in self.events] + [c[F.TICK] for c in self.calls] + [0])
         return {F.FORMAT: F.MATCH_FORMAT, F.FORMAT_VERSION: F.MATCH_FORMAT_VERSION, F.SEED: self.seed,
                 F.BACKEND: "sim", F.MAP: "skeld", F.PLAYERS: players, F.ROLES: dict(self.roles),

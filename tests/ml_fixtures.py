@@ -16,7 +16,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny Qwen3.5 VLM + processor (seed 0), saved with save_pretrained."""
-    from mau.train.tiny import build_tiny_model
+    from mau.tiny import build_tiny_model
 
     out = tmp_path_factory.mktemp("tiny-qwen3_5")
     build_tiny_model(out, seed=0)
@@ -27,7 +27,7 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def tiny_adapter_dir(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A LoRA adapter (r=8, language model only, random non-zero B so it changes outputs) on ``tiny_model_dir``,
     with the processor saved beside it."""
-    from mau.train.tiny import build_tiny_adapter
+    from mau.tiny import build_tiny_adapter
 
     out = tmp_path_factory.mktemp("tiny-adapter")
     build_tiny_adapter(tiny_model_dir, out, seed=1)

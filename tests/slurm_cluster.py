@@ -99,6 +99,8 @@ class SlurmCluster:
             (r / "run" / f"fakegpu{i}").touch()
         (self.conf.parent / "gres.conf").write_text(
             f"NodeName=localhost Name=gpu File={r / 'run' / 'fakegpu'}[0-{FAKE_GPUS - 1}]\n")
+        node = (f"NodeName=localhost NodeAddr=127.0.0.1 CPUs={ADVERTISED_CPUS} "
+                f"RealMemory={max(512, int(_mem_mb() * 0.8))} Gres=gpu:{FAKE_GPUS} State=UNKNOWN")
         self.conf.write_text(f"""\
 # written by tests/slurm_cluster.py
 ClusterName=mautest
@@ -135,7 +137,7 @@ MinJobAge=300
 KillWait=2
 InactiveLimit=0
 GresTypes=gpu
-NodeName=localhost NodeAddr=127.0.0.1 CPUs={ADVERTISED_CPUS} RealMemory={max(512, int(_mem_mb() * 0.8))} Gres=gpu:{FAKE_GPUS} State=UNKNOWN
+{node}
 PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
 {self.extra_conf}
 """)

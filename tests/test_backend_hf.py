@@ -38,7 +38,8 @@ def _request(text: str = "Who is the imposter?", image: bool = True, **kw) -> Mo
 
 
 def _backend(model: str, **kw):
-    return make_backend(ModelConfig(**{"backend": "hf", "model": str(model), "temperature": 0.0, "max_tokens": 8, **kw}))
+    return make_backend(ModelConfig(**{"backend": "hf", "model": str(model), "temperature": 0.0,
+                                       "max_tokens": 8, **kw}))
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +97,8 @@ def test_concurrent_calls_generate_as_one_batch_with_the_same_answers(backend):
 
 
 def test_adapter_is_loaded_on_the_language_model_and_changes_the_answer(tiny_model_dir, tiny_adapter_dir):
-    base, tuned = _backend(tiny_model_dir, max_tokens=12), _backend(tiny_model_dir, adapter=str(tiny_adapter_dir), max_tokens=12)
+    base, tuned = _backend(tiny_model_dir, max_tokens=12), _backend(tiny_model_dir,
+                                                                    adapter=str(tiny_adapter_dir), max_tokens=12)
 
     async def go():
         return await asyncio.gather(base.complete(_request()), tuned.complete(_request()))

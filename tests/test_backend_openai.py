@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from mau import schema as F
-from mau.commands.play import PlayConfig, main as play_main
+from mau.commands.play import PlayConfig
+from mau.commands.play import main as play_main
 from mau.config import load_config, parse_overrides
 from mau.errors import ConfigError
 from mau.harness.backends.base import ModelConfig, ModelRequest
@@ -33,7 +34,8 @@ def _play(tmp_path: Path, base_url: str, *sets: str, seed: int = 2, steps: int =
         "backend=openai", f"base_url={base_url}", "timeout_s=1", "backoff_s=0.01", "api_key_env=MAU_TEST_KEY",
         "enable_thinking=false")]
     cfg = load_config(PlayConfig, "configs/play/aria_scripted.yaml",
-                      parse_overrides(over + list(sets) + [f"out={out}", f"seed={seed}", f"world.game.max_steps={steps}"]))
+                      parse_overrides(over + list(sets) + [f"out={out}", f"seed={seed}",
+                                                           f"world.game.max_steps={steps}"]))
     assert play_main(cfg) == 0
     return out
 

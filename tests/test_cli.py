@@ -48,7 +48,7 @@ def test_bad_config_is_one_line_and_writes_nothing(tmp_path, capsys):
     out = tmp_path / "m"
     assert main(["play", "--out", str(out), "--set", "world.game.kill_reach=far"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("mau play: error: config: world.game.kill_reach") and "\n" not in err
+    assert err.startswith("mau play: error: --set: world.game.kill_reach") and "\n" not in err
     assert not out.exists()
 
 
@@ -106,8 +106,9 @@ def test_info(capsys):
 
 
 def test_unknown_backend_is_refused():
+    from mau.commands.play import PlayConfig
+    from mau.commands.play import main as play_main
     from mau.config import load_config, parse_overrides
-    from mau.commands.play import PlayConfig, main as play_main
 
     cfg = load_config(PlayConfig, None, parse_overrides(["world.backend=minecraft", "out=/nonexistent/x"]))
     with pytest.raises(MauError, match=r"world.backend: 'minecraft' is unknown; use one of \['sim'\]"):

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 from mau import schema as F
@@ -37,3 +35,12 @@ def test_readme_commands_exist():
     make = Path("Makefile").read_text()
     assert re.search(r"^demo:", make, re.M) and re.search(r"^test:", make, re.M)
     assert "make test" in Path(".ci/run").read_text()
+
+
+def test_the_code_passes_ruff():
+    """``ruff check`` (pyproject's [tool.ruff]) is part of the test run; ruff comes with the dev extra."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "ruff", "check", "."], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]

@@ -18,8 +18,16 @@ from mau.commands.eval import config_from_args
 from mau.commands.eval import main as eval_main
 from mau.errors import ConfigError, MauError
 from mau.eval.config import EvalConfig, EvalMatch, plan
-from mau.eval.metrics import (cell_metrics, evaluate, load_matches, match_stats, mcnemar_exact, mean_bootstrap,
-                              proportion, ratio_bootstrap)
+from mau.eval.metrics import (
+    cell_metrics,
+    evaluate,
+    load_matches,
+    match_stats,
+    mcnemar_exact,
+    mean_bootstrap,
+    proportion,
+    ratio_bootstrap,
+)
 from mau.eval.report import markdown, rows_csv
 from mau.matchdir import read_header
 from tests.ml_fixtures import tiny_adapter_dir, tiny_model_dir  # noqa: F401 - fixtures (torch only when used)
@@ -211,7 +219,8 @@ def test_smoke_eval_end_to_end(tmp_path, capsys):
     for g in planned:
         h = read_header(run / F.MATCHES_DIR / g["match_id"])
         assert h[F.ARM] == g["arm"] and h[F.GRID] == g and h[F.SEED] == g["seed"]
-        assert h["seats"]["crewmate"]["model"]["model"] == {"baseline": "scripted-baseline", "scripted-b": "scripted-b"}[g["arm"]]
+        assert h["seats"]["crewmate"]["model"]["model"] == {"baseline": "scripted-baseline",
+                                                            "scripted-b": "scripted-b"}[g["arm"]]
         assert (run / F.MATCHES_DIR / g["match_id"] / F.CALLS_FILE).is_file()
     # the table has every arm x imposter cell with the right n (4 seeds; the pooled column 8)
     res = json.loads((run / F.RESULTS_JSON).read_text())
@@ -229,7 +238,8 @@ def test_smoke_eval_end_to_end(tmp_path, capsys):
     assert len(win) == 6 and all(r["n"] == ("8" if i == "all" else "4") for (a, i), r in win.items())
     md = (run / F.RESULTS_MD).read_text()
     for a in ("baseline", "scripted-b"):
-        assert re.search(rf"^\| {a} \| [\d.]+ \[[\d.]+, [\d.]+\] n=4 \| [\d.]+ \[[\d.]+, [\d.]+\] n=4 \| .* n=8 \|$", md, re.M)
+        assert re.search(rf"^\| {a} \| [\d.]+ \[[\d.]+, [\d.]+\] n=4 \| [\d.]+ \[[\d.]+, [\d.]+\] n=4 \| "
+                          rf".* n=8 \|$", md, re.M)
     from PIL import Image
 
     assert Image.open(run / F.RESULTS_PNG).size[0] >= 400

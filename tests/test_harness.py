@@ -13,15 +13,14 @@ import pytest
 
 from mau import schema as F
 from mau.cli import main
-from mau.config import load_config, parse_overrides
 from mau.commands.play import PlayConfig
+from mau.config import load_config
 from mau.env.sim import SimWorld
 from mau.harness.agent import AriaAgent
 from mau.harness.backends.base import ModelBackend, ModelConfig, ModelRequest, ModelResponse
 from mau.harness.backends.scripted import Backend as ScriptedBackend
 from mau.harness.calls import Caller, CallLog, FrameStore
 from mau.harness.config import AriaConfig, SeatConfig
-from mau.harness.match import AriaMatch
 from mau.harness.modules import MODULES, Context, decide
 from mau.harness.prompting import PromptBuilder
 from tests.helpers import park_everyone, place

@@ -7,7 +7,7 @@ import math
 import pytest
 import yaml
 
-from mau.env.map import GameMap, MAPS_DIR, load_map, load_map_spec
+from mau.env.map import MAPS_DIR, GameMap, load_map, load_map_spec
 from mau.errors import ConfigError
 
 PAPER_STATIONS = [(81, 65), (101, 89), (107, 125), (118, 114), (106, 94), (123, 62), (97, 39), (91, 116), (97, 125),

@@ -9,9 +9,11 @@ from typing import Any, Iterator
 
 from pydantic import Field, field_validator, model_validator
 
-from mau.env.config import Model, WorldConfig
+from mau.config import Model
+from mau.env.config import WorldConfig
 from mau.harness.backends.base import ModelConfig
 from mau.harness.config import AriaConfig, SeatConfig
+from mau.runner import parse_shard  # re-exported: shards are the runner's
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -63,7 +65,8 @@ class GridConfig(Model):
             if dup:
                 raise ValueError(f"{what}: the name {dup[0]!r} is used twice; names must be unique")
         if self.seeds is not None and len(self.seeds) < self.repetitions:
-            raise ValueError(f"seeds: {len(self.seeds)} given for {self.repetitions} repetitions; give one per repetition")
+            raise ValueError(f"seeds: {len(self.seeds)} given for {self.repetitions} repetitions; give one "
+                             f"per repetition")
         return self
 
 
@@ -97,16 +100,6 @@ def enumerate_grid(grid: GridConfig) -> list[MatchSpec]:
                     mid = f"{k:05d}_{case.name}_I-{imp.name}_C-{crew.name}_r{rep}"
                     out.append(MatchSpec(k, mid, seed, case.name, imp.name, crew.name, rep))
     return out
-
-
-def parse_shard(text: str | None) -> tuple[int, int]:
-    """'I/N' -> (I, N); None -> (0, 1)."""
-    if text is None:
-        return 0, 1
-    m = re.fullmatch(r"(\d+)/(\d+)", text.strip())
-    if not m or int(m.group(2)) < 1 or int(m.group(1)) >= int(m.group(2)):
-        raise ValueError(f"shard {text!r}: write it as I/N with 0 <= I < N, e.g. 0/8")
-    return int(m.group(1)), int(m.group(2))
 
 
 def in_shard(specs: list[MatchSpec], shard: int, n_shards: int) -> Iterator[MatchSpec]:

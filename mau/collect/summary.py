@@ -5,24 +5,13 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 from pathlib import Path
 from typing import Any
 
 from mau import schema as F
-from mau.env.state import CREW_OUTCOMES, OUTCOMES
 from mau.matchdir import read_header
-
-
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """95% Wilson interval of a proportion k/n."""
-    if n == 0:
-        return (0.0, 1.0)
-    p = k / n
-    d = 1 + z * z / n
-    c = (p + z * z / (2 * n)) / d
-    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    return (max(0.0, c - h), min(1.0, c + h))
+from mau.schema import CREW_OUTCOMES, OUTCOMES
+from mau.stats import wilson  # noqa: F401  (re-exported)
 
 
 def load_headers(run: Path) -> list[dict[str, Any]]:
@@ -63,7 +52,8 @@ def summarize(run: Path, planned: int | None = None) -> dict[str, Any]:
         "matches": len(headers), "planned": planned, "outcomes": outcomes,
         "crew_win_rate": (sum(outcomes[o] for o in CREW_OUTCOMES) / len(headers)) if headers else None,
         "win_rates": win_rates,
-        "matchups": [{"imposter": i, "crewmate": c, "crew_wins": w, "n": n} for (i, c), (w, n) in sorted(matchups.items())],
+        "matchups": [{"imposter": i, "crewmate": c, "crew_wins": w, "n": n}
+                     for (i, c), (w, n) in sorted(matchups.items())],
         "models": models,
         "calls": calls, "fallbacks": fallbacks, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
     }

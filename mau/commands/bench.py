@@ -24,25 +24,31 @@ import argparse
 import os
 from typing import Any
 
+from mau.commands.common import Flag
+from mau.options import RunOptions
+
 TARGETS = ("env", "harness", "dataset")
 DEFAULT_MATCHES = {"env": 30, "harness": 30, "dataset": 4}
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("target", choices=TARGETS, help="what to measure")
-    p.add_argument("--matches", type=int, default=None,
-                   help=f"matches to play (default: {', '.join(f'{k} {v}' for k, v in DEFAULT_MATCHES.items())})")
-    p.add_argument("--frames", type=int, default=300, help="frames to render (env)")
-    p.add_argument("--seed", type=int, default=0, help="first seed")
-    p.add_argument("--steps", type=int, default=20, help="concurrent-call steps to time (harness)")
-    p.add_argument("--latency-ms", type=float, default=200.0, help="mock server latency per call (harness)")
-    p.add_argument("--scale", type=int, default=4, help="the larger corpus is this many copies of the first (dataset)")
+FLAGS = [
+    Flag("target", "what to measure", choices=TARGETS),
+    Flag("--matches", "matches to play (default: " + ", ".join(f"{k} {v}" for k, v in DEFAULT_MATCHES.items()) + ")",
+         type=int),
+    Flag("--frames", "frames to render (env)", type=int, default=300),
+    Flag("--seed", "first seed", type=int, default=0),
+    Flag("--steps", "concurrent-call steps to time (harness)", type=int, default=20),
+    Flag("--latency-ms", "mock server latency per call (harness)", type=float, default=200.0),
+    Flag("--scale", "the larger corpus is this many copies of the first (dataset)", type=int, default=4),
+]
 
 
 def config_from_args(args: argparse.Namespace) -> dict[str, Any]:
-    matches = args.matches if args.matches is not None else DEFAULT_MATCHES[args.target]
-    return {"target": args.target, "matches": matches, "frames": args.frames, "seed": args.seed,
-            "steps": args.steps, "latency_ms": args.latency_ms, "scale": args.scale}
+    """No config file: the flags are the whole configuration."""
+    cfg = {f.dest: getattr(args, f.dest) for f in FLAGS}
+    if cfg["matches"] is None:
+        cfg["matches"] = DEFAULT_MATCHES[args.target]
+    return cfg
 
 
 def _one_core() -> None:
@@ -87,15 +93,16 @@ def bench_env(matches: int, frames: int, seed: int) -> dict[str, Any]:
     }
 
 
-def bench_harness(steps: int, latency_ms: float, seed: int, matches: int = 3, full_match: bool = True) -> dict[str, Any]:
+def bench_harness(steps: int, latency_ms: float, seed: int, matches: int = 3,
+                  full_match: bool = True) -> dict[str, Any]:
     import asyncio
     import statistics
     import tempfile
     import time
     from pathlib import Path
 
-    from mau.config import load_config, parse_overrides
     from mau.commands.play import PlayConfig
+    from mau.config import load_config, parse_overrides
     from mau.env.sim import SimWorld
     from mau.harness.agent import AriaAgent
     from mau.harness.backends import make_backend
@@ -134,31 +141,16 @@ def bench_harness(steps: int, latency_ms: float, seed: int, matches: int = 3, fu
                     obs = {a.name: world.observe(a.name, "privileged") for a in agents}
                     t0 = time.perf_counter()
                     start = log.n
-                    await asyncio.gather(*(a._call("plan", obs[a.name]) for a in agents))
+                    await asyncio.gather(*(a.call("plan", obs[a.name]) for a in agents))
                     wall = time.perf_counter() - t0
-                    slowest = max(r for r in log_latencies(log, start))
+                    slowest = max(log.latencies[start:])
                     ratios.append(wall / slowest)
                     world.step({})
             finally:
                 await backend.aclose()
             return ratios[1:]  # the first step opens the connections
 
-        latencies: list[float] = []
-
-        def log_latencies(log, start):
-            return latencies[start:]
-
-        orig_add = CallLog.add
-
-        def add(self, record):
-            latencies.append(record["latency_s"])
-            orig_add(self, record)
-
-        CallLog.add = add
-        try:
-            ratios = asyncio.run(run_steps())
-        finally:
-            CallLog.add = orig_add
+        ratios = asyncio.run(run_steps())
     out["step_to_slowest_call_ratio"] = round(statistics.median(ratios), 4)
     out["step_to_slowest_call_ratio_max"] = round(max(ratios), 4)
     out["concurrent_calls_per_step"] = 8
@@ -212,7 +204,7 @@ _DATASET_CHILD = """
 import json, resource, sys, time
 from pathlib import Path
 t0 = time.perf_counter()
-from mau.commands.dataset import DatasetConfig
+from mau.datasets.config import DatasetConfig
 from mau.datasets.build import build_dataset
 import datasets, tqdm
 imports_s = time.perf_counter() - t0
@@ -262,7 +254,8 @@ def bench_dataset(matches: int, seed: int, scale: int = 4, max_steps: int | None
     from pathlib import Path
 
     from mau import schema as F
-    from mau.commands.play import PlayConfig, main as play_main
+    from mau.commands.play import PlayConfig
+    from mau.commands.play import main as play_main
     from mau.config import load_config
 
     # Write where real runs write (runs/), not /tmp: file creation costs differ a lot between filesystems.
@@ -315,7 +308,7 @@ def bench_dataset(matches: int, seed: int, scale: int = 4, max_steps: int | None
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def main(cfg: dict[str, Any]) -> int:
+def main(cfg: dict[str, Any], opts: RunOptions = RunOptions()) -> int:
     import json
 
     _one_core()
@@ -324,5 +317,5 @@ def main(cfg: dict[str, Any]) -> int:
     elif cfg["target"] == "dataset":
         print(json.dumps(bench_dataset(cfg["matches"], cfg["seed"], cfg.get("scale", 4))))
     else:
-        print(json.dumps(bench_harness(cfg["steps"], cfg["latency_ms"], cfg["seed"])))
+        print(json.dumps(bench_harness(cfg["steps"], cfg["latency_ms"], cfg["seed"], matches=cfg["matches"])))
     return 0

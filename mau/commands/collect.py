@@ -5,49 +5,39 @@ model as crewmate, under each ARIA case, with repetitions. Matches run in parall
 (``--workers``); each match folder appears whole when its match is done, so a killed run loses nothing:
 rerun with ``--resume``. ``--shard I/N`` plays one shard of the grid (Slurm arrays: slurm/collect_array.sbatch).
 Writes the resolved config, provenance, the grid, the match folders and a summary (outcomes, win rates per
-model and role, the imposter x crewmate matchup matrix as a table and a plot).
+model and role, the imposter x crewmate matchup matrix as a table and a plot). Ctrl-C stops within seconds and
+keeps every finished match; ``--max-failures N`` tolerates N failed matches; ``--dry-run`` prints the plan and
+what it will cost (calls, tokens, USD, disk) and writes nothing.
 """
 
 from __future__ import annotations
 
-import argparse
+from mau.commands.common import (
+    DRY_RUN,
+    MAX_FAILURES,
+    NO_PROGRESS,
+    OUT,
+    RESUME,
+    SHARD,
+    WORKERS,
+    config_flags,
+)
+from mau.options import RunOptions
 
-from mau.commands.common import add_config_arguments, dated_run_dir
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    add_config_arguments(p)
-    p.add_argument("--out", help="run folder")
-    p.add_argument("--resume", action="store_true", help="continue the run in --out")
-    p.add_argument("--shard", help="I/N: play shard I of N (0-based)")
-    p.add_argument("--workers", type=int, help="worker processes")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar (e.g. in batch logs)")
-
-
-def config_from_args(args: argparse.Namespace):
-    from mau.collect.run import CollectConfig
-    from mau.config import load_config, parse_overrides
-
-    over = parse_overrides(args.set)
-    for key in ("out", "shard", "workers"):
-        if getattr(args, key) is not None:
-            over[key] = getattr(args, key)
-    if args.resume:
-        over["resume"] = True
-    cfg = load_config(CollectConfig, args.config, over)
-    cfg._progress = not args.no_progress  # a run-time switch, not part of the config
-    return cfg
+FLAGS = [*config_flags("grid.repetitions=2"), OUT, RESUME, SHARD, WORKERS, NO_PROGRESS, DRY_RUN, MAX_FAILURES]
+CONFIG = "mau.collect.run:CollectConfig"
 
 
-def main(cfg) -> int:
+def main(cfg, opts: RunOptions = RunOptions()) -> int:
     import json
-    from pathlib import Path
 
     from mau.collect.run import run_collect
+    from mau.rundir import RunDir
 
-    name = Path(getattr(cfg, "_source", "collect")).stem
-    out = Path(cfg.out or dated_run_dir("collect", name))
-    s = run_collect(cfg, out, progress=getattr(cfg, "_progress", True))
+    out = RunDir.choose(cfg.out, "collect", opts.tag("collect"), "collect run").path
+    s = run_collect(cfg, out, opts)
+    if s is None:  # --dry-run
+        return 0
     print(f"collected {s['matches']}/{s['planned']} matches (shard {s['shard']}: {s['played_now']} played now, "
           f"{s['wall_s']} s) outcomes={json.dumps(s['outcomes'])} crew_win_rate="
           f"{s['crew_win_rate'] if s['crew_win_rate'] is None else round(s['crew_win_rate'], 3)} -> {out}")

@@ -1,19 +1,153 @@
-"""Arguments every config-driven verb shares: --config, --set, --resume."""
+"""What every verb shares: its flags declared once as a table of ``Flag``s, and one function from parsed flags to
+a validated config (defaults < ``--config`` YAML < ``--set`` < the verb's own flags) and run-time options.
+
+A flag either overrides a config key (``key``), or sets a run-time option (``option``: a ``RunOptions`` field,
+never part of the config). An error in a value that came from a flag names the flag.
+"""
 
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from mau.options import RunOptions
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+M = TypeVar("M", bound="BaseModel")
 
 
-def add_config_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", help="YAML config (its keys override the defaults; see docs/config.md)")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override one config key, e.g. --set world.game.max_steps=50 (repeatable)")
+@dataclass(frozen=True)
+class Flag:
+    """One command-line flag: ``--out`` -> config key ``out`` (or a run-time option)."""
+
+    name: str  # "--out", or a positional name ("target")
+    help: str
+    key: str | None = None  # dotted config key it overrides; None for an option or a plain argument
+    type: Any = str  # str, int, float, bool (a switch), list (one or more values)
+    option: str | None = None  # the RunOptions field it sets
+    choices: tuple[str, ...] | None = None
+    default: Any = None  # only for flags that are neither key nor option (bench)
+
+    @property
+    def dest(self) -> str:
+        return self.name.lstrip("-").replace("-", "_")
 
 
-def dated_run_dir(kind: str, tag: str) -> str:
-    """runs/<kind>/<date>/<time>_<tag>: self-describing default run folders."""
-    now = _dt.datetime.now()
-    return str(Path("runs") / kind / now.strftime("%Y-%m-%d") / f"{now.strftime('%H-%M-%S')}_{tag}")
+def config_flags(set_example: str) -> list[Flag]:
+    """--config and --set; ``set_example`` is a valid override for this verb (shown in its help)."""
+    return [Flag("--config", "YAML config (its keys override the defaults; see docs/config.md)"),
+            Flag("--set", f"override one config key, e.g. --set {set_example} (repeatable)", type="append")]
+
+
+# Flags several verbs share, by meaning.
+OUT = Flag("--out", "run folder", key="out")
+RESUME = Flag("--resume", "continue the run in --out", key="resume", type=bool)
+SHARD = Flag("--shard", "I/N: play shard I of N (0-based)", key="shard")
+WORKERS = Flag("--workers", "worker processes", key="workers", type=int)
+NO_PROGRESS = Flag("--no-progress", "no progress bar (e.g. in batch logs)", type=bool, option="progress")
+DRY_RUN = Flag("--dry-run", "print the plan (and for runs of matches: calls, tokens, cost and disk expected); "
+               "write nothing", type=bool, option="dry_run")
+MAX_FAILURES = Flag("--max-failures", "stop the run when more than N matches failed (default 0: at the first)",
+                    type=int, option="max_failures")
+FORCE = Flag("--force", "replace a finished --out", type=bool, option="force")
+KEEP = Flag("--resume", "accept a finished --out folder and keep it", key="resume", type=bool)
+
+
+def config_for(module: Any, args: argparse.Namespace) -> Any:
+    """A verb's config from its flags: ``module.config_from_args(args)`` where the verb has special rules, else
+    ``load`` of ``module.CONFIG`` ("package.module:Class", imported only now; None for verbs without one)."""
+    if hasattr(module, "config_from_args"):
+        return module.config_from_args(args)
+    if module.CONFIG is None:
+        return None
+    import importlib
+
+    where, name = module.CONFIG.split(":")
+    return load(getattr(importlib.import_module(where), name), args, module.FLAGS)
+
+
+def add_flags(p: argparse.ArgumentParser, flags: list[Flag]) -> None:
+    for f in flags:
+        kw: dict[str, Any] = {"help": f.help}
+        if f.type is bool:
+            kw["action"] = "store_true"
+        elif f.type == "append":
+            kw.update(action="append", default=[], metavar="KEY=VALUE")
+        elif f.type is list:
+            kw.update(nargs="+", metavar="DIR")
+        else:
+            kw["type"] = f.type
+        if f.choices:
+            kw["choices"] = f.choices
+        if f.default is not None:
+            kw["default"] = f.default
+        p.add_argument(f.name, **kw)
+
+
+def given(args: argparse.Namespace, f: Flag) -> bool:
+    v = getattr(args, f.dest, None)
+    return v is not None and v is not False  # 0 is a value given (--workers 0 must be refused, not ignored)
+
+
+def overrides(args: argparse.Namespace, flags: list[Flag]) -> tuple[dict[str, Any], dict[str, str]]:
+    """``--set`` items and the verb's flags as one nested override dict, and which flag set which key."""
+    from mau.config import parse_overrides, set_dotted
+
+    over = parse_overrides(getattr(args, "set", None))
+    by_flag: dict[str, str] = {}
+    for f in flags:
+        if f.key and given(args, f):
+            set_dotted(over, f.key, getattr(args, f.dest))
+            by_flag[f.key] = f.name
+    return over, by_flag
+
+
+def options(args: argparse.Namespace, flags: list[Flag], source: str | None = None) -> RunOptions:
+    """The run-time options the flags set (``--no-progress`` turns progress off)."""
+    kw: dict[str, Any] = {"source": source if source is not None else getattr(args, "config", None)}
+    for f in flags:
+        if f.option and given(args, f):
+            kw[f.option] = False if f.name == "--no-progress" else getattr(args, f.dest)
+    return RunOptions(**kw)
+
+
+def load(model: type[M], args: argparse.Namespace, flags: list[Flag], path: str | Path | None = None) -> M:
+    """Defaults < YAML (``path``, else ``--config``) < ``--set`` < flags, validated into ``model``; an error
+    names the flag, the --set item or the file that gave the bad value."""
+    from pydantic import ValidationError
+
+    from mau.config import merge, read_yaml, validation_message
+    from mau.errors import ConfigError
+
+    path = path if path is not None else getattr(args, "config", None)
+    data = read_yaml(path) if path else {}
+    over, by_flag = overrides(args, flags)
+    try:
+        return model.model_validate(merge(data, over))
+    except ValidationError as e:
+        loc = ".".join(str(p) for p in e.errors()[0]["loc"])
+        flag = next((name for key, name in by_flag.items() if loc == key or loc.startswith(key + ".")), None)
+        in_set = _has(parse_sets(args), loc)
+        source = flag or ("--set" if in_set else str(path) if path else "config")
+        fix = f"fix the value of {source}" if source.startswith("--") else None
+        raise ConfigError(validation_message(e, source, fix)) from None
+
+
+def parse_sets(args: argparse.Namespace) -> dict[str, Any]:
+    from mau.config import parse_overrides
+
+    return parse_overrides(getattr(args, "set", None))
+
+
+def _has(tree: dict[str, Any], dotted: str) -> bool:
+    node: Any = tree
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return False
+        node = node[part]
+    return True
+from mau.rundir import dated_run_dir  # noqa: E402,F401  (re-exported for older callers)

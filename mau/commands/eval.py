@@ -15,59 +15,56 @@ from __future__ import annotations
 
 import argparse
 
-from mau.commands.common import add_config_arguments, dated_run_dir
+from mau.commands.common import (
+    DRY_RUN,
+    MAX_FAILURES,
+    NO_PROGRESS,
+    OUT,
+    SHARD,
+    WORKERS,
+    Flag,
+    config_flags,
+    load,
+)
+from mau.options import RunOptions
 
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    add_config_arguments(p)
-    p.add_argument("--out", help="run folder")
-    p.add_argument("--resume", action="store_true", help="continue the eval in --out (plays only missing matches)")
-    p.add_argument("--shard", help="I/N: play shard I of N (0-based)")
-    p.add_argument("--workers", type=int, help="worker processes")
-    p.add_argument("--report-only", action="store_true",
-                   help="play nothing: recompute the report of --out (config: --config, else --out/config.yaml)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar (e.g. in batch logs)")
+FLAGS = [*config_flags("seeds=[1,2,3]"), OUT,
+         Flag("--resume", "continue the eval in --out (plays only missing matches)", key="resume", type=bool),
+         SHARD, WORKERS,
+         Flag("--report-only", "play nothing: recompute the report of --out (config: --config, else "
+              "--out/config.yaml)", key="report_only", type=bool),
+         NO_PROGRESS, DRY_RUN, MAX_FAILURES]
 
 
 def config_from_args(args: argparse.Namespace):
     from pathlib import Path
 
     from mau import schema as F
-    from mau.config import load_config, parse_overrides
     from mau.errors import ConfigError
     from mau.eval.config import EvalConfig
 
-    over = parse_overrides(args.set)
-    for key in ("out", "shard", "workers"):
-        if getattr(args, key) is not None:
-            over[key] = getattr(args, key)
-    for flag in ("resume", "report_only"):
-        if getattr(args, flag):
-            over[flag] = True
     source = args.config
+    if args.report_only and not args.out:
+        raise ConfigError("--report-only needs --out (the eval run folder)")
     if source is None and args.report_only:
-        if not args.out:
-            raise ConfigError("--report-only needs --out (the eval run folder)")
         source = str(Path(args.out) / F.RESOLVED_CONFIG)  # the run's own resolved config
     if source is None:
         raise ConfigError("--config is required (e.g. configs/eval/smoke.yaml)")
-    cfg = load_config(EvalConfig, source, over)
-    cfg._progress = not args.no_progress  # a run-time switch, not part of the config
-    return cfg
+    return load(EvalConfig, args, FLAGS, source)
 
 
-def main(cfg) -> int:
-    from pathlib import Path
-
+def main(cfg, opts: RunOptions = RunOptions()) -> int:
     from mau import schema as F
     from mau.errors import ConfigError
     from mau.eval.run import run_eval
+    from mau.rundir import RunDir
 
     if cfg.report_only and not cfg.out:
         raise ConfigError("--report-only needs --out (the eval run folder)")
-    name = Path(getattr(cfg, "_source", "eval")).stem
-    out = Path(cfg.out or dated_run_dir("eval", name))
-    r = run_eval(cfg, out, progress=getattr(cfg, "_progress", True))
+    out = RunDir.choose(cfg.out, "eval", opts.tag("eval"), "eval run").path
+    r = run_eval(cfg, out, opts)
+    if r is None:  # --dry-run
+        return 0
     print(r["markdown"])
     what = "report recomputed" if cfg.report_only else \
         f"shard {r['shard']}: {r['played_now']} played now of {r['shard_matches']}"

@@ -10,94 +10,39 @@ each agent's memory at meeting ends (memory.jsonl). Rerunning into a finished ma
 
 from __future__ import annotations
 
-import argparse
-from typing import Literal
+from mau.commands.common import DRY_RUN, FORCE, KEEP, Flag, config_flags
+from mau.options import RunOptions
+from mau.runner import PlayConfig  # noqa: F401  (re-exported; the play config lives beside the match runner)
 
-from pydantic import Field, field_validator
-
-from mau.commands.common import add_config_arguments, dated_run_dir
-from mau.env.config import Model, WorldConfig
-from mau.harness.config import SeatConfig
-
-
-def _default_seats() -> dict[str, SeatConfig]:
-    return {"crewmate": SeatConfig(), "imposter": SeatConfig()}
+FLAGS = [*config_flags("world.game.max_steps=50"),
+         Flag("--seed", "match seed", key="seed", type=int),
+         Flag("--out", "match folder to write", key="out"),
+         Flag("--frames", "save every player's first-person frame at every step", key="world.frames.save", type=bool),
+         KEEP, FORCE, DRY_RUN]
+CONFIG = "mau.runner:PlayConfig"
 
 
-class PlayConfig(Model):
-    """``mau play``: one match."""
-
-    seed: int = Field(0, description="Match seed: roles, missions and every scripted choice follow from it.")
-    out: str | None = Field(None, description="Match folder; default runs/play/<date>/<time>_seed<N>.")
-    resume: bool = Field(False, description="Allow --out to be a finished match folder (it is kept as it is).")
-    policy: Literal["scripted", "aria"] = Field(
-        "scripted", description="scripted: the scripted policy, no harness; aria: ARIA agents calling each seat's model.")
-    state_mode: Literal["ego", "privileged"] = Field("ego", description="scripted policy: observation state mode.")
-    seats: dict[str, SeatConfig] = Field(
-        default_factory=_default_seats,
-        description="aria: the model and harness of each side ('crewmate', 'imposter'), or of one player by name.")
-    world: WorldConfig = Field(default_factory=WorldConfig, description="The world: backend, map, rules, frames.")
-
-    @field_validator("seats")
-    @classmethod
-    def _both_sides(cls, v: dict[str, SeatConfig]) -> dict[str, SeatConfig]:
-        missing = [k for k in ("crewmate", "imposter") if k not in v]
-        if missing:
-            raise ValueError(f"seats needs a '{missing[0]}' entry (the model of that side)")
-        return v
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    add_config_arguments(p)
-    p.add_argument("--seed", type=int, help="match seed")
-    p.add_argument("--out", help="match folder to write")
-    p.add_argument("--frames", action="store_true", help="save every player's first-person frame at every step")
-    p.add_argument("--resume", action="store_true", help="accept a finished --out folder and keep it")
-
-
-def config_from_args(args: argparse.Namespace) -> PlayConfig:
-    from mau.config import load_config, parse_overrides, set_dotted
-
-    over = parse_overrides(args.set)
-    if args.seed is not None:
-        over["seed"] = args.seed
-    if args.out is not None:
-        over["out"] = args.out
-    if args.resume:
-        over["resume"] = True
-    if args.frames:
-        set_dotted(over, "world.frames.save", True)
-    cfg = load_config(PlayConfig, args.config, over)
-    unknown = [k for k in cfg.seats if k not in ("crewmate", "imposter") and k not in
-               {p.name for p in cfg.world.game.players}]
-    if unknown:
-        from mau.errors import ConfigError
-
-        raise ConfigError(f"seats.{unknown[0]}: not a side (crewmate, imposter) nor a player's name; fix the key")
-    return cfg
-
-
-def main(cfg: PlayConfig) -> int:
+def main(cfg: PlayConfig, opts: RunOptions = RunOptions()) -> int:
     import asyncio
     import json
-    from pathlib import Path
 
     from mau.env.backends import make_world
     from mau.env.runner import play_match, write_match
     from mau.env.scripted import ScriptedPolicy
-    from mau.errors import MauError
     from mau.matchdir import MatchWriter, is_match_dir, read_header
     from mau.provenance import provenance
+    from mau.rundir import RunDir
 
-    out = Path(cfg.out or dated_run_dir("play", f"seed{cfg.seed}"))
-    if is_match_dir(out):
-        if not cfg.resume:
-            raise MauError(f"--out {out}: already holds a finished match; pass --resume to keep it, or choose another --out")
+    run = RunDir.choose(cfg.out, "play", f"seed{cfg.seed}", "match")
+    out = run.path
+    if opts.dry_run:
+        print(f"mau play --dry-run: one {cfg.policy} match, seed {cfg.seed}, at most {cfg.world.game.max_steps} "
+              f"steps -> {out} (nothing written)")
+        return 0
+    if run.keep_finished(is_match_dir(out), cfg.resume, opts.force):
         h = read_header(out)
         print(f"{h['outcome']} seed={h['seed']} steps={h['steps']} (already finished) -> {out}")
         return 0
-    if out.exists() and any(out.iterdir()):
-        raise MauError(f"--out {out}: exists and is not a match folder; choose an empty or new folder")
     world = make_world(cfg.world)
     writer = MatchWriter(out)
     extra: dict = {}
@@ -105,10 +50,11 @@ def main(cfg: PlayConfig) -> int:
         if cfg.policy == "aria":
             from mau.harness.backends import make_backend
             from mau.harness.match import AriaMatch
+            from mau.runner import play_and_close
 
             backends = {k: make_backend(s.model) for k, s in cfg.seats.items()}
-            match = AriaMatch(world, cfg.seats, backends, writer.staging, out.name)
-            result = asyncio.run(_play(match, cfg.seed, backends.values()))
+            match = AriaMatch(world, cfg.seats, backends, writer.staging, out.name, progress=opts.progress)
+            result = asyncio.run(play_and_close(match, cfg.seed, backends.values()))
             extra = match.header_extra()
         else:
             policies = {p.name: ScriptedPolicy(p.name, world.map, cfg.seed) for p in cfg.world.game.players}
@@ -126,12 +72,3 @@ def main(cfg: PlayConfig) -> int:
     print(f"{result.outcome} seed={cfg.seed} steps={result.steps} game_s={result.ticks / 20:.0f} "
           f"wall_s={result.wall_seconds:.2f} {json.dumps(summary)} -> {folder}")
     return 0
-
-
-async def _play(match, seed: int, backends):
-    """Play, then close the backends in the same event loop (their HTTP clients belong to it)."""
-    try:
-        return await match.play(seed)
-    finally:
-        for b in backends:
-            await b.aclose()

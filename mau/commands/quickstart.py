@@ -11,13 +11,13 @@ Needs the ``ml`` extra (``make test`` installs it).
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
 from pydantic import Field
 
-from mau.commands.common import add_config_arguments, dated_run_dir
-from mau.env.config import Model
+from mau.commands.common import DRY_RUN, NO_PROGRESS, Flag, config_flags
+from mau.config import Model
+from mau.options import RunOptions
 
 
 class QuickstartConfig(Model):
@@ -37,42 +37,40 @@ class QuickstartConfig(Model):
     eval_set: list[str] = Field(default_factory=lambda: ["seeds=[101,102,103]", "world.game.max_steps=30"],
                                 description="--set overrides for the evaluation (held-out seeds, match length).")
     arm_modules: list[str] | None = Field(
-        None, description="Modules the arms' model answers (e.g. [vote]); the rest go to the scripted expert. None: all.")
+        None, description="Modules the arms' model answers (e.g. [vote]); the rest go to the scripted "
+                          "expert. None: all.")
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    add_config_arguments(p)
-    p.add_argument("--out", help="run folder")
-    p.add_argument("--resume", action="store_true", help="keep finished stages of --out")
-
-
-def config_from_args(args: argparse.Namespace) -> QuickstartConfig:
-    from mau.config import load_config, parse_overrides
-
-    over = parse_overrides(args.set)
-    if args.out is not None:
-        over["out"] = args.out
-    if args.resume:
-        over["resume"] = True
-    return load_config(QuickstartConfig, args.config, over)
+FLAGS = [*config_flags("workers=1"),
+         Flag("--out", "run folder", key="out"),
+         Flag("--resume", "keep finished stages of --out", key="resume", type=bool),
+         NO_PROGRESS, DRY_RUN]
+CONFIG = "mau.commands.quickstart:QuickstartConfig"
 
 
 def _stage(n: int, total: int, text: str) -> None:
     print(f"\n[{n}/{total}] {text}", flush=True)
 
 
-def main(cfg: QuickstartConfig) -> int:
+def main(cfg: QuickstartConfig, opts: RunOptions = RunOptions()) -> int:
     import json
     import time
-    from pathlib import Path
 
     from mau.config import load_config, parse_overrides
     from mau.errors import MauError
+    from mau.rundir import RunDir
 
-    out = Path(cfg.out or dated_run_dir("quickstart", "quickstart")).resolve()
+    run = RunDir.choose(cfg.out, "quickstart", "quickstart", "quickstart")
+    out = run.path.resolve()
+    if opts.dry_run:
+        print(f"mau quickstart --dry-run: tiny model; collect {cfg.collect_config}; datasets {', '.join(cfg.filters)}; "
+              f"train {cfg.train_config} on each; eval {cfg.eval_config} -> {out} (nothing written)")
+        return 0
     if (out / "done.json").is_file() and not cfg.resume:
-        raise MauError(f"--out {out}: already holds a finished quickstart; pass --resume to keep it, or choose another --out")
+        raise MauError(f"--out {out}: already holds a finished quickstart; pass --resume to keep it, or "
+                       f"choose another --out")
     out.mkdir(parents=True, exist_ok=True)
+    sub = RunOptions(progress=opts.progress)
     t0 = time.perf_counter()
     total = 5
     timings: dict[str, float] = {}
@@ -82,9 +80,10 @@ def main(cfg: QuickstartConfig) -> int:
     t = time.perf_counter()
     tiny = out / "tiny-qwen3_5"
     if not (tiny / "config.json").is_file():
-        from mau.commands.tiny_model import TinyModelConfig, main as tiny_main
+        from mau.commands.tiny_model import TinyModelConfig
+        from mau.commands.tiny_model import main as tiny_main
 
-        tiny_main(TinyModelConfig(out=str(tiny)))
+        tiny_main(TinyModelConfig(out=str(tiny)), sub)
     else:
         print(f"kept {tiny}")
     timings["tiny_model_s"] = time.perf_counter() - t
@@ -98,20 +97,21 @@ def main(cfg: QuickstartConfig) -> int:
     collect_dir = out / "collect"
     ccfg = load_config(CollectConfig, cfg.collect_config, parse_overrides(
         cfg.collect_set + [f"out={collect_dir}", f"workers={cfg.workers}", "resume=true"]))
-    collect_main(ccfg)
+    collect_main(ccfg, sub)
     timings["collect_s"] = time.perf_counter() - t
 
     # 3. datasets
     _stage(3, total, f"behaviour-cloning datasets: {', '.join(cfg.filters)}")
     t = time.perf_counter()
-    from mau.commands.dataset import DatasetConfig, main as dataset_main
+    from mau.commands.dataset import DatasetConfig
+    from mau.commands.dataset import main as dataset_main
 
     datasets = {}
     for f in cfg.filters:
         d = out / "datasets" / f.replace("+", "_")
         datasets[f] = d
         dataset_main(load_config(DatasetConfig, None, {"runs": [str(collect_dir)], "filter": f, "out": str(d),
-                                                       "resume": True}))
+                                                       "resume": True}), sub)
     timings["datasets_s"] = time.perf_counter() - t
 
     # 4. training (one adapter per dataset)
@@ -126,7 +126,7 @@ def main(cfg: QuickstartConfig) -> int:
         tcfg = load_config(TrainConfig, cfg.train_config, parse_overrides(cfg.train_set + [
             f"model.path={tiny}", f"data.dataset={d}", f"output.dir={run}", "resume=true"]))
         if _trained(run) is None:
-            train_main(tcfg)
+            train_main(tcfg, sub)
         else:
             print(f"kept {_trained(run)}")
         trained[f] = _trained(run)
@@ -153,12 +153,12 @@ def main(cfg: QuickstartConfig) -> int:
     if cfg.arm_modules is not None:
         over["arm_modules"] = cfg.arm_modules
     ecfg = load_config(EvalConfig, cfg.eval_config, _merge_sets(parse_overrides(cfg.eval_set), over))
-    eval_main(ecfg)
+    eval_main(ecfg, sub)
     timings["eval_s"] = time.perf_counter() - t
 
     wall = time.perf_counter() - t0
-    (out / "done.json").write_text(json.dumps({"wall_s": round(wall, 1), **{k: round(v, 1) for k, v in timings.items()}},
-                                              indent=1))
+    done = {"wall_s": round(wall, 1), **{k: round(v, 1) for k, v in timings.items()}}
+    (out / "done.json").write_text(json.dumps(done, indent=1))
     print(f"\nquickstart done in {wall / 60:.1f} min -> {out}")
     print(f"  expert matches: {collect_dir}\n  datasets: {out / 'datasets'}\n  adapters: {out / 'train'}\n"
           f"  evaluation: {eval_dir / 'results.md'} (table above), {eval_dir / 'results.png'}")

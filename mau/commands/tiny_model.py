@@ -4,18 +4,18 @@ Build a tiny local Qwen3.5 VLM (``Qwen3_5ForConditionalGeneration``, ~0.5 M para
 its processor (``Qwen3VLProcessor``: a byte-level BPE tokenizer trained on game text, the stock Qwen3.5 chat
 template, the Qwen2-VL image processor) into one folder, with no hub access. ``AutoProcessor`` and
 ``AutoModelForImageTextToText.from_pretrained(out)`` reload it; the ``hf`` backend and training accept it in
-place of a real checkpoint, so the whole pipeline runs on a CPU. Same seed, same files. Prints one line.
+place of a real checkpoint, so the whole pipeline runs on a CPU. Same seed, same files. Prints one line. An
+existing model in ``--out`` is kept with ``--resume`` and replaced only with ``--force``.
 Needs the ``ml`` extra (``pip install -e '.[ml]'``).
 """
 
 from __future__ import annotations
 
-import argparse
-
 from pydantic import Field
 
-from mau.commands.common import add_config_arguments
-from mau.env.config import Model
+from mau.commands.common import DRY_RUN, FORCE, KEEP, Flag, config_flags
+from mau.config import Model
+from mau.options import RunOptions
 
 
 class TinyModelConfig(Model):
@@ -28,35 +28,37 @@ class TinyModelConfig(Model):
     hidden_size: int = Field(64, ge=32, description="Hidden size of the text and vision stacks (head_dim stays 32).")
     num_layers: int = Field(4, ge=4, description="Text layers (3 Gated DeltaNet per full-attention layer).")
     vision_depth: int = Field(2, ge=1, description="Vision transformer blocks.")
+    resume: bool = Field(False, description="Keep a model already in out (a finished folder is never overwritten "
+                                            "without --force).")
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    add_config_arguments(p)
-    p.add_argument("--out", help="folder to write the model and processor into")
-    p.add_argument("--seed", type=int, help="seed of the tokenizer text and the weights")
+FLAGS = [*config_flags("vocab_size=1000"),
+         Flag("--out", "folder to write the model and processor into", key="out"),
+         Flag("--seed", "seed of the tokenizer text and the weights", key="seed", type=int),
+         KEEP, FORCE, DRY_RUN]
+CONFIG = "mau.commands.tiny_model:TinyModelConfig"
 
 
-def config_from_args(args: argparse.Namespace) -> TinyModelConfig:
-    from mau.config import load_config, parse_overrides
-
-    over = parse_overrides(args.set)
-    if args.out is not None:
-        over["out"] = args.out
-    if args.seed is not None:
-        over["seed"] = args.seed
-    return load_config(TinyModelConfig, args.config, over)
-
-
-def main(cfg: TinyModelConfig) -> int:
+def main(cfg: TinyModelConfig, opts: RunOptions = RunOptions()) -> int:
     import importlib.util
 
     from mau.errors import MauError
+    from mau.rundir import RunDir
+
+    run = RunDir(cfg.out, "tiny model")
+    if opts.dry_run:
+        print(f"mau tiny-model --dry-run: a tiny Qwen3.5 VLM seed={cfg.seed} vocab={cfg.vocab_size} -> {run} "
+              "(~2 MB; nothing written)")
+        return 0
+    if run.keep_finished((run / "config.json").is_file(), cfg.resume, opts.force):
+        print(f"tiny Qwen3.5 VLM (already built) -> {run}")
+        return 0
 
     if importlib.util.find_spec("torch") is None or importlib.util.find_spec("transformers") is None:
         raise MauError("mau tiny-model needs the ml extra: pip install -e '.[ml]'")
     from transformers.utils import logging as hf_logging
 
-    from mau.train.tiny import build_tiny_model
+    from mau.tiny import build_tiny_model
 
     hf_logging.disable_progress_bar()  # the verb's output is its one line
 

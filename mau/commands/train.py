@@ -12,40 +12,39 @@ continues from its last checkpoint (also after a kill). Several GPUs or nodes: `
 
 from __future__ import annotations
 
-import argparse
-
-from mau.commands.common import add_config_arguments
+from mau.commands.common import DRY_RUN, Flag, config_flags
+from mau.options import RunOptions
 from mau.train.config import TrainConfig
 
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    add_config_arguments(p)
-    p.add_argument("--out", help="run folder (output.dir)")
-    p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
-
-
-def config_from_args(args: argparse.Namespace) -> TrainConfig:
-    from mau.config import load_config, parse_overrides, set_dotted
-
-    over = parse_overrides(args.set)
-    if args.out is not None:
-        set_dotted(over, "output.dir", args.out)
-    if args.resume:
-        over["resume"] = True
-    return load_config(TrainConfig, args.config, over)
+FLAGS = [*config_flags("training.max_steps=30"),
+         Flag("--out", "run folder (output.dir)", key="output.dir"),
+         Flag("--resume", "continue the run in --out from its last checkpoint", key="resume", type=bool),
+         DRY_RUN]
+CONFIG = "mau.train.config:TrainConfig"
 
 
-def main(cfg: TrainConfig) -> int:
+def main(cfg: TrainConfig, opts: RunOptions = RunOptions()) -> int:
     import importlib.util
+    import os
 
     from mau.errors import MauError
+    from mau.rundir import RunDir
 
+    if not cfg.output.dir and int(os.environ.get("WORLD_SIZE", "1")) > 1:  # each process would pick its own time
+        raise MauError("output.dir is unset: with several processes give it explicitly (--out DIR)")
+    out = RunDir.choose(cfg.output.dir, "train", opts.tag("sft"), "training run").path
+    if opts.dry_run:
+        t = cfg.training
+        steps = f"{t.max_steps} steps" if t.max_steps else f"{t.epochs:g} epochs"
+        print(f"mau train --dry-run: {cfg.model.path} on {cfg.data.dataset}, {steps} "
+              f"({'full fine-tune' if cfg.lora.full_finetune else f'LoRA r={cfg.lora.r}'}) -> {out} (nothing written)")
+        return 0
     missing = [m for m in ("torch", "transformers", "trl", "peft", "datasets") if importlib.util.find_spec(m) is None]
     if missing:
         raise MauError(f"mau train needs the ml extra ({missing[0]} is missing): pip install -e '.[ml]'")
     from mau.train.sft import process_state, train
 
-    result = train(cfg)
+    result = train(cfg, out)
     if process_state(cfg).is_main_process:
         print(result.line(), flush=True)
     return 0

@@ -13,17 +13,18 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
 from mau import schema as F
 from mau.datasets.audit import Auditor, input_text
 from mau.datasets.card import MAX_LISTED_PROBLEMS, BuildStats, render_card
+from mau.datasets.config import DatasetConfig
 from mau.datasets.filters import definition, is_expert_example, parse_spec, select
 from mau.datasets.sources import MatchInfo, Problem, find_matches, iter_calls, load_match
-from mau.env.state import CREWMATE
 from mau.errors import MauError
+from mau.rundir import make_staging
+from mau.schema import CREWMATE
 
 PRINTED_PROBLEMS = 20  # damaged inputs printed as they are met; all are counted and the first 100 listed in the card
 BUILD_DIR = ".build"  # inside the staging folder: the per-split Arrow files before save_to_disk
@@ -75,7 +76,8 @@ def convert_messages(call: dict[str, Any]) -> tuple[list[dict[str, Any]], list[s
                 else:
                     parts.append({F.DS_CONTENT_TYPE: "text", F.DS_CONTENT_TEXT: str(p.get(F.DS_CONTENT_TEXT, ""))})
         out.append({F.ROLE: str(m.get(F.ROLE)), F.DS_CONTENT: parts})
-    out.append({F.ROLE: "assistant", F.DS_CONTENT: [{F.DS_CONTENT_TYPE: "text", F.DS_CONTENT_TEXT: call[F.RAW_OUTPUT]}]})
+    out.append({F.ROLE: "assistant", F.DS_CONTENT: [{F.DS_CONTENT_TYPE: "text",
+                                                     F.DS_CONTENT_TEXT: call[F.RAW_OUTPUT]}]})
     return out, paths
 
 
@@ -148,7 +150,8 @@ def is_dataset_dir(path: str | Path) -> bool:
     return (Path(path) / F.DATASET_HEADER).is_file()
 
 
-def build_dataset(cfg: Any, out: Path, warn: Callable[[str], None] | None = None) -> tuple[dict[str, Any], BuildStats]:
+def build_dataset(cfg: DatasetConfig, out: Path, warn: Callable[[str], None] | None = None,
+                  progress: bool = True) -> tuple[dict[str, Any], BuildStats]:
     """Build ``cfg`` (a ``DatasetConfig``) into ``out`` (which must not hold a dataset); return the header and
     the statistics. Raises MauError (one line) on a role leak or an unreadable match; then nothing is written."""
     import yaml
@@ -176,11 +179,7 @@ def build_dataset(cfg: Any, out: Path, warn: Callable[[str], None] | None = None
         elif stats.n_problems == PRINTED_PROBLEMS + 1:
             warn("mau dataset: warning: more damaged inputs; all are counted in the card")
 
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(staging, 0o777 & ~umask)  # mkdtemp makes it private; the dataset is not
+    staging = make_staging(out)  # with the user's umask: the dataset is not private
     try:
         (staging / BUILD_DIR).mkdir()
         arrow = {s: staging / BUILD_DIR / f"{s}.arrow" for s in F.DATASET_SPLITS}
@@ -188,7 +187,8 @@ def build_dataset(cfg: Any, out: Path, warn: Callable[[str], None] | None = None
                    for s in F.DATASET_SPLITS}
         split_matches: dict[str, list[str]] = {s: [] for s in F.DATASET_SPLITS}
         sources: dict[str, int] = {}
-        for match_dir, run in tqdm(matches, desc="matches", unit="match", disable=None, file=sys.stderr):
+        for match_dir, run in tqdm(matches, desc="matches", unit="match", disable=None if progress else True,
+                                   file=sys.stderr):
             match = load_match(match_dir, run, problem)
             split = split_of(match.match_id, cfg.split.seed, fractions)
             split_matches[split].append(str(match_dir))
@@ -214,7 +214,8 @@ def build_dataset(cfg: Any, out: Path, warn: Callable[[str], None] | None = None
             written, _ = w.finalize()
             w.close()
             if written != stats.examples[s]:
-                raise MauError(f"{arrow[s]}: {written} rows written, {stats.examples[s]} counted; report this with `mau info`")
+                raise MauError(f"{arrow[s]}: {written} rows written, {stats.examples[s]} counted; report "
+                               f"this with `mau info`")
         _publish_arrow(staging, arrow, feats)
 
         header = {
@@ -253,7 +254,8 @@ def _publish_arrow(staging: Path, arrow: dict[str, Path], feats: Any) -> None:
     for s in F.DATASET_SPLITS:
         files = json.loads((staging / s / "state.json").read_text())["_data_files"]
         if len(files) != 1:
-            raise MauError(f"datasets wrote {len(files)} data files for one shard; this mau expects 1 (datasets version?)")
+            raise MauError(f"datasets wrote {len(files)} data files for one shard; this mau expects 1 "
+                           f"(datasets version?)")
         os.replace(arrow[s], staging / s / files[0]["filename"])
     (staging / BUILD_DIR).rmdir()
     # No read-back here: datasets.load_from_disk walks the whole Arrow stream through its memory map, and the

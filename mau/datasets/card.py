@@ -53,7 +53,8 @@ class BuildStats:
     token_unit: str  # "tokens (<tokenizer>)" or "whitespace-separated words (estimate of tokens)"
     examples: Counter = field(default_factory=Counter)  # split -> n
     matches: Counter = field(default_factory=Counter)  # split -> n matches
-    by: dict[str, Counter] = field(default_factory=lambda: {k: Counter() for k in ("filter", "module", "model", "images")})
+    by: dict[str, Counter] = field(default_factory=lambda: {k: Counter() for k in ("filter", "module",
+                                                                                   "model", "images")})
     skipped: Counter = field(default_factory=lambda: Counter(
         {k: 0 for k in ("fallback", "non_crew", "not_selected", "corrupt_lines", "missing_images", "text_only")}))
     problems: list[str] = field(default_factory=list)

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from mau import schema as F
 from mau.datasets.sources import MatchInfo
-from mau.env.state import CREWMATE
+from mau.schema import CREWMATE
 
 VOTE_MODULE = "vote"
 

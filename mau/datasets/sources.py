@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from mau import schema as F
-from mau.env.state import CREW_OUTCOMES, IMPOSTER
 from mau.errors import MauError
 from mau.matchdir import read_header
+from mau.schema import CREW_OUTCOMES, IMPOSTER
 
 # Fields a calls.jsonl line needs to be used as a call record (docs/formats.md).
 REQUIRED_CALL_FIELDS = (F.CALL_ID, F.ROLE, F.AGENT, F.MODULE, F.TICK, F.MESSAGES, F.RAW_OUTPUT, F.FALLBACK)
@@ -154,7 +154,8 @@ def load_match(match_dir: Path, run: str, problems: Callable[[Problem], None]) -
     header = read_header(match_dir)
     roles = header.get(F.ROLES)
     if not isinstance(roles, dict) or not roles:
-        raise MauError(f"{match_dir / F.MATCH_HEADER}: no {F.ROLES!r} mapping; the header is damaged, play the match again")
+        raise MauError(f"{match_dir / F.MATCH_HEADER}: no {F.ROLES!r} mapping; the header is damaged, play "
+                       f"the match again")
     info = MatchInfo(path=match_dir, match_id=match_id_of(match_dir, header), run=run, header=header,
                      roles={str(k): str(v) for k, v in roles.items()}, outcome=str(header.get(F.OUTCOME)))
     events = match_dir / F.EVENTS_FILE

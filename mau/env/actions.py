@@ -68,7 +68,8 @@ def parse_action(data: dict[str, Any] | Action) -> Action:
         raise ValueError(f"action: expected an object with a 'kind', got {type(data).__name__}")
     unknown = set(data) - {"kind", "target", "station", "point", "ticks", "text", "narration"}
     if unknown:
-        raise ValueError(f"action: unknown field {sorted(unknown)[0]!r}; fields are kind, target, station, point, ticks, text")
+        raise ValueError(f"action: unknown field {sorted(unknown)[0]!r}; fields are kind, target, station, "
+                         f"point, ticks, text")
     kind = data.get("kind")
     if kind not in KINDS:
         raise ValueError(f"action.kind: {kind!r} is not one of {', '.join(KINDS)}")

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from mau.config import Model  # re-exported: the base of every config model lives in mau.config
 
 TICKS_PER_SECOND = 20
 
@@ -22,12 +24,6 @@ COLOR_RGB: dict[str, tuple[int, int, int]] = {
     "orange": (249, 128, 29), "purple": (137, 50, 184), "cyan": (22, 156, 156), "brown": (131, 84, 50),
 }
 PAPER_IMPOSTERS = ("James", "Olivia")
-
-
-class Model(BaseModel):
-    """Base for every config model: unknown keys are errors, never silently dropped."""
-
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
 class PlayerSpec(Model):
@@ -50,43 +46,56 @@ class GameConfig(Model):
     num_imposters: int = Field(2, ge=1, description="Imposters per match (they know each other).")
     num_crewmates: int = Field(6, ge=1, description="Crewmates per match: 6 (2:6), 5 (2:5) or 4 (2:4).")
     roles: Literal["seeded", "paper"] = Field(
-        "seeded", description="seeded: imposters drawn from the match seed; paper: James and Olivia, as in the paper's code.")
-    missions_per_crewmate: int = Field(3, ge=1, description="Stations assigned to each crewmate (imposters get as many to fake).")
+        "seeded", description="seeded: imposters drawn from the match seed; paper: James and Olivia, as in "
+                              "the paper's code.")
+    missions_per_crewmate: int = Field(3, ge=1, description="Stations assigned to each crewmate (imposters "
+                                                            "get as many to fake).")
     mission_hold_ticks: int = Field(1200, ge=1, description="Ticks a player must stay still at a pressed station.")
-    station_range: float = Field(1.5, gt=0, description="How close to a station's centre a player must stand to press it.")
+    station_range: float = Field(1.5, gt=0, description="How close to a station's centre a player must "
+                                                        "stand to press it.")
     kill_reach: float = Field(3.0, gt=0, description="Melee reach of a kill.")
     kill_cooldown_ticks: int | None = Field(
         None, ge=0, description="Cooldown after a kill; None = 3600 with 6 crewmates, 1200 in the smaller variants.")
-    kill_cooldown_initial_ticks: int = Field(600, ge=0, description="Cooldown at match start (not given by the paper; 30 s).")
+    kill_cooldown_initial_ticks: int = Field(600, ge=0, description="Cooldown at match start (not given by "
+                                                                    "the paper; 30 s).")
     report_range: float = Field(2.0, gt=0, description="How close to a body a player must be to report it.")
     button_range: float = Field(2.0, gt=0, description="How close to the button a player must be to press it.")
     button_lock_start_ticks: int = Field(2400, ge=0, description="No emergency meeting in the first ticks of a match.")
-    button_lock_after_meeting_ticks: int = Field(1200, ge=0, description="No emergency meeting for this long after a meeting.")
-    meeting_rounds: int = Field(3, ge=1, description="Speaking rounds per meeting at most; a round where nobody speaks ends the talk.")
-    max_steps: int = Field(200, ge=1, description="Step budget; when spent the match ends in TIMEOUT (counted for the imposters).")
+    button_lock_after_meeting_ticks: int = Field(1200, ge=0, description="No emergency meeting for this "
+                                                                         "long after a meeting.")
+    meeting_rounds: int = Field(3, ge=1, description="Speaking rounds per meeting at most; a round where "
+                                                     "nobody speaks ends the talk.")
+    max_steps: int = Field(200, ge=1, description="Step budget; when spent the match ends in TIMEOUT "
+                                                  "(counted for the imposters).")
     step_ticks: int = Field(100, ge=1, description="Ticks between two decision points (one step); see docs/game.md.")
-    substep_ticks: int = Field(5, ge=1, description="Ticks the sim advances between two rule checks (0.25 s, the paper's resume).")
-    action_timeout_ticks: int = Field(600, ge=1, description="An action that has not finished after this long times out (30 s).")
+    substep_ticks: int = Field(5, ge=1, description="Ticks the sim advances between two rule checks (0.25 "
+                                                    "s, the paper's resume).")
+    action_timeout_ticks: int = Field(600, ge=1, description="An action that has not finished after this "
+                                                             "long times out (30 s).")
     walk_speed: float = Field(4.317, gt=0, description="Blocks per second (Minecraft walking speed).")
     eye_height: float = Field(1.62, gt=0, description="Camera height above the floor.")
     ego_view_distance: float = Field(36.0, gt=0, description="Ego state: players farther than this are not seen.")
     privileged_radius: float = Field(96.0, gt=0, description="Privileged state: players within this radius are listed.")
     fov_vertical_deg: float = Field(70.0, gt=0, lt=180, description="Vertical field of view (Minecraft's default).")
-    view_aspect: float = Field(16 / 9, gt=0, description="Width / height of the view; sets the horizontal field of view.")
-    teleport_after_meeting: bool = Field(True, description="Everyone returns to the table around the button after a meeting.")
+    view_aspect: float = Field(16 / 9, gt=0, description="Width / height of the view; sets the horizontal "
+                                                         "field of view.")
+    teleport_after_meeting: bool = Field(True, description="Everyone returns to the table around the "
+                                                           "button after a meeting.")
 
     @model_validator(mode="after")
     def _enough_players(self) -> "GameConfig":
         need = self.num_imposters + self.num_crewmates
         if len(self.players) < need:
-            raise ValueError(f"players: {len(self.players)} listed but num_imposters + num_crewmates = {need}; list more players")
+            raise ValueError(f"players: {len(self.players)} listed but num_imposters + num_crewmates = "
+                             f"{need}; list more players")
         names = [p.name for p in self.players]
         if len(set(names)) != len(names):
             raise ValueError("players: two players share a name; names must be unique")
         if self.roles == "paper":
             missing = [n for n in PAPER_IMPOSTERS if n not in names[:need]]
             if missing or self.num_imposters != 2:
-                raise ValueError("roles: 'paper' needs 2 imposters and James and Olivia among the players; use roles: seeded")
+                raise ValueError("roles: 'paper' needs 2 imposters and James and Olivia among the players; "
+                                 "use roles: seeded")
         return self
 
     @property

@@ -77,7 +77,8 @@ class MapSpec(BaseModel):
     @classmethod
     def _version(cls, v: int) -> int:
         if v != MAP_FORMAT_VERSION:
-            raise ValueError(f"map format {v} is unknown; this mau reads format {MAP_FORMAT_VERSION} (see docs/game.md)")
+            raise ValueError(f"map format {v} is unknown; this mau reads format {MAP_FORMAT_VERSION} (see "
+                             f"docs/game.md)")
         return v
 
     @model_validator(mode="after")
@@ -143,7 +144,8 @@ class GameMap:
         self.region_grid = np.full(self.size, -1, dtype=np.int16)
         for r in regions:
             x0, x1, z0, z1 = r.rect
-            sub = self.region_grid[x0 - self.origin[0]: x1 - self.origin[0] + 1, z0 - self.origin[1]: z1 - self.origin[1] + 1]
+            sub = self.region_grid[x0 - self.origin[0]: x1 - self.origin[0] + 1,
+                                   z0 - self.origin[1]: z1 - self.origin[1] + 1]
             if (sub >= 0).any():
                 other = regions[int(sub[sub >= 0][0])].name
                 raise ConfigError(f"map {source}: {r.name} overlaps {other}; rectangles must not share blocks")
@@ -160,12 +162,14 @@ class GameMap:
             self.stations.append((sx + 0.5, sz + 0.5))
             room = self.room_at(sx + 0.5, sz + 0.5)
             if room is None:
-                raise ConfigError(f"map {source}: stations[{i}] = {[sx, sz]} is not inside a room; move it onto a room's floor")
+                raise ConfigError(f"map {source}: stations[{i}] = {[sx, sz]} is not inside a room; move it "
+                                  f"onto a room's floor")
             self.station_rooms.append(room)
         bx, bz = spec.button
         self.button = (bx + 0.5, bz + 0.5)
         if self.room_at(*self.button) != spec.spawn_room:
-            raise ConfigError(f"map {source}: button {spec.button} is not in spawn_room {spec.spawn_room}; move it there")
+            raise ConfigError(f"map {source}: button {spec.button} is not in spawn_room {spec.spawn_room}; "
+                              f"move it there")
         self.room_centers = {r.name: _rect_center(r.rect) for r in regions if r.room}
         self._build_nav()
 
@@ -353,7 +357,8 @@ def load_map_spec(path_or_name: str | Path) -> tuple[MapSpec, str]:
         path = MAPS_DIR / f"{path_or_name}.yaml"
     if not path.is_file():
         builtin = sorted(p.stem for p in MAPS_DIR.glob("*.yaml"))
-        raise ConfigError(f"world.map: {str(path_or_name)!r} is neither a built-in map {builtin} nor a file; fix the path")
+        raise ConfigError(f"world.map: {str(path_or_name)!r} is neither a built-in map {builtin} nor a "
+                          f"file; fix the path")
     try:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as e:

@@ -14,11 +14,22 @@ from mau import schema as F
 from mau.env.config import PAPER_IMPOSTERS, GameConfig
 from mau.env.map import GameMap
 from mau.env.state import (
-    CREWMATE, CREWMATE_WIN, DISCUSSION, ENDED, IMPOSTER, IMPOSTER_WIN, MISSION_WIN, ROAM, TIMEOUT, VOTING, Body,
-    GameState, Meeting, PlayerState,
+    CREWMATE,
+    CREWMATE_WIN,
+    DISCUSSION,
+    ENDED,
+    IMPOSTER,
+    IMPOSTER_WIN,
+    MISSION_WIN,
+    ROAM,
+    TIMEOUT,
+    VOTING,
+    Body,
+    GameState,
+    Meeting,
+    PlayerState,
 )
-
-SKIP = "skip"
+from mau.schema import SKIP  # noqa: F401  (re-exported for the env's users)
 
 
 class Rules:
@@ -276,7 +287,8 @@ class Rules:
             victim.holding_station, victim.holding_ticks = None, 0
             role = victim.role
             state.ejections.append({"name": ejected, "role": role, F.TICK: state.tick})
-        text = f"{ejected} was {'an Imposter' if role == IMPOSTER else 'a Crewmate'}." if ejected else "No one was ejected."
+        what = "an Imposter" if role == IMPOSTER else "a Crewmate"
+        text = f"{ejected} was {what}." if ejected else "No one was ejected."
         state.emit(F.EV_EJECTION, ejected=ejected, role=role, tally=dict(sorted(tally.items())), text=text)
         state.emit(F.EV_MEETING_END, caller=m.caller, reason=m.reason, ejected=ejected)
         state.meeting = None

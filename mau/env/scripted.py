@@ -19,9 +19,8 @@ from typing import Any
 
 from mau.env.actions import Action
 from mau.env.map import GameMap
-from mau.env.rules import SKIP
+from mau.schema import NONE, SKIP
 
-NONE = "none"
 _MODE_OF = {"mission": "mission", "fake_mission": "mission", "goto": "explore", "follow": "explore", "flee": "explore"}
 
 
@@ -63,7 +62,8 @@ class ScriptedBrain:
             near = [p for p in obs["players_in_view"]
                     if _dist(p["position"], b["position"]) < 8 and p["name"] not in self.known_imposters]
             for p in near:  # alone with a body is damning; in a crowd, less so
-                self.suspicion[p["name"]] = self.suspicion.get(p["name"], 0.0) + (0.55 if len(near) == 1 else 0.35 / len(near))
+                self.suspicion[p["name"]] = self.suspicion.get(p["name"],
+                                                               0.0) + (0.55 if len(near) == 1 else 0.35 / len(near))
 
     def live_known(self, obs: dict[str, Any]) -> list[str]:
         gone = {e["name"] for e in obs["ejections"]}

@@ -9,22 +9,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mau import schema as F
-
-CREWMATE = "crewmate"
-IMPOSTER = "imposter"
+from mau.schema import (  # noqa: F401  (re-exported: the format vocabulary lives in mau.schema)
+    CREW_OUTCOMES,
+    CREWMATE,
+    CREWMATE_WIN,
+    IMPOSTER,
+    IMPOSTER_WIN,
+    MISSION_WIN,
+    OUTCOMES,
+    TIMEOUT,
+)
 
 ROAM = "roam"
 DISCUSSION = "discussion"
 VOTING = "voting"
 ENDED = "ended"
 
-# The four endings (the paper's game.log RESULT lines).
-IMPOSTER_WIN = "IMPOSTER WIN"
-TIMEOUT = "TIMEOUT"
-CREWMATE_WIN = "CREWMATE WIN"
-MISSION_WIN = "MISSION WIN"
-OUTCOMES = (IMPOSTER_WIN, TIMEOUT, CREWMATE_WIN, MISSION_WIN)
-CREW_OUTCOMES = (CREWMATE_WIN, MISSION_WIN)
 
 
 @dataclass(slots=True)

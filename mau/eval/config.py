@@ -16,15 +16,13 @@ from typing import Any
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from mau import schema as F
-from mau.env.config import Model, WorldConfig
+from mau.config import Model
+from mau.env.config import WorldConfig
 from mau.harness.backends.base import ModelConfig
 from mau.harness.config import AriaConfig, SeatConfig
 
 # Names become parts of folder names and of --set keys (so no '.'); '+' is allowed for arms like "bcwin+vote".
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_+-]*$")
-# ModelConfig fields about reaching a model, not about which model answers: left out of a run's identity.
-TRANSPORT = {"base_url", "api_key_env", "timeout_s", "max_retries", "backoff_s", "concurrency", "device",
-             "price_prompt_per_mtok", "price_completion_per_mtok"}
 POOLED = "all"  # the column of every imposter model together (reserved: no imposter may be called so)
 EVAL_CASE = "eval"  # the "case" of every eval match (collect's grid field), for tools that read collect runs
 
@@ -43,7 +41,8 @@ def _named_models(v: Any, what: str) -> Any:
     if isinstance(v, dict):
         for name in v:
             if not isinstance(name, str) or not _NAME.match(name):
-                raise ValueError(f"{what}: {name!r}: use letters, digits, '_', '+' or '-' (it becomes part of folder names and --set keys)")
+                raise ValueError(f"{what}: {name!r}: use letters, digits, '_', '+' or '-' (it becomes part "
+                                 f"of folder names and --set keys)")
     return v
 
 
@@ -51,26 +50,33 @@ class EvalConfig(Model):
     """``mau eval``: crewmate arms against fixed imposter models on one list of seeds shared by every arm."""
 
     out: str | None = Field(None, description="Run folder; default runs/eval/<date>/<time>_<config name>.")
-    resume: bool = Field(False, description="Continue an eval in an existing run folder (plays only the missing matches).")
+    resume: bool = Field(False, description="Continue an eval in an existing run folder (plays only the "
+                                            "missing matches).")
     shard: str | None = Field(None, description="I/N: play only the matches k with k % N == I.")
     workers: int = Field(1, ge=1, description="Matches played at once, each in its own worker process.")
     report_only: bool = Field(False, description="Play nothing: recompute the report from the run folder's matches.")
     arms: dict[str, ModelConfig] = Field(
-        min_length=1, description="The crewmate arms: name -> the model of the six crewmate seats (baseline, adapters, ...).")
+        min_length=1, description="The crewmate arms: name -> the model of the six crewmate seats "
+                                  "(baseline, adapters, ...).")
     imposters: dict[str, ModelConfig] = Field(
         min_length=1, description="The fixed imposter models: name -> the model of the two imposter seats.")
     arm_modules: list[str] | None = Field(
         None, description="Only these modules ask the arm's model (e.g. [vote]: a tuned VOTE), in every arm; the "
                           "others ask arm_rest_model. None: all.")
     arm_rest_model: ModelConfig = Field(
-        default_factory=ModelConfig, description="With arm_modules: the crewmates' model of the other modules (default the scripted expert).")
-    baseline: str | None = Field(None, description="The arm the others are compared with (paired, same seeds); default the first arm.")
-    seeds: list[int] | None = Field(None, description="The match seeds, shared by every arm and imposter model (pairs the arms).")
+        default_factory=ModelConfig, description="With arm_modules: the crewmates' model of the other "
+                                                 "modules (default the scripted expert).")
+    baseline: str | None = Field(None, description="The arm the others are compared with (paired, same "
+                                                   "seeds); default the first arm.")
+    seeds: list[int] | None = Field(None, description="The match seeds, shared by every arm and imposter "
+                                                      "model (pairs the arms).")
     n_seeds: int | None = Field(None, ge=1, description="Without seeds: play seeds seed, seed+1, ..., seed+n_seeds-1.")
     seed: int = Field(0, description="Base seed when seeds is not given.")
-    crewmate_aria: AriaConfig = Field(default_factory=AriaConfig, description="The crewmates' ARIA axes (default: the paper's crewmate setting 1).")
+    crewmate_aria: AriaConfig = Field(default_factory=AriaConfig,
+                                      description="The crewmates' ARIA axes (default: the paper's crewmate setting 1).")
     imposter_aria: AriaConfig = Field(default_factory=AriaConfig, description="The imposters' ARIA axes.")
-    bootstrap_resamples: int = Field(2000, ge=100, description="Resamples of the match-level (and paired, seed-level) bootstrap intervals.")
+    bootstrap_resamples: int = Field(2000, ge=100, description="Resamples of the match-level (and paired, "
+                                                               "seed-level) bootstrap intervals.")
     bootstrap_seed: int = Field(0, description="Seed of the bootstrap resampling (the report is deterministic).")
     world: WorldConfig = Field(default_factory=WorldConfig, description="The world every match is played in.")
 
@@ -116,20 +122,14 @@ class EvalConfig(Model):
 
     def identity(self) -> dict[str, Any]:
         """What defines the matches: shards, resumed runs and the report must agree on it. Where a model is
-        served and how it is reached (``TRANSPORT``) may differ (a restarted server on another node), and so
-        may the report's settings."""
-        d = self.model_dump(mode="json", include={"arms", "imposters", "arm_modules", "arm_rest_model",
-                                                  "crewmate_aria", "imposter_aria", "world"})
-        for side in ("arms", "imposters"):
-            d[side] = {name: _what(m) for name, m in d[side].items()}
-        d["arm_rest_model"] = _what(d["arm_rest_model"])
+        served and how it is reached (``ModelConfig.identity``) may differ (a restarted server on another node),
+        and so may the report's settings."""
+        d = self.model_dump(mode="json", include={"arm_modules", "crewmate_aria", "imposter_aria", "world"})
+        d["arms"] = {name: m.identity() for name, m in self.arms.items()}
+        d["imposters"] = {name: m.identity() for name, m in self.imposters.items()}
+        d["arm_rest_model"] = self.arm_rest_model.identity()
         d["seeds"] = self.seed_list()
         return d
-
-
-def _what(model: dict[str, Any]) -> dict[str, Any]:
-    """A dumped ModelConfig without its TRANSPORT fields."""
-    return {k: v for k, v in model.items() if k not in TRANSPORT}
 
 
 @dataclass(frozen=True)

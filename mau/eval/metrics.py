@@ -24,10 +24,10 @@ from typing import Any, Iterable
 import numpy as np
 
 from mau import schema as F
-from mau.collect.summary import wilson
-from mau.env.state import CREW_OUTCOMES, IMPOSTER, OUTCOMES
 from mau.eval.config import POOLED
 from mau.matchdir import iter_events, read_header
+from mau.schema import CREW_OUTCOMES, IMPOSTER, OUTCOMES
+from mau.stats import bootstrap_indices, percentile_interval, wilson
 
 # metric name -> (title, what n counts, interval method); the order of the report's tables
 METRICS: dict[str, tuple[str, str, str]] = {
@@ -127,18 +127,6 @@ def proportion(k: int, n: int) -> Estimate:
     return Estimate(k / n, lo, hi, n, "wilson")
 
 
-def _percentile(samples: np.ndarray) -> tuple[float | None, float | None]:
-    if samples.size == 0:
-        return None, None
-    lo, hi = np.percentile(samples, [2.5, 97.5])
-    return float(lo), float(hi)
-
-
-def _indices(m: int, resamples: int, seed: int) -> np.ndarray:
-    """(resamples, m) indices drawn with replacement; the same for the same (m, resamples, seed)."""
-    return np.random.default_rng(seed).integers(0, m, size=(resamples, m))
-
-
 def ratio_bootstrap(num: Iterable[float], den: Iterable[float], resamples: int = 2000, seed: int = 0) -> Estimate:
     """sum(num) / sum(den) over matches, with a match-level bootstrap interval; ``n`` = sum(den).
 
@@ -147,10 +135,10 @@ def ratio_bootstrap(num: Iterable[float], den: Iterable[float], resamples: int =
     a, b = np.asarray(list(num), float), np.asarray(list(den), float)
     if b.sum() == 0:
         return Estimate(None, None, None, 0, "bootstrap")
-    idx = _indices(len(a), resamples, seed)
+    idx = bootstrap_indices(len(a), resamples, seed)
     ns, ds = a[idx].sum(axis=1), b[idx].sum(axis=1)
     ok = ds > 0
-    lo, hi = _percentile(ns[ok] / ds[ok])
+    lo, hi = percentile_interval(ns[ok] / ds[ok])
     return Estimate(float(a.sum() / b.sum()), lo, hi, int(b.sum()), "bootstrap")
 
 
@@ -159,7 +147,7 @@ def mean_bootstrap(x: Iterable[float], resamples: int = 2000, seed: int = 0) -> 
     a = np.asarray(list(x), float)
     if a.size == 0:
         return Estimate(None, None, None, 0, "bootstrap")
-    lo, hi = _percentile(a[_indices(len(a), resamples, seed)].mean(axis=1))
+    lo, hi = percentile_interval(a[bootstrap_indices(len(a), resamples, seed)].mean(axis=1))
     return Estimate(float(a.mean()), lo, hi, int(a.size), "bootstrap")
 
 
@@ -210,7 +198,7 @@ def paired(arm_wins: dict[Any, bool], base_wins: dict[Any, bool], resamples: int
                            "diff": None, "ci_low": None, "ci_high": None, "method": "paired_bootstrap",
                            "p_mcnemar": mcnemar_exact(better, worse)}
     if keys:
-        lo, hi = _percentile(d[_indices(len(d), resamples, seed)].mean(axis=1))
+        lo, hi = percentile_interval(d[bootstrap_indices(len(d), resamples, seed)].mean(axis=1))
         out.update(diff=float(d.mean()), ci_low=lo, ci_high=hi)
     return out
 

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from mau import schema as F
-from mau.env.state import OUTCOMES
 from mau.eval.config import POOLED, EvalConfig
 from mau.eval.metrics import METHODS, METRICS, PERCENT, evaluate, load_matches
+from mau.schema import OUTCOMES
 
 RESULTS_FORMAT = "mau.eval.results"
 RESULTS_VERSION = 1
@@ -66,7 +66,8 @@ def rows_csv(res: dict[str, Any]) -> str:
     w.writerow(CSV_COLUMNS)
     for c in res["cells"]:
         for name, e in c["metrics"].items():
-            w.writerow([c["arm"], c["imposter"], name, *_nums(e["value"], e["ci_low"], e["ci_high"]), e["n"], e["method"]])
+            w.writerow([c["arm"], c["imposter"], name, *_nums(e["value"], e["ci_low"], e["ci_high"]), e["n"],
+                        e["method"]])
         for outcome, k in c["endings"].items():
             w.writerow([c["arm"], c["imposter"], f"ending:{outcome}", k, "", "", c["matches"], "count"])
     for p in res["paired"]:

@@ -48,7 +48,7 @@ class AriaAgent:
         return self.role == "imposter"
 
     # -- one call ------------------------------------------------------------------------------------------
-    async def _call(self, module: str, obs: dict[str, Any], **extra: str) -> dict[str, Any]:
+    async def call(self, module: str, obs: dict[str, Any], **extra: str) -> dict[str, Any]:
         ctx = M.Context(obs, self.rooms)
         views = M.MODULES[module].images if self.aria.frames and obs["alive"] else ()
         frames: list[Frame] = [self.frames.get(self.name, v) for v in views]
@@ -79,7 +79,7 @@ class AriaAgent:
         body = next((b["victim"] for b in obs["bodies_in_view"] if b["victim"] not in self.decided_bodies), None)
         if body is not None:
             self.decided_bodies.add(body)
-            ans = await self._call(M.REPORT, obs, body=body)
+            ans = await self.call(M.REPORT, obs, body=body)
             if ans["should_report"]:
                 return Action("report", target=body, narration=self._narrate(ans))
         ctx = M.Context(obs, self.rooms)
@@ -100,18 +100,18 @@ class AriaAgent:
         if mode == "report" and obs["bodies_in_view"]:
             return Action("report", target=obs["bodies_in_view"][0]["victim"], narration=self._narrate(plan))
         if mode == "mission" and ctx.stations:
-            ans = await self._call(M.MISSION, obs)
+            ans = await self.call(M.MISSION, obs)
             if ans["station"] is not None:
                 kind = "fake_mission" if self.imposter else "mission"
                 return Action(kind, station=ans["station"], narration=self._narrate(ans))
-        ans = await self._call(M.MOVE, obs)
+        ans = await self.call(M.MOVE, obs)
         if ans["target_player"] != M.WANDER:
             return Action("follow", target=ans["target_player"], narration=self._narrate(ans))
         room = ans["room"] or (target if target in self.rooms else M.fallback_move(ctx)["room"])
         return Action("goto", target=room, narration=self._narrate(ans))
 
     async def _surveil(self, obs: dict[str, Any]) -> Action | None:
-        ans = await self._call(M.SURVEILLANCE, obs)
+        ans = await self.call(M.SURVEILLANCE, obs)
         new_kill = len(obs["witnessed_kills"]) > self.kills_seen
         self.kills_seen = len(obs["witnessed_kills"])
         if ans["suspect"] != M.NONE:
@@ -122,13 +122,13 @@ class AriaAgent:
             if new_kill:
                 w = obs["witnessed_kills"][-1]
                 sighting = f"{w['killer']} killed {w['victim']} in {w['room']}. " + (ans["detail"] or "")
-            e = await self._call(M.EMERGENCY, obs, sighting=sighting.strip())
+            e = await self.call(M.EMERGENCY, obs, sighting=sighting.strip())
             if e["should_call"]:
                 return Action("button")
         return None
 
     async def _kill(self, obs: dict[str, Any]) -> Action | None:
-        ans = await self._call(M.KILL, obs)
+        ans = await self.call(M.KILL, obs)
         if ans["decision"] == "KILL":
             return Action("kill", target=ans["target"], narration=self._narrate(ans))
         if ans["decision"] == "STALK":
@@ -137,24 +137,25 @@ class AriaAgent:
 
     async def _plan(self, obs: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
         if self.aria.planning == "reactive":
-            ans = await self._call(M.PLAN, obs)
+            ans = await self.call(M.PLAN, obs)
             return ans["mode"], ans["target"], ans
         if self.strategy_step is None or obs["step"] - self.strategy_step >= self.aria.strategy_every:
-            s = await self._call(M.STRATEGY, obs)
-            self.strategy = s["strategy"] + (f" (priority: {s['priority_target']})" if s["priority_target"] != M.NONE else "")
+            s = await self.call(M.STRATEGY, obs)
+            priority = f" (priority: {s['priority_target']})" if s["priority_target"] != M.NONE else ""
+            self.strategy = s["strategy"] + priority
             self.strategy_step = obs["step"]
-        ans = await self._call(M.PLAN_SHORT, obs, strategy=self.strategy)
+        ans = await self.call(M.PLAN_SHORT, obs, strategy=self.strategy)
         return ans["mode"], ans["target"], ans
 
     # -- meetings ------------------------------------------------------------------------------------------
     async def speak(self, obs: dict[str, Any]) -> Action:
-        ans = await self._call(M.MEETING, obs)
+        ans = await self.call(M.MEETING, obs)
         if ans["suspicion_cast_on"] != M.NONE:
             self.memory.note(f"I cast suspicion on {ans['suspicion_cast_on']} in a meeting.")
         return Action("speak", text=ans["response_text"] or None)
 
     async def vote(self, obs: dict[str, Any]) -> Action:
-        ans = await self._call(M.VOTE, obs)
+        ans = await self.call(M.VOTE, obs)
         return Action("vote", target=ans["vote_target"])
 
     async def after_meeting(self, obs: dict[str, Any], outcome: str) -> dict[str, Any]:
@@ -162,7 +163,7 @@ class AriaAgent:
         self.memory.on_meeting(outcome)
         applied: list[dict[str, Any]] = []
         if self.aria.reflection == "meeting" and obs["alive"]:
-            ans = await self._call(M.REFLECT, obs, outcome=f"Meeting outcome: {outcome}")
+            ans = await self.call(M.REFLECT, obs, outcome=f"Meeting outcome: {outcome}")
             for u in ans["suspicion_updates"]:
                 if isinstance(self.memory, SemanticMemory):
                     d = self.memory.update_suspicion(u["player"], u["delta"], self.aria.suspicion_clamp)

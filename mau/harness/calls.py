@@ -110,10 +110,12 @@ class CallLog:
         self.by_module: dict[str, list[int]] = {}  # module -> [calls, fallbacks]
         self.by_role: dict[str, list[int]] = {}  # role -> [prompt tokens, completion tokens] (costs per side)
         self.write_s = 0.0  # time spent serialising and writing records
+        self.latencies: list[float] = []  # every call's latency, in order (mau bench harness reads them)
 
     def add(self, record: dict[str, Any]) -> None:
         t0 = time.perf_counter()
         self.n += 1
+        self.latencies.append(record[F.LATENCY_S])
         fb = record[F.FALLBACK]
         self.fallbacks += fb
         self.errors += record[F.ERROR] is not None

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from mau.env.config import Model
+from mau.config import Model
 from mau.harness.backends.base import ModelConfig
 
 # The paper's per-call temperatures of its harness (meeting 0.7, vote 0.2, planner and reflector 0.3).
@@ -23,25 +23,31 @@ class AriaConfig(Model):
     memory: Literal["window", "semantic"] = Field(
         "semantic", description="window: the last window_size steps; semantic: beliefs per player, meetings, notes.")
     planning: Literal["reactive", "hierarchical"] = Field(
-        "reactive", description="reactive: one call picks the mode; hierarchical: a strategy every strategy_every steps + a per-step plan.")
+        "reactive", description="reactive: one call picks the mode; hierarchical: a strategy every "
+                                "strategy_every steps + a per-step plan.")
     reflection: Literal["off", "meeting"] = Field(
         "meeting", description="meeting: reflect after each meeting (suspicion deltas, skill memory); off: neither.")
     prompt_style: Literal["deterministic", "minimal"] = Field(
-        "minimal", description="deterministic: role- and phase-specific tactics spelled out; minimal: rules, role, format.")
+        "minimal", description="deterministic: role- and phase-specific tactics spelled out; minimal: "
+                               "rules, role, format.")
     @field_validator("reflection", mode="before")
     @classmethod
     def _yaml_booleans(cls, v: object) -> object:
         # YAML reads a bare off / on as a boolean; the paper's names for the axis are none/off and meeting/on.
-        return {False: "off", True: "meeting", "none": "off", "on": "meeting"}.get(v, v) if not isinstance(v, (int, float)) or isinstance(v, bool) else v
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return v
+        return {False: "off", True: "meeting", "none": "off", "on": "meeting"}.get(v, v)
 
     window_size: int = Field(10, ge=1, description="Steps kept by window memory.")
     strategy_every: int = Field(5, ge=1, description="Hierarchical planning: steps between long-term strategy calls.")
     skill_memory_size: int = Field(50, ge=1, description="Skill memory entries kept (FIFO).")
     skill_retrieve: int = Field(5, ge=0, description="Most recent skills put in prompts.")
-    suspicion_clamp: float = Field(0.3, gt=0, le=1, description="Reflection's suspicion deltas are clamped to +/- this.")
+    suspicion_clamp: float = Field(0.3, gt=0, le=1, description="Reflection's suspicion deltas are clamped "
+                                                                "to +/- this.")
     notes_limit: int = Field(20, ge=1, description="Semantic memory: notes kept (oldest dropped).")
     surveillance: bool = Field(True, description="Crewmates scan two view directions after each step (SURVEILLANCE).")
-    frames: bool = Field(True, description="Send first-person frames with the calls that take images (docs/harness.md).")
+    frames: bool = Field(True, description="Send first-person frames with the calls that take images "
+                                           "(docs/harness.md).")
     module_temperature: dict[str, float] = Field(
         default_factory=lambda: dict(PAPER_MODULE_TEMPERATURE),
         description="Per-module temperature overrides (the paper's harness); other modules use the seat's.")
@@ -55,7 +61,8 @@ class SeatConfig(Model):
     modules: list[str] | None = Field(
         None, description="Only these modules ask `model` (e.g. [vote]); the others ask `rest_model`. None: all.")
     rest_model: ModelConfig = Field(default_factory=ModelConfig,
-                                    description="The model of the modules not in `modules` (default the scripted expert).")
+                                    description="The model of the modules not in `modules` (default the "
+                                                "scripted expert).")
 
     @field_validator("modules")
     @classmethod

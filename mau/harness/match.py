@@ -37,8 +37,9 @@ class AriaMatch:
     """Everything one ARIA match needs: the world, the seats' backends, the agents, the log and the frames."""
 
     def __init__(self, world, seats: dict[str, SeatConfig], backends: dict[str, ModelBackend],
-                 folder: Path | None, match_id: str):
+                 folder: Path | None, match_id: str, progress: bool = False):
         self.world, self.seats, self.backends = world, seats, backends
+        self.progress = progress  # a bar of steps on stderr (mau play); runs of matches have their own
         self.folder, self.match_id = folder, match_id
         self.log = CallLog(folder)
         self.frames = FrameStore(world, folder)
@@ -79,7 +80,13 @@ class AriaMatch:
             agents[p.name] = AriaAgent(p.name, p.role, roster, seat, self.backends[key], builders[key], caller,
                                        self.frames, rooms, rest_backend=self._rest_backend(key))
         meetings_done = 0
+        from tqdm import tqdm
+
+        bar = tqdm(total=w.cfg.max_steps, desc=self.match_id, unit="step", disable=not self.progress,
+                   dynamic_ncols=True)
         while st.phase != ENDED:
+            bar.update(st.step - bar.n)
+            bar.set_postfix(calls=self.log.n, fallbacks=self.log.fallbacks, refresh=False)
             if st.phase == ROAM:
                 if st.meetings_held > meetings_done:  # a meeting just ended: remember, reflect, dump memory
                     meetings_done = st.meetings_held
@@ -100,6 +107,7 @@ class AriaMatch:
                 active = [p.name for p in st.players if p.active]
                 votes = await asyncio.gather(*(agents[n].vote(w.observe(n, agents[n].aria.state)) for n in active))
                 w.step(dict(zip(active, votes)))
+        bar.close()
         self.log.close()
         self.frames.close()
         for b in self._rest.values():

@@ -59,7 +59,8 @@ def answer_for(prompt: str, rng: random.Random) -> dict[str, Any]:
 
 class MockServer:
     def __init__(self, latency_ms: float, jitter_ms: float, faults: dict[str, float], hang_s: float, seed: int):
-        self.latency_ms, self.jitter_ms, self.faults, self.hang_s, self.seed = latency_ms, jitter_ms, faults, hang_s, seed
+        self.latency_ms, self.jitter_ms, self.faults = latency_ms, jitter_ms, faults
+        self.hang_s, self.seed = hang_s, seed
         self.stats: dict[str, Any] = {"requests": 0, "faults": {}, "images": 0, "images_decoded": 0,
                                       "auth_sha256": [], "json_mode": 0, "chat_template_kwargs": 0,
                                       "inflight": 0, "max_inflight": 0}

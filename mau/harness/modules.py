@@ -9,8 +9,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
-NONE = "none"
-SKIP = "skip"
+from mau.schema import NONE, SKIP
+
 WANDER = "wander"
 
 # Module names, as they appear in call records.

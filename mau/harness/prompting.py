@@ -77,7 +77,8 @@ class PromptBuilder:
             lines.append(f"Stations where you can pretend to work: {fakes}.")
             cd = o["kill_cooldown_ticks"]
             reach = ", ".join(o.get("in_kill_reach", [])) or "nobody"
-            lines.append(f"Kill cooldown: {'ready' if cd == 0 else _secs(cd) + ' s left'}. Crewmates in reach: {reach}.")
+            lines.append(f"Kill cooldown: {'ready' if cd == 0 else _secs(cd) + ' s left'}. Crewmates in "
+                         f"reach: {reach}.")
         else:
             ms = "; ".join(f"station {m['station']} in {m['room']} ({'done' if m['done'] else 'to do'})"
                            for m in o["missions"])
@@ -99,7 +100,8 @@ class PromptBuilder:
         lines.append(f"Bodies in view: {bodies or 'none'}.")
         lines.append(f"Known dead: {', '.join(o['known_dead']) or 'nobody'}.")
         if o["ejections"]:
-            lines.append("Ejected: " + ", ".join(f"{e['name']} (was {'an Imposter' if e['role'] == 'imposter' else 'a Crewmate'})"
+            lines.append("Ejected: " + ", ".join(f"{e['name']} (was "
+                                                 f"{'an Imposter' if e['role'] == 'imposter' else 'a Crewmate'})"
                                                  for e in o["ejections"]) + ".")
         for w in o["witnessed_kills"]:
             lines.append(f"You saw {w['killer']} kill {w['victim']} in {w['room']} at {_secs(w['tick'])} s.")

@@ -8,8 +8,11 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from mau.env.config import Model
-from mau.train.tiny import LANGUAGE_MODEL_LORA_TARGETS
+from mau.config import Model
+
+# LoRA on the language model only (ml_stack.md): "all-linear" would also hit the vision tower.
+LANGUAGE_MODEL_LORA_TARGETS = (r".*\.language_model\..*\.(q_proj|k_proj|v_proj|o_proj|in_proj_qkv|in_proj_z|out_proj"
+                               r"|gate_proj|up_proj|down_proj)$")
 
 
 class ModelSection(Model):
@@ -26,7 +29,7 @@ class ModelSection(Model):
         "auto", description="cpu: train on the CPU even where a GPU is visible; auto: the launcher's device.")
     build_tiny_model_if_missing: bool = Field(
         False, description="If path does not exist, build the tiny local Qwen3.5 VLM there first "
-        "(mau.train.tiny.build_tiny_model, seed 0): CPU runs and quickstart need no hub.")
+        "(mau.tiny.build_tiny_model, seed 0): CPU runs and quickstart need no hub.")
 
 
 class LoraSection(Model):

@@ -67,15 +67,6 @@ def check_run_folder(out: Path, resume: bool) -> bool:
     return bool(ckpts)
 
 
-def default_out(cfg: TrainConfig) -> Path:
-    from mau.commands.common import dated_run_dir
-
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # each process would pick its own timestamp
-        raise MauError("output.dir is unset: with several processes give it explicitly (--out DIR)")
-    source = getattr(cfg, "_source", None)
-    return Path(dated_run_dir("train", Path(source).stem if source else "sft"))
-
-
 # ---- model and processor ------------------------------------------------------------------------------------
 
 def process_state(cfg: TrainConfig) -> Any:
@@ -94,7 +85,7 @@ def resolve_base(cfg: TrainConfig) -> str:
     if p.exists():
         return str(p.resolve())
     if cfg.model.build_tiny_model_if_missing:
-        from mau.train.tiny import build_tiny_model
+        from mau.tiny import build_tiny_model
 
         with process_state(cfg).main_process_first():  # one process builds, the others then find it
             if not p.exists():
@@ -369,14 +360,17 @@ def _wandb_env(cfg: TrainConfig, out: Path) -> None:
     os.environ.setdefault("WANDB_DIR", str(out))
 
 
-def train(cfg: TrainConfig, callbacks: list[Any] | None = None) -> TrainResult:
-    """The whole run: folder checks, build, checks before, train (or resume), save, checks after, summary."""
+def train(cfg: TrainConfig, out: Path | None = None, callbacks: list[Any] | None = None) -> TrainResult:
+    """The whole run into ``out`` (the verb's RunDir; default ``output.dir``): folder checks, build, checks
+    before, train (or resume), save, checks after, summary."""
     from mau.provenance import provenance
     from mau.train import freeze
 
     t0 = time.perf_counter()
     state = process_state(cfg)
-    out = Path(cfg.output.dir) if cfg.output.dir else default_out(cfg)
+    out = Path(out or cfg.output.dir or "")
+    if not str(out) or str(out) == ".":
+        raise MauError("output.dir is unset: give the run folder (--out DIR)")
     resume_ckpt = check_run_folder(out, cfg.resume)
     state.wait_for_everyone()  # every process has looked at the folder before the main one writes into it
     _wandb_env(cfg, out)

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import Field
 
-from mau.env.config import Model
+from mau.config import Model
 
 
 @dataclass
@@ -55,20 +55,31 @@ class ModelResponse:
     model: str = ""
 
 
+# ModelConfig fields about reaching a model (endpoint, key variable, timeouts, limits, prices), not about
+# which model answers.
+TRANSPORT = ("base_url", "api_key_env", "timeout_s", "max_retries", "backoff_s", "concurrency", "device",
+             "price_prompt_per_mtok", "price_completion_per_mtok")
+
+
 class ModelConfig(Model):
     """One seat's model: which backend and its settings. Secrets are never here: only the *name* of the
     environment variable that holds the API key."""
 
-    backend: str = Field("scripted", description="Model backend: a file of mau/harness/backends (openai, hf, scripted).")
+    backend: str = Field("scripted", description="Model backend: a file of mau/harness/backends (openai, "
+                                                 "hf, scripted).")
     model: str = Field("scripted-expert", description="Model id for the server, or a local path / hub id for hf.")
     adapter: str | None = Field(None, description="hf: path of a LoRA adapter to load on top of the model.")
     base_url: str | None = Field(None, description="openai: the endpoint, e.g. http://127.0.0.1:8000/v1.")
     api_key_env: str | None = Field(None, description="openai: name of the environment variable holding the API key.")
-    temperature: float = Field(0.7, ge=0, description="Sampling temperature (paper: 0.7 Qwen/Gemma, 0.1 GPT-4.1-mini, 1.0 GPT-5).")
-    max_tokens: int = Field(256, ge=1, description="Max new tokens per call (paper: 256; >= 8192 for the GPT-5 family).")
+    temperature: float = Field(0.7, ge=0, description="Sampling temperature (paper: 0.7 Qwen/Gemma, 0.1 "
+                                                      "GPT-4.1-mini, 1.0 GPT-5).")
+    max_tokens: int = Field(256, ge=1, description="Max new tokens per call (paper: 256; >= 8192 for the "
+                                                   "GPT-5 family).")
     json_mode: bool = Field(True, description="Ask for response_format=json_object where the backend supports it.")
-    enable_thinking: bool | None = Field(None, description="Qwen: False sends chat_template_kwargs.enable_thinking=false.")
-    reasoning_effort: str | None = Field(None, description="openai: reasoning_effort for reasoning models (e.g. minimal).")
+    enable_thinking: bool | None = Field(None, description="Qwen: False sends "
+                                                           "chat_template_kwargs.enable_thinking=false.")
+    reasoning_effort: str | None = Field(None, description="openai: reasoning_effort for reasoning models "
+                                                           "(e.g. minimal).")
     timeout_s: float = Field(60.0, gt=0, description="Per-call timeout in seconds.")
     max_retries: int = Field(3, ge=0, description="Retries on timeouts, 429 and 5xx, with exponential backoff.")
     backoff_s: float = Field(1.0, ge=0, description="First backoff delay; doubles on each retry.")
@@ -79,6 +90,11 @@ class ModelConfig(Model):
     seed: int = Field(0, description="Sampling seed (hf; and the scripted expert's stream).")
     price_prompt_per_mtok: float = Field(0.0, ge=0, description="USD per million prompt tokens (cost estimates).")
     price_completion_per_mtok: float = Field(0.0, ge=0, description="USD per million completion tokens.")
+
+    def identity(self) -> dict[str, Any]:
+        """Which model answers, without where it is served and how it is reached (``TRANSPORT``): a run's
+        identity, so a resumed run may point at a restarted server on another node."""
+        return self.model_dump(mode="json", exclude=set(TRANSPORT))
 
 
 class ModelBackend:

@@ -202,7 +202,8 @@ class Backend(ModelBackend):
                     continue
                 groups.setdefault(p.temperature, []).append(p)
             self._generate_groups(groups, out)
-        return [r if r is not None else ModelResponse(text=None, error="hf: no answer", model=self.model_id) for r in out]
+        return [r if r is not None else ModelResponse(text=None, error="hf: no answer",
+                                                      model=self.model_id) for r in out]
 
     def _generate_groups(self, groups: dict[float, list[_Prepared]], out: list[ModelResponse | None]) -> None:
         for temperature, group in groups.items():

@@ -6,6 +6,8 @@ tokens, wrapped as ``Qwen3_5Tokenizer`` with the stock Qwen3.5 chat template (th
 ``Qwen3VLProcessor`` (``Qwen2VLImageProcessor``: patch 16, merge 2, temporal patch 2, so one image token per
 32x32 px). The model is ``Qwen3_5ForConditionalGeneration`` with a ~0.5 M-parameter config and the tokenizer's
 own image-token ids. Everything follows from the seed. Heavy imports happen inside the functions.
+It lives outside ``mau.train`` because its training text comes from the game (names, rooms): training itself
+imports neither the world nor the CLI.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from mau.train.config import LANGUAGE_MODEL_LORA_TARGETS
 
 # Qwen3.5's special tokens, in the order they are appended after the BPE vocabulary (as in the real model).
 SPECIAL_TOKENS = [
@@ -66,8 +70,10 @@ def game_text(seed: int, lines: int = 4000) -> list[str]:
         lambda: {"target_player": rng.choice(names + ["wander"]), "reasoning": sentence()},
         lambda: {"should_report": rng.random() < 0.5, "reasoning": sentence()},
         lambda: {"should_call": rng.random() < 0.5, "reasoning": sentence()},
-        lambda: {"response_text": sentence(), "suspicion_cast_on": rng.choice(names + ["none"]), "reasoning": sentence()},
-        lambda: {"players_seen": rng.sample(names, rng.randint(0, 3)), "detail": sentence(), "suspect": rng.choice(names)},
+        lambda: {"response_text": sentence(), "suspicion_cast_on": rng.choice(names + ["none"]),
+                 "reasoning": sentence()},
+        lambda: {"players_seen": rng.sample(names, rng.randint(0, 3)), "detail": sentence(),
+                 "suspect": rng.choice(names)},
         lambda: {"strategy": sentence(), "priority_target": rng.choice(rooms), "reasoning": sentence()},
         lambda: {"insights": sentence(), "most_suspicious": rng.choice(names),
                  "suspicion_updates": [{"player": rng.choice(names), "delta": round(rng.uniform(-0.3, 0.3), 2)}]},
@@ -95,7 +101,8 @@ def chat_template() -> str:
     spec = importlib.util.find_spec("trl")
     if spec is None or not spec.submodule_search_locations:
         raise RuntimeError("the tiny model's chat template comes from trl: pip install -e '.[ml]'")
-    return (Path(list(spec.submodule_search_locations)[0]) / "chat_templates" / "qwen3_5_think.jinja").read_text(encoding="utf-8")
+    folder = Path(list(spec.submodule_search_locations)[0]) / "chat_templates"
+    return (folder / "qwen3_5_think.jinja").read_text(encoding="utf-8")
 
 
 def build_tokenizer(seed: int = 0, vocab_size: int = 800) -> Any:
@@ -193,9 +200,6 @@ def build_tiny_model(out: str | Path, seed: int = 0, vocab_size: int = 800, max_
                          vocab_size=len(tokenizer), image_token_id=config.image_token_id)
 
 
-# LoRA on the language model only (ml_stack.md): "all-linear" would also hit the vision tower.
-LANGUAGE_MODEL_LORA_TARGETS = (r".*\.language_model\..*\.(q_proj|k_proj|v_proj|o_proj|in_proj_qkv|in_proj_z|out_proj"
-                               r"|gate_proj|up_proj|down_proj)$")
 
 
 def build_tiny_adapter(base: str | Path, out: str | Path, seed: int = 0, r: int = 8, scale: float = 0.5) -> int:

@@ -1,0 +1,349 @@
+"""The match runner shared by every run of matches (collect's grid, eval's arms): one planned-match type, one
+function that plays it into a match folder, one owner of backends, and the parallel loop with its progress bar.
+
+How it stops (docs/formats.md, "Stopping and resuming"): Ctrl-C cancels the queued matches at once and ends the
+matches in flight (their staging folders are removed by the next ``--resume``); every finished match folder is
+kept. A match that raises counts as failed: the run stops early once more than ``max_failures`` matches failed,
+and ``--resume`` plays the failed ones again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Literal, NamedTuple
+
+from pydantic import Field, field_validator, model_validator
+
+from mau import schema as F
+from mau.config import Model
+from mau.env.config import WorldConfig
+from mau.errors import MauError
+from mau.harness.config import SeatConfig
+
+
+@dataclass(frozen=True)
+class PlannedMatch:
+    """One match of a run: who sits where, on which world and seed, and the fields its header adds (the grid
+    line, the eval arm). Sent to worker processes as it is (pydantic models pickle)."""
+
+    index: int
+    match_id: str
+    seed: int
+    seats: dict[str, SeatConfig]
+    world: WorldConfig
+    header: dict[str, Any] = field(default_factory=dict)
+
+
+class MatchDone(NamedTuple):
+    """What a played match reports back to the run."""
+
+    match_id: str
+    outcome: str
+    calls: int
+    fallbacks: int
+    tokens: int
+    cost: float
+    wall_s: float
+
+
+class MatchConfig(Model):
+    """What a match folder of a run records as its config: its seats and its world."""
+
+    seats: dict[str, Any]
+    world: WorldConfig
+
+
+# -- one match of `mau play` --------------------------------------------------------------------------------
+def _default_seats() -> dict[str, SeatConfig]:
+    return {"crewmate": SeatConfig(), "imposter": SeatConfig()}
+
+
+class PlayConfig(Model):
+    """``mau play``: one match."""
+
+    seed: int = Field(0, description="Match seed: roles, missions and every scripted choice follow from it.")
+    out: str | None = Field(None, description="Match folder; default runs/play/<date>/<time>_seed<N>.")
+    resume: bool = Field(False, description="Allow --out to be a finished match folder (it is kept as it is).")
+    policy: Literal["scripted", "aria"] = Field(
+        "scripted", description="scripted: the scripted policy, no harness; aria: ARIA agents calling each "
+                                "seat's model.")
+    state_mode: Literal["ego", "privileged"] = Field("ego", description="scripted policy: observation state mode.")
+    seats: dict[str, SeatConfig] = Field(
+        default_factory=_default_seats,
+        description="aria: the model and harness of each side ('crewmate', 'imposter'), or of one player by name.")
+    world: WorldConfig = Field(default_factory=WorldConfig, description="The world: backend, map, rules, frames.")
+
+    @field_validator("seats")
+    @classmethod
+    def _both_sides(cls, v: dict[str, SeatConfig]) -> dict[str, SeatConfig]:
+        missing = [k for k in ("crewmate", "imposter") if k not in v]
+        if missing:
+            raise ValueError(f"seats needs a '{missing[0]}' entry (the model of that side)")
+        return v
+
+    @model_validator(mode="after")
+    def _known_seats(self) -> "PlayConfig":
+        names = {p.name for p in self.world.game.players}
+        unknown = [k for k in self.seats if k not in ("crewmate", "imposter") and k not in names]
+        if unknown:
+            raise ValueError(f"seats.{unknown[0]}: not a side (crewmate, imposter) nor a player's name; fix the key")
+        return self
+
+
+# -- backends: one owner -------------------------------------------------------------------------------------
+BACKENDS: dict[str, Any] = {}  # per process: a loaded local model is reused by every match of the worker
+
+
+def backend_for(model_cfg: Any, workers: int = 1) -> Any:
+    """The worker's backend for ``model_cfg`` (made once per process). The endpoint's concurrency limit is split
+    between the worker processes so that together they never exceed it."""
+    from mau.harness.backends import make_backend
+
+    key = model_cfg.model_dump_json()
+    if key not in BACKENDS:
+        per_worker = model_cfg.model_copy(update={"concurrency": max(1, model_cfg.concurrency // workers)})
+        BACKENDS[key] = make_backend(per_worker)
+    return BACKENDS[key]
+
+
+async def play_and_close(match: Any, seed: int, backends: Iterable[Any]) -> Any:
+    """Play ``match``, then close the backends in the same event loop (their HTTP clients belong to it)."""
+    try:
+        return await match.play(seed)
+    finally:
+        for b in backends:
+            await b.aclose()
+
+
+def match_cost(summary: dict[str, Any], seats: dict[str, SeatConfig]) -> float:
+    """USD at the seats' configured per-token prices."""
+    prices = {side: (s.model.price_prompt_per_mtok, s.model.price_completion_per_mtok) for side, s in seats.items()}
+    return sum(t["prompt_tokens"] * prices[r][0] / 1e6 + t["completion_tokens"] * prices[r][1] / 1e6
+               for r, t in summary["tokens_by_role"].items() if r in prices)
+
+
+def play_planned(pm: PlannedMatch, matches_dir: str, workers: int = 1) -> MatchDone:
+    """Play one planned ARIA match into ``matches_dir/<match_id>`` (it appears whole, by one rename)."""
+    from mau.env.backends import make_world
+    from mau.env.runner import write_match
+    from mau.harness.match import AriaMatch
+    from mau.matchdir import MatchWriter
+    from mau.provenance import provenance
+
+    backends = {side: backend_for(seat.model, workers) for side, seat in pm.seats.items()}
+    world = make_world(pm.world)
+    writer = MatchWriter(Path(matches_dir) / pm.match_id)
+    match = AriaMatch(world, pm.seats, backends, writer.staging, pm.match_id)
+    try:
+        result = asyncio.run(play_and_close(match, pm.seed, backends.values()))
+        write_match(writer, world, result, MatchConfig(seats=pm.seats, world=pm.world), provenance(),
+                    {**match.header_extra(), **pm.header})
+    except BaseException:
+        writer.abort()
+        raise
+    calls = match.log.summary()
+    return MatchDone(pm.match_id, result.outcome, calls["calls"], calls["fallbacks"],
+                     calls["prompt_tokens"] + calls["completion_tokens"], match_cost(calls, pm.seats),
+                     result.wall_seconds)
+
+
+def pending(matches_dir: Path, mine: list[Any]) -> list[Any]:
+    """The matches of ``mine`` (anything with a ``match_id``) without a finished folder; leftovers of killed
+    attempts (``.<match_id>.partial-XXXX``) of these matches are removed, those of other shards left alone."""
+    ids = {m.match_id for m in mine}
+    if matches_dir.is_dir():
+        for p in matches_dir.iterdir():
+            if p.name.startswith(".") and ".partial-" in p.name and p.name[1:].split(".partial-")[0] in ids:
+                shutil.rmtree(p, ignore_errors=True)
+    return [m for m in mine if not (matches_dir / m.match_id / F.MATCH_HEADER).is_file()]
+
+
+# -- the run -------------------------------------------------------------------------------------------------
+@dataclass
+class RunProgress:
+    """Totals of the matches played now, and the failures."""
+
+    done: list[MatchDone] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)  # (match_id, error)
+
+    def total(self, key: str) -> float:
+        return sum(getattr(d, key) for d in self.done)
+
+
+def _ignore_sigint() -> None:
+    """Worker processes leave Ctrl-C to the parent, which stops them (a worker that caught it would go on to
+    the next queued match)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def run_matches(todo: list[PlannedMatch], matches_dir: Path, *, workers: int = 1, max_failures: int = 0,
+                bar: Any = None, postfix: Callable[[RunProgress], dict[str, Any]] | None = None) -> RunProgress:
+    """Play ``todo`` (in this process with one worker, else in ``workers`` spawned processes: clean starts, no
+    copied threads or CUDA state), updating ``bar`` as matches finish. Ctrl-C (KeyboardInterrupt) cancels the
+    queued matches, ends the running ones and propagates; more than ``max_failures`` failed matches stop the run
+    with a MauError naming the last one."""
+    prog = RunProgress()
+
+    def finished(pm: PlannedMatch, result: MatchDone | None, error: BaseException | None) -> None:
+        if error is not None:
+            prog.failed.append((pm.match_id, f"{type(error).__name__}: {error}"))
+            print(f"match {pm.match_id} failed: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
+            if len(prog.failed) > max_failures:
+                raise MauError(f"{len(prog.failed)} matches failed (--max-failures {max_failures}); the last: "
+                               f"{pm.match_id}: {type(error).__name__}: {error}. Finished matches are kept; fix "
+                               "the cause and rerun with --resume") from error
+            return
+        prog.done.append(result)
+        if bar is not None:
+            if postfix is not None:
+                bar.set_postfix(**postfix(prog), refresh=False)
+            bar.update(1)
+
+    if workers == 1 or len(todo) <= 1:
+        for pm in todo:
+            try:
+                r = play_planned(pm, str(matches_dir), 1)
+            except Exception as e:  # KeyboardInterrupt passes: the staging folder is already removed
+                finished(pm, None, e)
+            else:
+                finished(pm, r, None)
+        return prog
+    import multiprocessing as mp
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    before = set(mp.active_children())
+    pool = ProcessPoolExecutor(min(workers, len(todo)), mp_context=mp.get_context("spawn"),
+                               initializer=_ignore_sigint)
+    try:
+        running = {pool.submit(play_planned, pm, str(matches_dir), workers): pm for pm in todo}
+        while running:
+            ready, _ = wait(running, return_when=FIRST_COMPLETED)
+            for f in ready:
+                pm = running.pop(f)
+                error = f.exception()
+                finished(pm, None if error else f.result(), error)
+    except BaseException:
+        # Ctrl-C or too many failures: drop the queue, end the workers now (not after their matches).
+        pool.shutdown(wait=False, cancel_futures=True)
+        for p in set(mp.active_children()) - before:
+            p.terminate()
+        raise
+    pool.shutdown(wait=True)
+    return prog
+
+
+def parse_shard(text: str | None) -> tuple[int, int]:
+    """'I/N' -> (I, N); None -> (0, 1)."""
+    import re
+
+    if text is None:
+        return 0, 1
+    m = re.fullmatch(r"(\d+)/(\d+)", text.strip())
+    if not m or int(m.group(2)) < 1 or int(m.group(1)) >= int(m.group(2)):
+        raise ValueError(f"shard {text!r}: write it as I/N with 0 <= I < N, e.g. 0/8")
+    return int(m.group(1)), int(m.group(2))
+
+
+class ShardRun(NamedTuple):
+    """What one shard of a run played now."""
+
+    shard: int
+    n_shards: int
+    mine: list[PlannedMatch]
+    todo: list[PlannedMatch]
+    progress: RunProgress
+
+
+def shard_of(planned: list[PlannedMatch], shard_text: str | None) -> tuple[int, int, list[PlannedMatch]]:
+    """This shard's matches: match k belongs to shard k % N (every match in exactly one shard, balanced)."""
+    from mau.errors import ConfigError
+
+    try:
+        shard, n_shards = parse_shard(shard_text)
+    except ValueError as e:
+        raise ConfigError(f"--shard: {e}") from None
+    return shard, n_shards, [pm for pm in planned if pm.index % n_shards == shard]
+
+
+def play_shard(planned: list[PlannedMatch], run_dir: Path, shard_text: str | None, workers: int, opts: Any,
+               desc: str, postfix: Callable[[RunProgress], dict[str, Any]]) -> ShardRun:
+    """Play this shard's matches that have no folder yet under ``run_dir/matches``, with a progress bar."""
+    from tqdm import tqdm
+
+    shard, n_shards, mine = shard_of(planned, shard_text)
+    matches_dir = run_dir / F.MATCHES_DIR
+    todo = pending(matches_dir, mine)
+    bar = tqdm(total=len(mine), initial=len(mine) - len(todo), desc=f"{desc} shard {shard}/{n_shards}",
+               unit="match", disable=not opts.progress, dynamic_ncols=True)
+    try:
+        prog = run_matches(todo, matches_dir, workers=workers, max_failures=opts.max_failures, bar=bar,
+                           postfix=postfix)
+    except KeyboardInterrupt:
+        bar.close()
+        print(f"{desc}: interrupted; the finished matches are kept in {matches_dir}; rerun with --resume to "
+              "play the rest", file=sys.stderr, flush=True)
+        raise
+    finally:
+        bar.close()
+    if prog.failed:
+        print(f"{desc}: {len(prog.failed)} matches failed (within --max-failures {opts.max_failures}); rerun "
+              "with --resume to play them again", file=sys.stderr, flush=True)
+    return ShardRun(shard, n_shards, mine, todo, prog)
+
+
+# -- --dry-run: the plan and what it will cost ---------------------------------------------------------------
+# Per-call figures measured on one ARIA match of the scripted expert (configs/play/aria_scripted.yaml, seed 1:
+# 47 steps, 547 calls, 493 frames, 6.3 MB on disk); docs/formats.md says how the estimate is made.
+CALLS_PER_PLAYER_STEP = 1.45
+PROMPT_CHARS_PER_CALL = 2460  # about 4 characters a token
+IMAGES_PER_CALL = 1.26
+BYTES_PER_CALL_640X360 = 11_500
+
+
+def estimate(todo: list[PlannedMatch]) -> dict[str, Any]:
+    """Upper bounds for ``todo``: every match runs its whole step budget and every answer uses the seat's
+    max_tokens; calls and disk from the per-call figures above, image tokens at one per 32x32 pixels."""
+    calls = prompt = completion = cost = disk = 0.0
+    for pm in todo:
+        g, fr = pm.world.game, pm.world.frames
+        n_calls = CALLS_PER_PLAYER_STEP * g.num_players * g.max_steps
+        image_tokens = (fr.width // 32) * (fr.height // 32)
+        per_call_prompt = PROMPT_CHARS_PER_CALL / 4 + IMAGES_PER_CALL * image_tokens
+        for side, share in (("crewmate", g.num_crewmates / g.num_players), ("imposter",
+                                                                            g.num_imposters / g.num_players)):
+            m = pm.seats[side].model
+            c = n_calls * share
+            prompt += c * per_call_prompt
+            completion += c * m.max_tokens
+            cost += c * (per_call_prompt * m.price_prompt_per_mtok + m.max_tokens * m.price_completion_per_mtok) / 1e6
+        calls += n_calls
+        disk += n_calls * BYTES_PER_CALL_640X360 * (fr.width * fr.height) / (640 * 360)
+    return {"matches": len(todo), "calls_at_most": int(calls), "prompt_tokens_at_most": int(prompt),
+            "completion_tokens_at_most": int(completion), "cost_usd_at_most": round(cost, 2),
+            "disk_gb_at_most": round(disk / 1e9, 3)}
+
+
+def print_plan(verb: str, out: Path, shard_text: str | None, planned: list[PlannedMatch]) -> None:
+    """--dry-run: this shard's matches still to play (a resumed run's finished ones excluded), and the estimate."""
+    import json
+
+    shard, n_shards, mine = shard_of(planned, shard_text)
+    todo = pending_readonly(out / F.MATCHES_DIR, mine)
+    print(f"mau {verb} --dry-run: {len(planned)} planned matches, shard {shard}/{n_shards}: {len(mine)}, "
+          f"{len(todo)} to play -> {out} (nothing written)")
+    for pm in todo[:5]:
+        print(f"  {pm.match_id} seed={pm.seed}")
+    if len(todo) > 5:
+        print(f"  ... {len(todo) - 5} more")
+    print(json.dumps(estimate(todo)))
+
+
+def pending_readonly(matches_dir: Path, mine: list[Any]) -> list[Any]:
+    """``pending`` without removing anything (for --dry-run)."""
+    return [m for m in mine if not (matches_dir / m.match_id / F.MATCH_HEADER).is_file()]
