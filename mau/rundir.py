@@ -51,10 +51,14 @@ def make_staging(final: Path) -> Path:
     return staging
 
 
-def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` by one rename: readers (and other shards) see the old file or the new one."""
+def atomic_write(path: Path, data: str | bytes) -> None:
+    """Write ``data`` to ``path`` by one rename: readers (and other shards writing the same file) see the old
+    file or a whole new one."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
+    if isinstance(data, bytes):
+        tmp.write_bytes(data)
+    else:
+        tmp.write_text(data)
     os.replace(tmp, path)
 
 

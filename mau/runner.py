@@ -159,7 +159,7 @@ def pending(matches_dir: Path, mine: list[Any]) -> list[Any]:
         for p in matches_dir.iterdir():
             if p.name.startswith(".") and ".partial-" in p.name and p.name[1:].split(".partial-")[0] in ids:
                 shutil.rmtree(p, ignore_errors=True)
-    return [m for m in mine if not (matches_dir / m.match_id / F.MATCH_HEADER).is_file()]
+    return pending_readonly(matches_dir, mine)
 
 
 # -- the run -------------------------------------------------------------------------------------------------

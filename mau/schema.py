@@ -152,3 +152,79 @@ RESULTS_JSON = "results.json"
 RESULTS_PNG = "results.png"  # crew win rate per arm, grouped by imposter model, with 95% intervals
 ARM = "arm"  # eval: the crewmates' arm (match header and grid line)
 EVAL_IMPOSTER = "imposter"  # eval grid line: the imposters' model name
+
+
+# -- declared shapes of the central records (writer and readers share them) ---------------------------------------
+# TypedDicts carry the keys above as literal names (a TypedDict cannot take constants); tests check that the
+# writers produce exactly these keys.
+from typing import Any, TypedDict  # noqa: E402
+
+
+class CallRecord(TypedDict):
+    """One line of calls.jsonl (match format version 1), written by ``mau.harness.calls.Caller``."""
+
+    call_id: str
+    match: str
+    seed: int
+    step: int
+    tick: int
+    phase: str
+    agent: str
+    role: str
+    module: str
+    harness: dict[str, Any]
+    model: str
+    backend: str
+    messages: list[dict[str, Any]]
+    raw_output: str | None
+    parsed: dict[str, Any]
+    fallback: bool
+    fallback_reason: str | None
+    error: str | None
+    latency_s: float
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    attempts: int
+    temperature: float
+    max_tokens: int
+    harness_ms: float
+
+
+class Observation(TypedDict, total=False):
+    """What one player observes (``mau.env.observation.observe``); the keys a player may lack (an imposter's
+    ``teammates``, ``in_kill_reach``; ``missions`` or ``fake_missions``) make it partial."""
+
+    name: str
+    color: str
+    role: str
+    alive: bool
+    state_mode: str
+    phase: str
+    step: int
+    max_steps: int
+    tick: int
+    time_s: float
+    position: list[float]
+    yaw_deg: float
+    room: str
+    roster: list[dict[str, str]]
+    missions: list[dict[str, Any]]
+    fake_missions: list[dict[str, Any]]
+    teammates: list[str]
+    holding_station: int | None
+    holding_ticks: int
+    mission_hold_ticks: int
+    kill_cooldown_ticks: int
+    button_lock_ticks: int
+    at_button: bool
+    players: list[dict[str, Any]]
+    players_in_view: list[dict[str, Any]]
+    bodies_in_view: list[dict[str, Any]]
+    reportable_bodies: list[str]
+    in_kill_reach: list[str]
+    known_dead: list[str]
+    ejections: list[dict[str, str]]
+    witnessed_kills: list[dict[str, Any]]
+    current_action: dict[str, Any] | None
+    last_action_result: dict[str, Any] | None
+    meeting: dict[str, Any] | None

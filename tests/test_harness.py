@@ -339,3 +339,25 @@ def test_a_seat_model_can_answer_only_some_modules(tmp_path):
     assert {r[F.MODEL] for r in crew if r[F.MODULE] != "vote"} == {"rest"}
     with pytest.raises(Exception, match="'voting' is not a module"):
         SeatConfig(modules=["voting"])
+
+
+def test_call_records_and_observations_have_their_declared_shapes(tmp_path):
+    """calls.jsonl lines carry exactly the keys of schema.CallRecord; observations only Observation's keys."""
+    import json as _json
+
+    from mau import schema as F
+    from mau.cli import main as cli_main
+
+    out = tmp_path / "m"
+    assert cli_main(["play", "--config", "configs/play/aria_scripted.yaml", "--seed", "3", "--out", str(out),
+                     "--set", "world.game.max_steps=6"]) == 0
+    with open(out / F.CALLS_FILE) as f:
+        keys = {frozenset(_json.loads(line)) for line in f}
+    assert keys == {frozenset(F.CallRecord.__annotations__)}
+    from mau.env.sim import SimWorld
+
+    w = SimWorld()
+    w.reset(1)
+    for p in w.state.players:
+        for mode in ("ego", "privileged"):
+            assert set(w.observe(p.name, mode)) <= set(F.Observation.__annotations__)

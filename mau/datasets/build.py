@@ -14,7 +14,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from mau import schema as F
 from mau.datasets.audit import Auditor, input_text
@@ -150,8 +150,15 @@ def is_dataset_dir(path: str | Path) -> bool:
     return (Path(path) / F.DATASET_HEADER).is_file()
 
 
+class Built(NamedTuple):
+    """What a build wrote: the dataset header and the build's counts."""
+
+    header: dict[str, Any]
+    stats: BuildStats
+
+
 def build_dataset(cfg: DatasetConfig, out: Path, warn: Callable[[str], None] | None = None,
-                  progress: bool = True) -> tuple[dict[str, Any], BuildStats]:
+                  progress: bool = True) -> Built:
     """Build ``cfg`` (a ``DatasetConfig``) into ``out`` (which must not hold a dataset); return the header and
     the statistics. Raises MauError (one line) on a role leak or an unreadable match; then nothing is written."""
     import yaml
@@ -235,7 +242,7 @@ def build_dataset(cfg: DatasetConfig, out: Path, warn: Callable[[str], None] | N
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return header, stats
+    return Built(header, stats)
 
 
 def _publish_arrow(staging: Path, arrow: dict[str, Path], feats: Any) -> None:

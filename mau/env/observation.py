@@ -8,8 +8,9 @@ role: roles appear only as the agent's own role, an imposter's teammates, and ro
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from mau import schema as F
 from mau.env.state import DISCUSSION, VOTING
 
 if TYPE_CHECKING:
@@ -22,13 +23,13 @@ def _r(v: float) -> float:
     return round(v, 2)
 
 
-def observe(world: "SimWorld", name: str, mode: str = "ego") -> dict[str, Any]:
+def observe(world: "SimWorld", name: str, mode: str = "ego") -> F.Observation:
     if mode not in STATE_MODES:
         raise ValueError(f"state mode {mode!r}: use one of {STATE_MODES}")
     st, cfg, gmap, vision = world.state, world.cfg, world.map, world.vision
     me = st.player(name)
     place = gmap.place_name(me.x, me.z)
-    obs: dict[str, Any] = {
+    obs: F.Observation = {
         "name": me.name, "color": me.color, "role": me.role, "alive": me.active, "state_mode": mode,
         "phase": st.phase, "step": st.step, "max_steps": cfg.max_steps, "tick": st.tick,
         "time_s": round(st.tick / 20, 2),

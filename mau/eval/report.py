@@ -6,13 +6,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from mau import schema as F
 from mau.eval.config import POOLED, EvalConfig
 from mau.eval.metrics import METHODS, METRICS, PERCENT, evaluate, load_matches
+from mau.rundir import atomic_write
 from mau.schema import OUTCOMES
 
 RESULTS_FORMAT = "mau.eval.results"
@@ -41,20 +41,13 @@ def write_report(cfg: EvalConfig, out: Path, planned: int) -> dict[str, Any]:
     markdown under "markdown")."""
     res = compute(cfg, out, planned)
     md = markdown(res)
-    _atomic(out / F.RESULTS_JSON, json.dumps(res, indent=1).encode())
-    _atomic(out / F.RESULTS_CSV, rows_csv(res).encode())
-    _atomic(out / F.RESULTS_MD, md.encode())
+    atomic_write(out / F.RESULTS_JSON, json.dumps(res, indent=1).encode())
+    atomic_write(out / F.RESULTS_CSV, rows_csv(res).encode())
+    atomic_write(out / F.RESULTS_MD, md.encode())
     buf = io.BytesIO()
     plot(res).save(buf, format="PNG")
-    _atomic(out / F.RESULTS_PNG, buf.getvalue())
+    atomic_write(out / F.RESULTS_PNG, buf.getvalue())
     return {**res, "markdown": md}
-
-
-def _atomic(path: Path, data: bytes) -> None:
-    # shards of one run write the report at the same time: each file appears whole, the last one wins
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
 
 
 # -- CSV ----------------------------------------------------------------------------------------------------

@@ -112,7 +112,7 @@ class CallLog:
         self.write_s = 0.0  # time spent serialising and writing records
         self.latencies: list[float] = []  # every call's latency, in order (mau bench harness reads them)
 
-    def add(self, record: dict[str, Any]) -> None:
+    def add(self, record: F.CallRecord) -> None:
         t0 = time.perf_counter()
         self.n += 1
         self.latencies.append(record[F.LATENCY_S])
@@ -178,9 +178,9 @@ class Caller:
         response = await backend.complete(request)
         t2 = time.perf_counter()
         answer, fallback_reason = decide(module, response.text, response.error, ctx)
-        record = {
+        record: F.CallRecord = {  # type: ignore[misc]  (keys are schema's names of the same fields)
             F.CALL_ID: f"{self.match_id}:{self.log.n}", F.MATCH: self.match_id, F.SEED: st.seed,
-            F.STEP: st.step, F.TICK: st.tick, "phase": st.phase, F.AGENT: agent, F.ROLE: role, F.MODULE: module,
+            F.STEP: st.step, F.TICK: st.tick, F.PHASE: st.phase, F.AGENT: agent, F.ROLE: role, F.MODULE: module,
             F.HARNESS: self.harness_of[agent], F.MODEL: response.model or model.model, F.BACKEND: backend.name,
             F.MESSAGES: _recorded_messages(messages, frames), F.RAW_OUTPUT: response.text, F.PARSED: answer,
             F.FALLBACK: fallback_reason is not None, F.FALLBACK_REASON: fallback_reason, F.ERROR: response.error,

@@ -82,7 +82,7 @@ class AriaMatch:
         meetings_done = 0
         from tqdm import tqdm
 
-        bar = tqdm(total=w.cfg.max_steps, desc=self.match_id, unit="step", disable=not self.progress,
+        bar = tqdm(total=w.cfg.max_steps, desc=self.match_id, unit="step", disable=None if self.progress else True,
                    dynamic_ncols=True)
         while st.phase != ENDED:
             bar.update(st.step - bar.n)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from mau.schema import NONE, SKIP
 
@@ -326,14 +326,21 @@ MODULES: dict[str, Module] = {m.name: m for m in (
 )}
 
 
-def decide(module: str, text: str | None, error: str | None, ctx: Context) -> tuple[dict[str, Any], str | None]:
-    """(answer, fallback reason). The fallback reason is None when the model's own answer was used."""
+class Decision(NamedTuple):
+    """The checked answer, and why the fallback was used (None when the model's own answer was)."""
+
+    answer: dict[str, Any]
+    fallback_reason: str | None
+
+
+def decide(module: str, text: str | None, error: str | None, ctx: Context) -> Decision:
+    """The answer to use and the fallback reason (None when the model's own answer was used)."""
     m = MODULES[module]
     if error is not None:
-        return m.fallback(ctx), error
+        return Decision(m.fallback(ctx), error)
     try:
-        return m.parse(extract_json(text), ctx), None
+        return Decision(m.parse(extract_json(text), ctx), None)
     except ParseError as e:
-        return m.fallback(ctx), str(e)
+        return Decision(m.fallback(ctx), str(e))
     except Exception as e:  # a check that trips over an odd value: still data, still a fallback
-        return m.fallback(ctx), f"unusable answer ({type(e).__name__})"
+        return Decision(m.fallback(ctx), f"unusable answer ({type(e).__name__})")

@@ -343,9 +343,9 @@ class TrainResult:
 
 
 def _write_json(path: Path, data: Any) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1, default=str) + "\n")
-    tmp.replace(path)
+    from mau.rundir import atomic_write
+
+    atomic_write(path, json.dumps(data, indent=1, default=str) + "\n")
 
 
 def _wandb_env(cfg: TrainConfig, out: Path) -> None:
