@@ -38,6 +38,16 @@ class PlannedMatch:
     header: dict[str, Any] = field(default_factory=dict)
 
 
+class RunConfig(Model):
+    """The fields every run of matches has (collect, eval): where, resume, which shard, how many workers."""
+
+    out: str | None = Field(None, description="Run folder; default runs/<verb>/<date>/<time>_<config name>.")
+    resume: bool = Field(False, description="Continue a run in an existing run folder (plays only the missing "
+                                            "matches; required for every shard after the first).")
+    shard: str | None = Field(None, description="I/N: play only the matches k with k % N == I.")
+    workers: int = Field(1, ge=1, description="Matches played at once, each in its own worker process.")
+
+
 class MatchDone(NamedTuple):
     """What a played match reports back to the run."""
 

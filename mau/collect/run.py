@@ -22,20 +22,15 @@ from pydantic import Field
 
 from mau import schema as F
 from mau.collect.grid import GridConfig, enumerate_grid, seats_for
-from mau.config import Model, RunOptions, dump_yaml
+from mau.config import RunOptions, dump_yaml
 from mau.env.config import WorldConfig
 from mau.rundir import RunDir
-from mau.runner import PlannedMatch, RunProgress, play_shard, print_plan
+from mau.runner import PlannedMatch, RunConfig, RunProgress, play_shard, print_plan
 
 
-class CollectConfig(Model):
+class CollectConfig(RunConfig):
     """``mau collect``: a grid of expert matches."""
 
-    out: str | None = Field(None, description="Run folder; default runs/collect/<date>/<time>_<config name>.")
-    resume: bool = Field(False, description="Continue a run in an existing run folder (required for every "
-                                            "shard after the first).")
-    shard: str | None = Field(None, description="I/N: play only the grid's matches k with k % N == I.")
-    workers: int = Field(1, ge=1, description="Matches played at once, each in its own worker process.")
     grid: GridConfig = Field(description="The pool, the pairings, the ARIA cases, repetitions and seeds.")
     world: WorldConfig = Field(default_factory=WorldConfig, description="The world every match is played in.")
 

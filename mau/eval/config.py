@@ -16,10 +16,10 @@ from typing import Any
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from mau import schema as F
-from mau.config import Model
 from mau.env.config import WorldConfig
 from mau.harness.backends.base import ModelConfig
 from mau.harness.config import AriaConfig, SeatConfig
+from mau.runner import RunConfig
 
 # Names become parts of folder names and of --set keys (so no '.'); '+' is allowed for arms like "bcwin+vote".
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_+-]*$")
@@ -46,14 +46,9 @@ def _named_models(v: Any, what: str) -> Any:
     return v
 
 
-class EvalConfig(Model):
+class EvalConfig(RunConfig):
     """``mau eval``: crewmate arms against fixed imposter models on one list of seeds shared by every arm."""
 
-    out: str | None = Field(None, description="Run folder; default runs/eval/<date>/<time>_<config name>.")
-    resume: bool = Field(False, description="Continue an eval in an existing run folder (plays only the "
-                                            "missing matches).")
-    shard: str | None = Field(None, description="I/N: play only the matches k with k % N == I.")
-    workers: int = Field(1, ge=1, description="Matches played at once, each in its own worker process.")
     report_only: bool = Field(False, description="Play nothing: recompute the report from the run folder's matches.")
     arms: dict[str, ModelConfig] = Field(
         min_length=1, description="The crewmate arms: name -> the model of the six crewmate seats "
