@@ -20,6 +20,9 @@ VERBS = {
     "dataset": ("mau.commands.dataset", "build a behaviour-cloning dataset (X, S, Y) from collected matches"),
     "train": ("mau.commands.train", "LoRA SFT of a Qwen3.5 VLM crewmate on a BC dataset (TRL + PEFT)"),
     "eval": ("mau.commands.eval", "evaluate crewmate arms against fixed imposters on shared seeds"),
+    "replay": ("mau.commands.replay", "replay recorded sim matches from their folders and check them byte for byte"),
+    "fork": ("mau.commands.fork", "counterfactual branches of one recorded decision, with an outcome report"),
+    "rl": ("mau.commands.rl", "decision-level GRPO of the crewmate (TRL), rewards from forks of the sim"),
     "quickstart": ("mau.commands.quickstart", "the whole loop on the embedded default, on a CPU, in minutes"),
 }
 

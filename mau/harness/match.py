@@ -61,7 +61,23 @@ class AriaMatch:
         return self._rest[key]
 
     async def play(self, seed: int) -> MatchResult:
-        t0 = time.perf_counter()
+        from tqdm import tqdm
+
+        self.start(seed)
+        bar = tqdm(total=self.world.cfg.max_steps, desc=self.match_id, unit="step",
+                   disable=None if self.progress else True, dynamic_ncols=True)
+        while self.world.state.phase != ENDED:
+            bar.update(self.world.state.step - bar.n)
+            bar.set_postfix(calls=self.log.n, fallbacks=self.log.fallbacks, refresh=False)
+            await self.advance()
+        bar.close()
+        return await self.finish()
+
+    def start(self, seed: int) -> None:
+        """Reset the world to ``seed`` and seat the agents. ``play`` is start, advance until the end, finish;
+        replay and forks (mau/replay) drive the same three steps and snapshot between two advances."""
+        self._t0 = time.perf_counter()
+        self.seed = seed
         w = self.world
         w.reset(seed)
         st = w.state
@@ -69,45 +85,44 @@ class AriaMatch:
         rooms = list(w.map.room_names)
         harness_of = {p.name: self.seats[self._seat(p.name, p.role)].aria.model_dump(
             include={"state", "memory", "planning", "reflection", "prompt_style"}) for p in st.players}
-        caller = Caller(w, self.log, self.match_id, harness_of)
+        self.caller = Caller(w, self.log, self.match_id, harness_of)
         builders: dict[str, PromptBuilder] = {}
-        agents: dict[str, AriaAgent] = {}
+        self.agents: dict[str, AriaAgent] = {}
         for p in st.players:
             key = self._seat(p.name, p.role)
             seat = self.seats[key]
             if key not in builders:
                 builders[key] = PromptBuilder(seat.aria, w.cfg, w.map)
-            agents[p.name] = AriaAgent(p.name, p.role, roster, seat, self.backends[key], builders[key], caller,
-                                       self.frames, rooms, rest_backend=self._rest_backend(key))
-        meetings_done = 0
-        from tqdm import tqdm
+            self.agents[p.name] = AriaAgent(p.name, p.role, roster, seat, self.backends[key], builders[key],
+                                            self.caller, self.frames, rooms, rest_backend=self._rest_backend(key))
+        self.meetings_done = 0
 
-        bar = tqdm(total=w.cfg.max_steps, desc=self.match_id, unit="step", disable=None if self.progress else True,
-                   dynamic_ncols=True)
-        while st.phase != ENDED:
-            bar.update(st.step - bar.n)
-            bar.set_postfix(calls=self.log.n, fallbacks=self.log.fallbacks, refresh=False)
-            if st.phase == ROAM:
-                if st.meetings_held > meetings_done:  # a meeting just ended: remember, reflect, dump memory
-                    meetings_done = st.meetings_held
-                    outcome = _meeting_outcome(st)
-                    dumps = await asyncio.gather(*(
-                        agents[p.name].after_meeting(w.observe(p.name, agents[p.name].aria.state), outcome)
-                        for p in st.players if p.active))
-                    self.memory_dumps += [{"meeting": meetings_done, F.STEP: st.step, **d} for d in dumps]
-                active = [p.name for p in st.players if p.active]
-                obs = {n: w.observe(n, agents[n].aria.state) for n in active}
-                chosen = await asyncio.gather(*(agents[n].roam(obs[n]) for n in active))
-                w.step(dict(zip(active, chosen)))
-            elif st.phase == DISCUSSION:
-                speaker = st.meeting.speaker
-                action = await agents[speaker].speak(w.observe(speaker, agents[speaker].aria.state))
-                w.step({speaker: action})
-            elif st.phase == VOTING:
-                active = [p.name for p in st.players if p.active]
-                votes = await asyncio.gather(*(agents[n].vote(w.observe(n, agents[n].aria.state)) for n in active))
-                w.step(dict(zip(active, votes)))
-        bar.close()
+    async def advance(self) -> None:
+        """One world step: a roam step of every active agent, one speaker's turn, or the vote."""
+        w, st, agents = self.world, self.world.state, self.agents
+        if st.phase == ROAM:
+            if st.meetings_held > self.meetings_done:  # a meeting just ended: remember, reflect, dump memory
+                self.meetings_done = st.meetings_held
+                outcome = _meeting_outcome(st)
+                dumps = await asyncio.gather(*(
+                    agents[p.name].after_meeting(w.observe(p.name, agents[p.name].aria.state), outcome)
+                    for p in st.players if p.active))
+                self.memory_dumps += [{"meeting": self.meetings_done, F.STEP: st.step, **d} for d in dumps]
+            active = [p.name for p in st.players if p.active]
+            obs = {n: w.observe(n, agents[n].aria.state) for n in active}
+            chosen = await asyncio.gather(*(agents[n].roam(obs[n]) for n in active))
+            w.step(dict(zip(active, chosen)))
+        elif st.phase == DISCUSSION:
+            speaker = st.meeting.speaker
+            action = await agents[speaker].speak(w.observe(speaker, agents[speaker].aria.state))
+            w.step({speaker: action})
+        elif st.phase == VOTING:
+            active = [p.name for p in st.players if p.active]
+            votes = await asyncio.gather(*(agents[n].vote(w.observe(n, agents[n].aria.state)) for n in active))
+            w.step(dict(zip(active, votes)))
+
+    async def finish(self) -> MatchResult:
+        st = self.world.state
         self.log.close()
         self.frames.close()
         for b in self._rest.values():
@@ -116,7 +131,8 @@ class AriaMatch:
             with open(self.folder / F.MEMORY_FILE, "w") as f:
                 for d in self.memory_dumps:
                     f.write(json.dumps(d, separators=(",", ":")) + "\n")
-        return MatchResult(seed, st.outcome, st.end_reason, st.step, st.tick, time.perf_counter() - t0, None)
+        return MatchResult(self.seed, st.outcome, st.end_reason, st.step, st.tick, time.perf_counter() - self._t0,
+                           None)
 
     def header_extra(self) -> dict[str, Any]:
         return {F.MATCH_ID: self.match_id, "calls": self.log.summary(), "frames_saved": self.frames.saved,

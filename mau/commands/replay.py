@@ -1,0 +1,72 @@
+"""mau replay runs/play/seed1 --check
+
+Replay recorded sim matches from their folders alone: the seed and resolved config recreate the world, and
+every model call is answered with its recorded raw output (``calls.jsonl``) in place of the model, so no model
+or server is needed; scripted-policy matches rerun their seeded policies. The replayed event log is compared
+with ``events.jsonl`` byte for byte (and, for ARIA matches, the memory dumps and each call's parsed answer).
+Prints one JSON line per match; with ``--check`` the exit status is 1 when any match differs, and the first
+differing event is printed (docs/replay.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from pydantic import Field
+
+from mau.env.config import Model
+
+
+class ReplayCmdConfig(Model):
+    """``mau replay``: replay recorded matches exactly."""
+
+    matches: list[str] = Field(min_length=1, description="Match folders (or collect / eval run folders) to replay.")
+    check: bool = Field(False, description="Exit with status 1 if any replay differs from its record.")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("matches", nargs="+", help="match folders, or run folders (their matches/ are replayed)")
+    p.add_argument("--check", action="store_true", help="exit 1 when a replay differs from its record")
+
+
+def config_from_args(args: argparse.Namespace) -> ReplayCmdConfig:
+    return ReplayCmdConfig(matches=args.matches, check=args.check)
+
+
+def match_folders(paths: list[str]) -> list[str]:
+    from pathlib import Path
+
+    from mau import schema as F
+    from mau.errors import MauError
+    from mau.matchdir import is_match_dir
+
+    out = []
+    for p in paths:
+        if is_match_dir(p):
+            out.append(p)
+        elif (Path(p) / F.MATCHES_DIR).is_dir():
+            out += sorted(str(m) for m in (Path(p) / F.MATCHES_DIR).iterdir() if is_match_dir(m))
+        else:
+            raise MauError(f"{p}: neither a match folder (no {F.MATCH_HEADER}) nor a run folder with {F.MATCHES_DIR}/")
+    return out
+
+
+def main(cfg: ReplayCmdConfig) -> int:
+    import json
+    import sys
+
+    from mau.replay.check import check
+
+    bad = 0
+    for m in match_folders(cfg.matches):
+        r = check(m)
+        print(json.dumps(r), flush=True)
+        if not r["ok"]:
+            bad += 1
+            d = r["first_difference"]
+            if d is not None:
+                print(f"{m}: first differing event #{d['index']}:\n  recorded: {d['recorded']}\n  replayed: "
+                      f"{d['replayed']}", file=sys.stderr)
+            if r["divergence"]:
+                print(f"{m}: {r['divergence']}", file=sys.stderr)
+    return 1 if cfg.check and bad else 0
