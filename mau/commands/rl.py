@@ -1,0 +1,52 @@
+"""mau rl --config configs/rl/tiny.yaml --set decisions.runs=[runs/collect/smoke] --out runs/rl/tiny
+
+Decision-level GRPO of the crewmate with TRL's ``GRPOTrainer``: prompts are recorded crewmate decision contexts
+(VOTE by default) from collect runs; for each, G completions are sampled and each is rewarded by forking the sim
+at that decision with the completion as the answer and playing on (vote named a true imposter, the meeting
+ejected one, the crew won; a penalty for an unparseable answer; docs/rl.md). Starts from a BC model (a LoRA
+adapter from ``mau train``, merged, is also the KL reference). The run folder holds trainer_log.jsonl (reward
+curve, KL, loss), rewards.jsonl (every completion's reward and terms), the trained adapter, a merged model for
+``mau eval`` and rl.json. Prints one line. Needs the ``ml`` extra.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from mau.commands.common import add_config_arguments
+from mau.train.rl_config import RLConfig
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_config_arguments(p)
+    p.add_argument("--out", help="run folder (output.dir)")
+
+
+def config_from_args(args: argparse.Namespace) -> RLConfig:
+    from mau.config import load_config, parse_overrides, set_dotted
+
+    over = parse_overrides(args.set)
+    if args.out is not None:
+        set_dotted(over, "output.dir", args.out)
+    return load_config(RLConfig, args.config, over)
+
+
+def main(cfg: RLConfig) -> int:
+    import importlib.util
+    from pathlib import Path
+
+    from mau.commands.common import dated_run_dir
+    from mau.errors import MauError
+
+    missing = [m for m in ("torch", "transformers", "trl", "peft", "datasets") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise MauError(f"mau rl needs the ml extra ({missing[0]} is missing): pip install -e '.[ml]'")
+    from mau.train.grpo import train_rl
+
+    name = Path(getattr(cfg, "_source", "rl")).stem
+    out = Path(cfg.output.dir or dated_run_dir("rl", name))
+    s = train_rl(cfg, out)
+    print(f"rl steps={s['steps']} decisions={s['decisions']} reward {s['reward_first']} -> {s['reward_last']} "
+          f"steps_per_minute={s['steps_per_minute']} forks={s['forks']} trainable_changed={s['trainable_changed']} "
+          f"-> {s['merged'] or s['saved']}", flush=True)
+    return 0

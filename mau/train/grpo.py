@@ -1,0 +1,260 @@
+"""Decision-level GRPO of the crewmate: TRL's ``GRPOTrainer`` (its loss, its KL term; nothing hand-written)
+on recorded decision contexts, each completion rewarded by forking the sim at its decision with that
+completion as the answer (``mau.replay.reward``).
+
+Prompts are the exact messages of recorded crewmate calls (VOTE first); a row carries its match folder and
+call id, which TRL hands to the reward function. The policy starts from a BC model: a LoRA adapter from
+``mau train`` is merged into its base, and a fresh LoRA is trained on the merged model, so the KL reference
+(TRL: the model with the adapter disabled) is exactly the BC policy. The run folder: config.yaml,
+provenance.json, trainer_log.jsonl (TRL's metrics: reward mean / std per function, KL, loss, ...),
+rewards.jsonl (every completion: its decision, answer, reward and the reward's terms), checks.json, adapter/,
+model/ (merged, servable by the hf backend) and rl.json (the summary, written last). Heavy imports inside.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from mau import schema as F
+from mau.errors import MauError
+from mau.train.rl_config import RLConfig
+
+SUMMARY = "rl.json"
+LOG = "trainer_log.jsonl"
+REWARDS_LOG = "rewards.jsonl"
+CHECKS = "checks.json"
+
+
+def to_prompt(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Recorded messages -> TRL's conversational prompt (text parts, and image placeholders in order)."""
+    out = []
+    for m in messages:
+        content = m["content"]
+        if isinstance(content, str):
+            parts = [{"type": "text", "text": content}]
+        else:
+            parts = [{"type": "image"} if p.get("type") == "image" else {"type": "text", "text": p["text"]}
+                     for p in content]
+        out.append({"role": m["role"], "content": parts})
+    return out
+
+
+def decision_rows(cfg) -> list[dict[str, Any]]:
+    """One row per recorded decision of ``cfg`` (a DecisionsSection): prompt, match folder, call id (and images)."""
+    from mau.commands.replay import match_folders
+    from mau.replay.record import read_match
+
+    if not cfg.runs:
+        raise MauError("decisions.runs is empty; give collect run folders (or match folders) to take decisions from")
+    rows: list[dict[str, Any]] = []
+    for folder in match_folders(cfg.runs):
+        rec = read_match(folder)
+        if rec.policy != "aria" or rec.seed in cfg.exclude_seeds:
+            continue
+        for c in rec.calls:
+            if c[F.MODULE] not in cfg.modules or c[F.ROLE] != cfg.role:
+                continue
+            row = {"prompt": to_prompt(c[F.MESSAGES]), "match": str(Path(folder).resolve()), "call_id": c[F.CALL_ID]}
+            paths = [p[F.IMAGE_PATH] for m in c[F.MESSAGES] if isinstance(m["content"], list)
+                     for p in m["content"] if p.get("type") == "image"]
+            if paths:
+                from PIL import Image
+
+                row["images"] = [Image.open(Path(folder) / p).convert("RGB") for p in paths]
+            rows.append(row)
+            if cfg.max_decisions and len(rows) >= cfg.max_decisions:
+                return rows
+    if not rows:
+        raise MauError(f"decisions: no {cfg.role} {'/'.join(cfg.modules)} calls in {cfg.runs} (seeds "
+                       f"{cfg.exclude_seeds} left out); record some with mau collect")
+    return rows
+
+
+def completion_text(c: Any) -> str:
+    if isinstance(c, str):
+        return c
+    if isinstance(c, list) and c:
+        content = c[-1].get("content", "")
+        if isinstance(content, list):
+            return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+        return content or ""
+    return ""
+
+
+class ForkReward:
+    """TRL reward function: forks the sim at each completion's decision with the completion as the answer."""
+
+    def __init__(self, rewarder, log_path: Path | None):
+        self.__name__ = "fork_reward"  # TRL names the metric after the function
+        self.rewarder, self.log_path = rewarder, log_path
+        self.calls = 0
+
+    def __call__(self, prompts, completions, match, call_id, **kw) -> list[float]:
+        texts = [completion_text(c) for c in completions]
+        results = self.rewarder.rewards(list(zip(match, call_id, texts)))
+        state = kw.get("trainer_state")
+        step = state.global_step if state is not None else self.calls
+        self.calls += 1
+        if self.log_path is not None:
+            with open(self.log_path, "a", encoding="utf-8") as f:
+                for cid, text, (r, terms, o) in zip(call_id, texts, results):
+                    f.write(json.dumps({"step": step, "call_id": cid, "answer": text, "reward": r, "terms": terms,
+                                        "fallback": o.fallback, "vote_target": o.vote_target,
+                                        "meeting_ejected": o.meeting_ejected}) + "\n")
+        return [r for r, _, _ in results]
+
+
+def _processor(base: str, cfg: RLConfig):
+    from transformers import AutoProcessor
+
+    processor = AutoProcessor.from_pretrained(base)
+    if getattr(processor, "tokenizer", None) is None or not hasattr(processor, "image_processor"):
+        raise MauError(f"AutoProcessor gave {type(processor).__name__}, not a multimodal processor (is torchvision "
+                       "installed and importable?)")
+    hi, lo = cfg.images.max_pixels, cfg.images.min_pixels
+    if hi is not None or lo is not None:
+        size = dict(processor.image_processor.size)
+        if hi is not None:
+            size["longest_edge"] = hi
+            size["shortest_edge"] = min(size.get("shortest_edge") or hi, hi)
+        if lo is not None:
+            size["shortest_edge"] = lo
+        processor.image_processor.size = size
+    processor.tokenizer.padding_side = "left"
+    return processor
+
+
+def _start_model(cfg: RLConfig, dtype):
+    """The start policy: the base, with the BC adapter merged in when there is one."""
+    from transformers import AutoModelForImageTextToText
+
+    kwargs: dict[str, Any] = {"dtype": dtype}
+    if cfg.policy.attn_implementation:
+        kwargs["attn_implementation"] = cfg.policy.attn_implementation
+    try:
+        model = AutoModelForImageTextToText.from_pretrained(cfg.policy.path, **kwargs)
+    except (OSError, ValueError) as e:
+        raise MauError(f"policy.path {cfg.policy.path}: the model does not load ({str(e).splitlines()[0][:160]})") from None
+    if cfg.policy.adapter:
+        from peft import PeftModel
+
+        if not Path(cfg.policy.adapter).is_dir():
+            raise MauError(f"policy.adapter {cfg.policy.adapter}: no such folder; give mau train's OUT/adapter")
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+            model = PeftModel.from_pretrained(model, cfg.policy.adapter).merge_and_unload()
+    return model
+
+
+def grpo_args(cfg: RLConfig, out: Path, bf16: bool):
+    from trl import GRPOConfig
+
+    g = cfg.grpo
+    if (g.per_device_batch_size * g.gradient_accumulation_steps) % g.num_generations:
+        raise MauError(f"grpo.per_device_batch_size x gradient_accumulation_steps ({g.per_device_batch_size} x "
+                       f"{g.gradient_accumulation_steps}) must be a multiple of grpo.num_generations ({g.num_generations})")
+    extra: dict[str, Any] = {}
+    if g.use_vllm:
+        extra.update(use_vllm=True, vllm_mode=g.vllm_mode, vllm_gpu_memory_utilization=g.vllm_gpu_memory_utilization)
+    return GRPOConfig(
+        output_dir=str(out), num_generations=g.num_generations, per_device_train_batch_size=g.per_device_batch_size,
+        gradient_accumulation_steps=g.gradient_accumulation_steps, max_steps=g.max_steps,
+        learning_rate=g.learning_rate, beta=g.beta, temperature=g.temperature,
+        max_completion_length=g.max_completion_length, loss_type=g.loss_type, scale_rewards=g.scale_rewards,
+        logging_steps=g.logging_steps, save_steps=g.save_steps, seed=g.seed, bf16=bf16, fp16=False,
+        use_cpu=cfg.policy.device == "cpu", gradient_checkpointing=g.gradient_checkpointing,
+        chat_template_kwargs={"enable_thinking": False}, report_to=["wandb"] if cfg.logging.report_to == "wandb" else [],
+        run_name=cfg.logging.run_name or out.name, disable_tqdm=True, log_level="warning", **extra)
+
+
+def train_rl(cfg: RLConfig, out: Path) -> dict[str, Any]:
+    import torch
+    from datasets import Dataset
+    from peft import LoraConfig
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+    from transformers.utils import logging as hf_logging
+    from trl import GRPOTrainer
+
+    from mau.provenance import provenance
+    from mau.replay.reward import ForkRewarder
+    from mau.train import freeze
+    from mau.train.sft import log_callback
+
+    t0 = time.perf_counter()
+    hf_logging.disable_progress_bar()
+    if out.exists() and any(out.iterdir()):
+        raise MauError(f"output.dir {out}: exists and is not empty; choose a new folder")
+    if cfg.lora.full_finetune and cfg.policy.adapter:
+        raise MauError("lora.full_finetune with policy.adapter: merge the adapter first (mau train output.merge) and "
+                       "give the merged model as policy.path")
+    rows = decision_rows(cfg.decisions)
+    dataset = Dataset.from_list(rows)
+    gpu = torch.cuda.is_available() and cfg.policy.device != "cpu"
+    dtype = {"auto": torch.bfloat16 if gpu else torch.float32}.get(cfg.policy.dtype) or getattr(torch, cfg.policy.dtype)
+    bf16 = cfg.grpo.bf16 if cfg.grpo.bf16 is not None else dtype == torch.bfloat16
+    processor = _processor(cfg.policy.path, cfg)
+    model = _start_model(cfg, dtype)
+    freeze.freeze_vision(model)
+    peft_config = None
+    if cfg.lora.full_finetune:
+        freeze.freeze_all_but_language_model(model)
+    else:
+        peft_config = LoraConfig(r=cfg.lora.r, lora_alpha=cfg.lora.alpha, lora_dropout=cfg.lora.dropout,
+                                 target_modules=cfg.lora.target_modules, task_type="CAUSAL_LM")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.yaml").write_text(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False))
+    (out / "provenance.json").write_text(json.dumps({**provenance(), "decisions": len(rows)}, indent=1))
+    rewarder = ForkRewarder(cfg.reward)
+    reward = ForkReward(rewarder, out / REWARDS_LOG)
+    args = grpo_args(cfg, out, bf16)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+        trainer = GRPOTrainer(model=model, reward_funcs=[reward], args=args, train_dataset=dataset,
+                              processing_class=processor, peft_config=peft_config,
+                              callbacks=[log_callback(out / LOG)])
+    trainer.remove_callback(PrinterCallback)
+    trainer.remove_callback(ProgressCallback)
+    freeze.check_trainable(trainer.model, cfg.lora.full_finetune)
+    counts = freeze.parameter_counts(trainer.model)
+    before = freeze.trainable_digests(trainer.model)
+    vision_before = freeze.vision_digests(trainer.model)
+    t_train = time.perf_counter()
+    trainer.train()
+    train_s = time.perf_counter() - t_train
+    after = freeze.trainable_digests(trainer.model)
+    changed = sum(1 for k in before if before[k] != after.get(k))
+    vision_changed = freeze.compare_digests(vision_before, freeze.vision_digests(trainer.model))
+    saved = out / ("model" if cfg.lora.full_finetune else "adapter")
+    trainer.save_model(str(saved))
+    processor.save_pretrained(str(saved))
+    merged = None
+    if cfg.output.merge and not cfg.lora.full_finetune:
+        merged = out / "model"
+        m = trainer.model.merge_and_unload()
+        m.save_pretrained(str(merged))
+        processor.save_pretrained(str(merged))
+    history = trainer.state.log_history
+    curve = [{"step": r["step"], "reward": r.get("reward"), "reward_std": r.get("reward_std"), "kl": r.get("kl"),
+              "loss": r.get("loss")} for r in history if "reward" in r]
+    checks = {"parameters": counts, "trainable_tensors": len(after), "trainable_changed": changed,
+              "vision_unchanged": not vision_changed}
+    (out / CHECKS).write_text(json.dumps(checks, indent=1))
+    steps = trainer.state.global_step
+    summary = {"out": str(out), "steps": steps, "decisions": len(rows), "train_s": round(train_s, 2),
+               "steps_per_minute": round(60 * steps / train_s, 2) if train_s else None,
+               "forks": rewarder.forks, "fork_seconds": round(rewarder.fork_seconds, 2),
+               "reward_first": curve[0]["reward"] if curve else None, "reward_last": curve[-1]["reward"] if curve else None,
+               "reward_curve": curve, "trainable_changed": changed, "saved": str(saved),
+               "merged": str(merged) if merged else None, "wall_s": round(time.perf_counter() - t0, 2)}
+    if vision_changed:
+        raise MauError(f"{len(vision_changed)} vision-tower tensors changed in GRPO; see {out / CHECKS}")
+    (out / SUMMARY).write_text(json.dumps(summary, indent=1, default=str))
+    print(f"rl: {steps} steps, reward {summary['reward_first']} -> {summary['reward_last']}", file=sys.stderr)
+    return summary
