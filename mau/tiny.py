@@ -229,3 +229,40 @@ def build_tiny_adapter(base: str | Path, out: str | Path, seed: int = 0, r: int 
     peft_model.save_pretrained(out)
     AutoProcessor.from_pretrained(base).save_pretrained(out)
     return n
+
+VOTER_NAMES = ["James", "Steve", "Jason", "Michael", "Olivia", "Noah", "Ethan", "Martin"]
+
+
+def build_voter_model(src: str | Path, out: str | Path, scale: float = 14.0) -> Path:
+    """A copy of the tiny model at ``src`` that already answers VOTE in the format (no training): the start policy
+    of GRPO tests and benches (a random tiny model never answers in the format, so every completion would get
+    the same penalty and GRPO would have nothing to learn from). Every layer's output projections are zeroed,
+    so the residual stream carries only the current token's embedding (a bigram model), and lm_head is set so
+    that the newline ending the generation prompt is followed by ``{"vote_target": "``, one of the eight
+    default players' names with equal odds, ``"}`` and ``<|im_end|>``."""
+    import torch
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    proc = AutoProcessor.from_pretrained(src)
+    tok = proc.tokenizer
+    model = AutoModelForImageTextToText.from_pretrained(src, dtype=torch.float32)
+    lm = model.model.language_model
+    with torch.no_grad():
+        for name, p in lm.named_parameters():
+            if name.endswith(("o_proj.weight", "out_proj.weight", "down_proj.weight")):
+                p.zero_()
+        ids = tok.convert_tokens_to_ids
+        chain = ["Ċ", '{"', "vote", "_target", '":', 'Ġ"']
+        succ: list[tuple[int, int]] = [(ids(a), ids(b)) for a, b in zip(chain, chain[1:])]
+        succ += [(ids('Ġ"'), ids(n)) for n in VOTER_NAMES] + [(ids(n), ids('"}')) for n in VOTER_NAMES]
+        succ.append((ids('"}'), ids("<|im_end|>")))
+        emb = lm.embed_tokens.weight
+        head = model.lm_head.weight
+        head.zero_()
+        for a, b in succ:
+            h = lm.norm(emb[a][None, None, :])[0, 0]
+            head[b] += scale * h / (h @ h)
+    out = Path(out)
+    model.save_pretrained(out)
+    proc.save_pretrained(out)
+    return out

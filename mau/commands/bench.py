@@ -16,6 +16,15 @@ among them one forced to its full 200 steps (no kills, missions that never finis
 embedded) of a corpus of ARIA scripted matches (``--matches``, played here) and of the same corpus replicated
 ``--scale`` times (hard-linked copies under new match ids); each build runs in a fresh subprocess, so its peak
 RSS is its own. Reports examples/s and peak RSS of both, and their ratio (flat memory: ~1).
+
+``fork`` (``mau bench fork``): ARIA matches with the scripted expert in every seat (no frames) are played and the
+first crewmate VOTE of each is forked (docs/replay.md): branches per second played to the end of the meeting
+and to the end of the match, answers alternating between the recorded vote and a skip; also the one-off cost
+of replaying up to the decision and the snapshot / restore times.
+
+``rl`` (``mau bench rl``): a few GRPO steps (``mau rl``, TRL) on the CPU with the tiny Qwen3.5 made to vote in
+the format (``mau.train.tiny.build_voter_model``) on the VOTE decisions of a played match: seconds per step and
+steps per minute, forks per step.
 """
 
 from __future__ import annotations
@@ -27,8 +36,8 @@ from typing import Any
 from mau.commands.common import Flag
 from mau.options import RunOptions
 
-TARGETS = ("env", "harness", "dataset")
-DEFAULT_MATCHES = {"env": 30, "harness": 30, "dataset": 4}
+TARGETS = ("env", "harness", "dataset", "fork", "rl")
+DEFAULT_MATCHES = {"env": 30, "harness": 30, "dataset": 4, "fork": 3, "rl": 1}
 
 
 FLAGS = [
@@ -40,6 +49,9 @@ FLAGS = [
     Flag("--steps", "concurrent-call steps to time (harness)", type=int, default=20),
     Flag("--latency-ms", "mock server latency per call (harness)", type=float, default=200.0),
     Flag("--scale", "the larger corpus is this many copies of the first (dataset)", type=int, default=4),
+    Flag("--branches", "meeting-end branches per decision (fork); a tenth of them are played to the match end",
+         type=int, default=200),
+    Flag("--rl-steps", "GRPO steps to time (rl)", type=int, default=3),
 ]
 
 
@@ -314,6 +326,14 @@ def main(cfg: dict[str, Any], opts: RunOptions = RunOptions()) -> int:
     _one_core()
     if cfg["target"] == "env":
         print(json.dumps(bench_env(cfg["matches"], cfg["frames"], cfg["seed"])))
+    elif cfg["target"] == "fork":
+        from mau.replay.bench import bench_fork
+
+        print(json.dumps(bench_fork(cfg["matches"], cfg["seed"], cfg.get("branches", 200))))
+    elif cfg["target"] == "rl":
+        from mau.replay.bench import bench_rl
+
+        print(json.dumps(bench_rl(cfg["seed"], cfg.get("rl_steps", 3))))
     elif cfg["target"] == "dataset":
         print(json.dumps(bench_dataset(cfg["matches"], cfg["seed"], cfg.get("scale", 4))))
     else:

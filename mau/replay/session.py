@@ -1,16 +1,18 @@
 """One replayed match held in memory: replay it whole, stop at a decision, snapshot the world and every agent's
 harness state between two world steps, restore the snapshot and play a branch from it.
 
-A snapshot is one ``copy.deepcopy`` of everything that changes (game state, running actions, each agent's
-memory, skills, strategy and bookkeeping, the call log's counts and records, the director's queues, the
-scripted expert's brains) with the parts that never change pinned in the memo (maps, configs, prompt
-builders, backends, and the event and call records, which are never mutated once written), so a restore costs
-about as much as the changing state and not the whole history.
+A snapshot is one pickle of everything that changes (game state, running actions, each agent's memory,
+skills, strategy and bookkeeping, the call log's counts, the director's queues, the scripted expert's brains
+and their random streams), with the parts that never change kept by reference (maps, configs, prompt
+builders, backends) and the append-only logs (events, call records, memory dumps) kept as tuples of their
+items, which are never mutated once written. Restoring is one unpickle, so a restore costs about as much as
+the changing state and not the whole history.
 """
 
 from __future__ import annotations
 
-import copy
+import io
+import pickle
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +22,25 @@ from mau.harness.calls import CallLog
 from mau.harness.config import SeatConfig
 from mau.replay.director import Director, ReachedFork, ReplayBackend
 from mau.replay.record import RecordedMatch
+
+
+class _Pickler(pickle.Pickler):
+    def __init__(self, f, pins: dict[int, Any]):
+        super().__init__(f, protocol=pickle.HIGHEST_PROTOCOL)
+        self.pins = pins
+
+    def persistent_id(self, obj: Any) -> Any:
+        return self.pins.get(id(obj))
+
+
+class _Unpickler(pickle.Unpickler):
+    def __init__(self, f, loads: dict[Any, Any]):
+        super().__init__(f)
+        self.loads = loads
+
+    def persistent_load(self, pid: Any) -> Any:
+        v = self.loads[pid]
+        return list(v) if pid in ("events", "records", "dumps") else v
 
 
 class KeepLog(CallLog):
@@ -199,40 +220,49 @@ class Session:
             steps=st.step, roles={p.name: p.role for p in st.players})
 
     # -- snapshots -----------------------------------------------------------------------------------------
-    def _pins(self, events: list, records: list, dumps: list) -> dict[int, Any]:
+    def _shared(self) -> list[Any]:
+        """Objects a snapshot refers to but never copies: they do not change during a match."""
         m, w = self.match, self.world
-        pins: list[Any] = [w, w.map, w.cfg, w.config, w.rules, w.vision, m, m.caller, m.frames, m.log,
-                           self.director, self.rec]
+        shared: list[Any] = [w, w.map, w.cfg, w.config, w.rules, w.vision, m, m.caller, m.frames, m.log,
+                             self.director, self.rec]
         for a in m.agents.values():
-            pins += [a.seat, a.aria, a.backend, a.rest_backend, a.builder, a.caller, a.frames, a.rooms]
+            shared += [a.seat, a.aria, a.backend, a.rest_backend, a.builder, a.caller, a.frames, a.rooms]
         for b in self.live:
-            pins += [brain.map for brain in getattr(b, "_brains", {}).values()]
-        pins += events
-        pins += records
-        pins += dumps
-        return {id(p): p for p in pins}
-
-    def _brains(self) -> dict[int, Any]:
-        return {i: (b._brains, b._match) for i, b in enumerate(self.live) if hasattr(b, "_brains")}
+            shared += [brain.map for brain in getattr(b, "_brains", {}).values()]
+        return [x for x in shared if x is not None]
 
     def snapshot(self) -> dict[str, Any]:
+        """The changing state as one pickle. Shared objects are pickled by reference (persistent ids), and the
+        append-only logs (events, call records, memory dumps) as tuples of their items, which are never
+        mutated once written; restoring is one C-speed unpickle plus list copies of those tuples."""
         m, w = self.match, self.world
-        log = {k: v for k, v in m.log.__dict__.items() if k != "_f"}
+        log = {k: v for k, v in m.log.__dict__.items() if k not in ("_f", "records")}
         data = {"state": w.state, "runs": w.runs, "last_results": w.last_results,
                 "agents": {n: a.__dict__ for n, a in m.agents.items()}, "meetings_done": m.meetings_done,
-                "memory_dumps": m.memory_dumps, "log": log, "frame_names": m.frames._names,
-                "frames_saved": m.frames.saved, "director": self.director.state(), "brains": self._brains(),
-                "advances": self.director.advances}
-        return copy.deepcopy(data, self._pins(w.state.events, m.log.records, m.memory_dumps))
+                "log": log, "frame_names": m.frames._names, "frames_saved": m.frames.saved,
+                "director": self.director.state(), "advances": self.director.advances,
+                "brains": {i: (b._brains, b._match) for i, b in enumerate(self.live) if hasattr(b, "_brains")}}
+        shared = self._shared()
+        pins = {id(x): k for k, x in enumerate(shared)}
+        pins[id(w.state.events)] = "events"  # the lists themselves grow: they come back as fresh copies
+        pins[id(m.log.records)] = "records"
+        pins[id(m.memory_dumps)] = "dumps"
+        buf = io.BytesIO()
+        _Pickler(buf, pins).dump(data)
+        return {"blob": buf.getvalue(), "events": tuple(w.state.events), "records": tuple(m.log.records),
+                "dumps": tuple(m.memory_dumps), "shared": shared}
 
     def restore(self, snap: dict[str, Any]) -> None:
-        s = copy.deepcopy(snap, self._pins(snap["state"].events, snap["log"]["records"], snap["memory_dumps"]))
+        loads: dict[Any, Any] = dict(enumerate(snap["shared"]))
+        loads.update(events=snap["events"], records=snap["records"], dumps=snap["dumps"])
+        s = _Unpickler(io.BytesIO(snap["blob"]), loads).load()
         m, w = self.match, self.world
         w.state, w.runs, w.last_results = s["state"], s["runs"], s["last_results"]
         for n, a in m.agents.items():
             a.__dict__.update(s["agents"][n])
-        m.meetings_done, m.memory_dumps = s["meetings_done"], s["memory_dumps"]
+        m.meetings_done, m.memory_dumps = s["meetings_done"], list(snap["dumps"])
         m.log.__dict__.update(s["log"])
+        m.log.records = list(snap["records"])
         m.frames._names, m.frames.saved = s["frame_names"], s["frames_saved"]
         m.frames._cache.clear()
         self.director.set_state(s["director"])

@@ -1,0 +1,129 @@
+"""Speed of forks and of GRPO on the CPU (``mau bench fork``, ``mau bench rl``; see mau/commands/bench.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from mau import schema as F
+
+
+def _play_aria(out: Path, seed: int, extra: list[str] | None = None) -> Path:
+    import contextlib
+    import io
+
+    from mau.commands.play import PlayConfig, main as play_main
+    from mau.config import load_config, parse_overrides
+
+    sets = ["seats.crewmate.aria.frames=false", "seats.imposter.aria.frames=false", f"seed={seed}", f"out={out}"]
+    cfg = load_config(PlayConfig, "configs/play/aria_scripted.yaml", parse_overrides(sets + (extra or [])))
+    with contextlib.redirect_stdout(io.StringIO()):
+        play_main(cfg)
+    return out
+
+
+def _voted_matches(tmp: Path, n: int, seed: int) -> list[Path]:
+    """``n`` matches (seeds from ``seed`` on) that have a crewmate VOTE."""
+    from mau.replay.record import read_match
+
+    got, s = [], seed
+    while len(got) < n and s < seed + 50 * n:
+        m = _play_aria(tmp / f"m{s}", s)
+        if any(c[F.MODULE] == "vote" and c[F.ROLE] == "crewmate" for c in read_match(m).calls):
+            got.append(m)
+        s += 1
+    return got
+
+
+async def _fork_one(folder: Path, branches: int) -> dict[str, Any]:
+    from mau.replay.record import read_match
+    from mau.replay.session import Session
+
+    rec = read_match(folder)
+    call = next(c for c in rec.calls if c[F.MODULE] == "vote" and c[F.ROLE] == "crewmate")
+    answers = [call[F.RAW_OUTPUT], json.dumps({"vote_target": "skip"})]
+    s = Session(rec)
+    t0 = time.perf_counter()
+    snap = await s.prepare_fork(call[F.CALL_ID])
+    prepare = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for _ in range(20):
+        s.snapshot()
+    snap_ms = (time.perf_counter() - t0) / 20 * 1000
+    t0 = time.perf_counter()
+    for _ in range(20):
+        s.restore(snap)
+    restore_ms = (time.perf_counter() - t0) / 20 * 1000
+    t0, c0 = time.perf_counter(), time.process_time()
+    for k in range(branches):
+        await s.branch(snap, answers[k % 2], "meeting")
+    meeting, meeting_cpu = time.perf_counter() - t0, time.process_time() - c0
+    n_match = max(2, branches // 10)
+    steps = []
+    t0, c0 = time.perf_counter(), time.process_time()
+    for k in range(n_match):
+        o = await s.branch(snap, answers[k % 2], "match")
+        steps.append(o.steps - call[F.STEP])
+    match, match_cpu = time.perf_counter() - t0, time.process_time() - c0
+    await s.close()
+    return {"match": folder.name, "decision": call[F.CALL_ID], "step": call[F.STEP], "prepare_s": round(prepare, 4),
+            "snapshot_ms": round(snap_ms, 3), "restore_ms": round(restore_ms, 3),
+            "meeting_end_forks_per_s": round(branches / meeting, 1),
+            "match_end_forks_per_s": round(n_match / match, 2), "match_end_steps_played": statistics.median(steps),
+            "meeting_end_forks_per_cpu_s": round(branches / meeting_cpu, 1),
+            "match_end_forks_per_cpu_s": round(n_match / match_cpu, 2)}
+
+
+def bench_fork(matches: int, seed: int, branches: int) -> dict[str, Any]:
+    import shutil
+
+    Path("runs").mkdir(exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="bench-fork-", dir="runs"))
+    try:
+        rows = [asyncio.run(_fork_one(m, branches)) for m in _voted_matches(tmp, matches, seed)]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return {"bench": "fork", "decisions": len(rows), "branches_per_decision": branches,
+            "meeting_end_forks_per_s_median": statistics.median(r["meeting_end_forks_per_s"] for r in rows),
+            "match_end_forks_per_s_median": statistics.median(r["match_end_forks_per_s"] for r in rows),
+            # CPU time of this process: what one core does when it is not shared (the wall figures above
+            # include waiting for a core on a busy machine)
+            "meeting_end_forks_per_cpu_s_median": statistics.median(r["meeting_end_forks_per_cpu_s"] for r in rows),
+            "match_end_forks_per_cpu_s_median": statistics.median(r["match_end_forks_per_cpu_s"] for r in rows),
+            "per_decision": rows, "cores": 1}
+
+
+def bench_rl(seed: int, steps: int) -> dict[str, Any]:
+    import contextlib
+    import io
+    import shutil
+    import sys
+
+    from mau.config import load_config, parse_overrides
+    from mau.train.grpo import train_rl
+    from mau.train.rl_config import RLConfig
+    from mau.train.tiny import build_tiny_model, build_voter_model
+
+    Path("runs").mkdir(exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="bench-rl-", dir="runs"))
+    try:
+        m = _voted_matches(tmp, 1, seed)[0]
+        build_tiny_model(tmp / "tiny", seed=0)
+        voter = build_voter_model(tmp / "tiny", tmp / "voter")
+        cfg = load_config(RLConfig, "configs/rl/tiny.yaml", parse_overrides([
+            f"decisions.runs=[{m}]", f"policy.path={voter}", f"grpo.max_steps={steps}", "output.merge=false"]))
+        with contextlib.redirect_stderr(io.StringIO()) if not sys.stderr.isatty() else contextlib.nullcontext():
+            s = train_rl(cfg, tmp / "rl")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    g = cfg.grpo
+    return {"bench": "rl", "steps": s["steps"], "train_s": s["train_s"], "s_per_step": round(s["train_s"] / s["steps"], 2),
+            "steps_per_minute": s["steps_per_minute"], "completions_per_step": g.per_device_batch_size,
+            "num_generations": g.num_generations, "max_completion_length": g.max_completion_length,
+            "forks": s["forks"], "fork_seconds": s["fork_seconds"], "model": "tiny Qwen3.5 (0.55 M, voter)",
+            "cores": 1}
