@@ -8,7 +8,7 @@ Meeting actions: speak (text, or none to pass), vote (a player's name or "skip")
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 ROAM_KINDS = ("goto", "follow", "flee", "mission", "fake_mission", "kill", "report", "button", "wait", "look_around")
@@ -38,7 +38,17 @@ class Action:
     narration: str | None = None  # an imposter's private note of intent: logged, never shown to others
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v is not None}
+        # What asdict gave (a copy of a point, None fields left out), without its recursive deep copy: this
+        # runs for every action start and every observation.
+        out: dict[str, Any] = {}
+        for k in _ACTION_FIELDS:
+            v = getattr(self, k)
+            if v is not None:
+                out[k] = type(v)(v) if isinstance(v, (list, tuple)) else v
+        return out
+
+
+_ACTION_FIELDS = tuple(f.name for f in fields(Action))
 
 
 @dataclass(slots=True)

@@ -307,7 +307,10 @@ class Rules:
         """Apply the four endings; return the outcome if the match just ended."""
         if state.phase == ENDED:
             return state.outcome
-        crew, imps = state.active_crew, state.active_imposters
+        crew, imps = [], []  # state.active_crew / active_imposters in one pass: this runs every substep
+        for p in state.players:
+            if p.alive and not p.ejected:
+                (imps if p.role == IMPOSTER else crew).append(p)
         outcome = reason = None
         if not imps:
             outcome, reason = CREWMATE_WIN, "all imposters ejected"
