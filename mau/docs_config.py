@@ -58,15 +58,18 @@ def table(model: type[BaseModel], prefix: str = "") -> list[str]:
 
 def render() -> str:
     from mau.collect.run import CollectConfig
+    from mau.commands.fork import ForkConfig
     from mau.commands.quickstart import QuickstartConfig
     from mau.commands.tiny_model import TinyModelConfig
     from mau.datasets.config import DatasetConfig
     from mau.eval.config import EvalConfig
     from mau.runner import PlayConfig
     from mau.train.config import TrainConfig
+    from mau.train.rl_config import RLConfig
 
     sections = [("mau play", PlayConfig), ("mau collect", CollectConfig), ("mau dataset", DatasetConfig),
                 ("mau train", TrainConfig), ("mau eval", EvalConfig), ("mau quickstart", QuickstartConfig),
+                ("mau fork", ForkConfig), ("mau rl", RLConfig),
                 ("mau tiny-model", TinyModelConfig)]
     out = [HEADER]
     for title, model in sections:

@@ -228,3 +228,10 @@ class Observation(TypedDict, total=False):
     current_action: dict[str, Any] | None
     last_action_result: dict[str, Any] | None
     meeting: dict[str, Any] | None
+# -- fork folder (format version 1; docs/replay.md, docs/formats.md) ------------------------------------------
+FORK_FORMAT = "mau.fork"
+FORK_FORMAT_VERSION = 1
+FORK_HEADER = "fork.json"  # the decision, every branch's outcome, the summary per answer
+FORK_REPORT = "fork.md"  # the summary as a table with intervals
+BRANCHES_DIR = "branches"  # branches/<k:04d>/ : one match folder (mau.match v1) per branch
+FORK = "fork"  # match header of a branch: {parent, parent_match_id, decision, branch, answer, ended}

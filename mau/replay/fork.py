@@ -23,9 +23,7 @@ from mau.harness.backends.base import Frame, ModelRequest
 from mau.replay.record import RecordedMatch
 from mau.replay.session import BranchOutcome, Session
 
-FORK_HEADER = "fork.json"
-FORK_REPORT = "fork.md"
-BRANCHES_DIR = "branches"
+FORK_HEADER, FORK_REPORT, BRANCHES_DIR = F.FORK_HEADER, F.FORK_REPORT, F.BRANCHES_DIR
 
 
 def request_from_record(rec: RecordedMatch, call: dict[str, Any], max_tokens: int | None = None,
@@ -161,7 +159,7 @@ def write_branch(session: Session, folder: Path, parent: RecordedMatch, decision
         header = match_header(session.world, result, cfg, provenance())
         header.update({F.MATCH_ID: match_id, "calls": session.match.log.summary(),
                        "seats": {k2: v.model_dump(mode="json") for k2, v in session.seats.items()},
-                       "fork": {"parent": str(parent.path), "parent_match_id": parent.match_id,
+                       F.FORK: {"parent": str(parent.path), "parent_match_id": parent.match_id,
                                 "decision": decision, "branch": k, "answer": outcome.answer,
                                 "ended": outcome.ended}})
         return writer.publish(header)
@@ -206,7 +204,7 @@ async def run_fork(rec: RecordedMatch, call: dict[str, Any], answers: list[str |
     recorded = session.rec.call(call[F.CALL_ID])
     recorded_key = answer_key(BranchOutcome(recorded[F.RAW_OUTPUT], recorded[F.PARSED], bool(recorded[F.FALLBACK]),
                                             False, None, None, None, None, None))
-    header = {"format": "mau.fork", "format_version": 1, "parent": str(rec.path), "parent_match_id": rec.match_id,
+    header = {F.FORMAT: F.FORK_FORMAT, F.FORMAT_VERSION: F.FORK_FORMAT_VERSION, "parent": str(rec.path), "parent_match_id": rec.match_id,
               "parent_outcome": rec.header.get(F.OUTCOME), "decision": decision, "horizon": horizon,
               "repeats": repeats, "branches": branches, "summary": summarize(outcomes, recorded_key),
               "prepare_s": round(t_fork - t0, 3), "play_s": round(play_s, 3),
