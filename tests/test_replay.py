@@ -71,7 +71,8 @@ def test_replay_needs_no_model_and_is_exact_when_answers_arrive_out_of_order(tmp
 
     with mock_server(str(tmp_path / "mock.log"), latency_ms=2, jitter_ms=6, faults="malformed=0.2", seed=3) as srv:
         m = play(tmp_path / "m", 7, ARIA, *NO_FRAMES, "--set", "world.game.max_steps=12",
-                 "--set", "seats.crewmate.model.backend=openai", "--set", f"seats.crewmate.model.base_url={srv.base_url}",
+                 "--set", "seats.crewmate.model.backend=openai",
+                 "--set", f"seats.crewmate.model.base_url={srv.base_url}",
                  "--set", "seats.crewmate.model.model=mock", "--set", "seats.crewmate.model.max_retries=0")
     recs = [json.loads(x) for x in (m / F.CALLS_FILE).read_text().splitlines()]
     assert any(r[F.FALLBACK] for r in recs) and any(r[F.BACKEND] == "openai" for r in recs)

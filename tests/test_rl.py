@@ -13,12 +13,12 @@ pytest.importorskip("peft")
 pytest.importorskip("datasets")
 
 from mau.cli import main  # noqa: E402
+from mau.tiny import build_voter_model  # noqa: E402
 from tests.ml_fixtures import tiny_model_dir  # noqa: E402,F401 - the fixture
-from mau.train.tiny import build_voter_model  # noqa: E402
 
 
 def test_short_grpo_run_changes_the_adapter_and_logs_rewards(tmp_path, tiny_model_dir):  # noqa: F811
-    from mau.train.tiny import build_tiny_adapter
+    from mau.tiny import build_tiny_adapter
 
     match = tmp_path / "match"
     assert main(["play", "--config", "configs/play/aria_scripted.yaml", "--seed", "1", "--out", str(match),

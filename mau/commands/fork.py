@@ -18,10 +18,11 @@ from typing import Literal
 
 from pydantic import Field
 
-from mau.commands.common import add_config_arguments
-from mau.env.config import Model
+from mau.commands.common import FORCE, Flag, config_flags
+from mau.config import Model
 from mau.harness.backends.base import ModelConfig
 from mau.harness.config import SeatConfig
+from mau.options import RunOptions
 
 
 class ForkConfig(Model):
@@ -29,62 +30,64 @@ class ForkConfig(Model):
 
     match: str = Field(description="The recorded match folder (sim backend, policy aria).")
     step: int = Field(description="The roam step of the decision (the call record's step).")
-    agent: str | None = Field(None, description="Who decided; default the first crewmate with that module at that step.")
+    agent: str | None = Field(None, description="Who decided; default the first crewmate with that "
+                                                "module at that step.")
     module: str = Field("vote", description="The decision's module (vote, meeting, report, ...).")
-    n: int | None = Field(None, ge=1, description="Answers to sample from model (or: use only the first n of --answers).")
-    answers: str | None = Field(None, description="JSON-lines file of alternative answers (strings or objects).")
+    n: int | None = Field(None, ge=1, description="Answers to sample from model (or: use only the first "
+                                                  "n of --answers).")
+    answers: str | None = Field(None, description="JSON-lines file of alternative answers (strings or "
+                                                  "objects).")
     include_recorded: bool = Field(True, description="Add a branch with the recorded answer (the control).")
-    model: ModelConfig | None = Field(None, description="Sample the alternatives from this model (hf, openai).")
-    repeats: int = Field(1, ge=1, description="Plays of each answer (live models that sample give different plays).")
-    horizon: Literal["match", "meeting"] = Field("match", description="Play each branch to the end of the match, "
+    model: ModelConfig | None = Field(None, description="Sample the alternatives from this model (hf, "
+                                                        "openai).")
+    repeats: int = Field(1, ge=1, description="Plays of each answer (live models that sample give "
+                                              "different plays).")
+    horizon: Literal["match", "meeting"] = Field("match", description="Play each branch to the end of "
+                                                                      "the match, "
                                                  "or of the first meeting that ends after the fork.")
-    seats: dict[str, SeatConfig] | None = Field(None, description="Who plays on after the fork; default the recorded seats.")
-    frames: bool = Field(False, description="Render frames for live calls after the fork (a live VLM needs them).")
+    seats: dict[str, SeatConfig] | None = Field(None, description="Who plays on after the fork; default "
+                                                                  "the recorded seats.")
+    frames: bool = Field(False, description="Render frames for live calls after the fork (a live VLM "
+                                            "needs them).")
     out: str | None = Field(None, description="Fork folder; default runs/fork/<date>/<time>_<match>_s<step>.")
     write_branches: bool = Field(True, description="Write every branch as a match folder.")
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    add_config_arguments(p)
-    p.add_argument("match", help="recorded match folder")
-    p.add_argument("--step", type=int, required=True, help="roam step of the decision")
-    p.add_argument("--agent", help="who decided (default: the first crewmate)")
-    p.add_argument("--module", help="the decision's module (default vote)")
-    p.add_argument("--n", type=int, help="answers to sample (with --model), or the first n of --answers")
-    p.add_argument("--answers", help="JSON-lines file of alternative answers")
-    p.add_argument("--model", help="sample answers from this model (a local path or hub id for the hf backend)")
-    p.add_argument("--adapter", help="with --model: a LoRA adapter")
-    p.add_argument("--horizon", choices=["match", "meeting"], help="play to the end of the match or of the meeting")
-    p.add_argument("--repeats", type=int, help="plays of each answer")
-    p.add_argument("--out", help="fork folder")
+FLAGS = [*config_flags("horizon=meeting"),
+         Flag("match", "recorded match folder", key="match"),
+         Flag("--step", "roam step of the decision", key="step", type=int),
+         Flag("--agent", "who decided (default: the first crewmate)", key="agent"),
+         Flag("--module", "the decision's module (default vote)", key="module"),
+         Flag("--n", "answers to sample (with --model), or the first n of --answers", key="n", type=int),
+         Flag("--answers", "JSON-lines file of alternative answers", key="answers"),
+         Flag("--model", "sample answers from this model (hf backend: a local path or hub id)", key="model.model"),
+         Flag("--adapter", "with --model: a LoRA adapter", key="model.adapter"),
+         Flag("--horizon", "play to the end of the match or of the meeting", key="horizon",
+              choices=("match", "meeting")),
+         Flag("--repeats", "plays of each answer", key="repeats", type=int),
+         Flag("--out", "fork folder", key="out"),
+         FORCE]
 
 
 def config_from_args(args: argparse.Namespace) -> ForkConfig:
-    from mau.config import load_config, parse_overrides, set_dotted
+    """The flags, with ``--model`` meaning the hf backend unless ``--set model.backend=...`` says otherwise."""
+    from mau.commands.common import load, parse_sets
 
-    over = parse_overrides(args.set)
-    over["match"], over["step"] = args.match, args.step
-    for key in ("agent", "module", "n", "answers", "horizon", "repeats", "out"):
-        if getattr(args, key) is not None:
-            over[key] = getattr(args, key)
-    if args.model is not None:
-        set_dotted(over, "model.backend", "hf")
-        set_dotted(over, "model.model", args.model)
-    if args.adapter is not None:
-        set_dotted(over, "model.adapter", args.adapter)
-    return load_config(ForkConfig, args.config, over)
+    cfg = load(ForkConfig, args, FLAGS)
+    if args.model is not None and "backend" not in (parse_sets(args).get("model") or {}):
+        cfg = cfg.model_copy(update={"model": cfg.model.model_copy(update={"backend": "hf"})})
+    return cfg
 
 
-def main(cfg: ForkConfig) -> int:
+def main(cfg: ForkConfig, opts: RunOptions = RunOptions()) -> int:
     import asyncio
     import json
-    from pathlib import Path
 
     from mau import schema as F
-    from mau.commands.common import dated_run_dir
     from mau.errors import ConfigError, MauError
     from mau.replay.fork import FORK_HEADER, FORK_REPORT, read_answers, report_md, run_fork, sample_answers
     from mau.replay.record import read_match
+    from mau.rundir import RunDir
 
     rec = read_match(cfg.match)
     if rec.policy != "aria":
@@ -98,9 +101,9 @@ def main(cfg: ForkConfig) -> int:
         answers = asyncio.run(sample_answers(rec, call, cfg.model, cfg.n or 8))
     if cfg.include_recorded:
         answers = [call[F.RAW_OUTPUT]] + answers
-    out = Path(cfg.out or dated_run_dir("fork", f"{rec.path.name}_s{cfg.step}"))
-    if (out / FORK_HEADER).is_file():
-        raise MauError(f"--out {out}: already holds a fork; choose another --out")
+    run = RunDir.choose(cfg.out, "fork", f"{rec.path.name}_s{cfg.step}", "fork")
+    run.keep_finished((run / FORK_HEADER).is_file(), False, opts.force)
+    out = run.path
     out.mkdir(parents=True, exist_ok=True)
     header = asyncio.run(run_fork(rec, call, answers, horizon=cfg.horizon, repeats=cfg.repeats, seats=cfg.seats,
                                   frames=cfg.frames, out=out if cfg.write_branches else None))

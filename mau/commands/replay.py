@@ -10,11 +10,11 @@ differing event is printed (docs/replay.md).
 
 from __future__ import annotations
 
-import argparse
-
 from pydantic import Field
 
-from mau.env.config import Model
+from mau.commands.common import Flag
+from mau.config import Model
+from mau.options import RunOptions
 
 
 class ReplayCmdConfig(Model):
@@ -24,13 +24,9 @@ class ReplayCmdConfig(Model):
     check: bool = Field(False, description="Exit with status 1 if any replay differs from its record.")
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("matches", nargs="+", help="match folders, or run folders (their matches/ are replayed)")
-    p.add_argument("--check", action="store_true", help="exit 1 when a replay differs from its record")
-
-
-def config_from_args(args: argparse.Namespace) -> ReplayCmdConfig:
-    return ReplayCmdConfig(matches=args.matches, check=args.check)
+FLAGS = [Flag("matches", "match folders, or run folders (their matches/ are replayed)", key="matches", type=list),
+         Flag("--check", "exit 1 when a replay differs from its record", key="check", type=bool)]
+CONFIG = "mau.commands.replay:ReplayCmdConfig"
 
 
 def match_folders(paths: list[str]) -> list[str]:
@@ -51,7 +47,7 @@ def match_folders(paths: list[str]) -> list[str]:
     return out
 
 
-def main(cfg: ReplayCmdConfig) -> int:
+def main(cfg: ReplayCmdConfig, opts: RunOptions = RunOptions()) -> int:
     import json
     import sys
 

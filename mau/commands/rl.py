@@ -11,40 +11,27 @@ curve, KL, loss), rewards.jsonl (every completion's reward and terms), the train
 
 from __future__ import annotations
 
-import argparse
-
-from mau.commands.common import add_config_arguments
+from mau.commands.common import Flag, config_flags
+from mau.options import RunOptions
 from mau.train.rl_config import RLConfig
 
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    add_config_arguments(p)
-    p.add_argument("--out", help="run folder (output.dir)")
+FLAGS = [*config_flags("grpo.max_steps=5"), Flag("--out", "run folder (output.dir)", key="output.dir")]
+CONFIG = "mau.train.rl_config:RLConfig"
 
 
-def config_from_args(args: argparse.Namespace) -> RLConfig:
-    from mau.config import load_config, parse_overrides, set_dotted
-
-    over = parse_overrides(args.set)
-    if args.out is not None:
-        set_dotted(over, "output.dir", args.out)
-    return load_config(RLConfig, args.config, over)
-
-
-def main(cfg: RLConfig) -> int:
+def main(cfg: RLConfig, opts: RunOptions = RunOptions()) -> int:
     import importlib.util
     from pathlib import Path
 
-    from mau.commands.common import dated_run_dir
     from mau.errors import MauError
+    from mau.rundir import dated_run_dir
 
     missing = [m for m in ("torch", "transformers", "trl", "peft", "datasets") if importlib.util.find_spec(m) is None]
     if missing:
         raise MauError(f"mau rl needs the ml extra ({missing[0]} is missing): pip install -e '.[ml]'")
     from mau.train.grpo import train_rl
 
-    name = Path(getattr(cfg, "_source", "rl")).stem
-    out = Path(cfg.output.dir or dated_run_dir("rl", name))
+    out = Path(cfg.output.dir or dated_run_dir("rl", opts.tag("rl")))
     s = train_rl(cfg, out)
     print(f"rl steps={s['steps']} decisions={s['decisions']} reward {s['reward_first']} -> {s['reward_last']} "
           f"steps_per_minute={s['steps_per_minute']} forks={s['forks']} trainable_changed={s['trainable_changed']} "

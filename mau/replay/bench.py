@@ -17,8 +17,9 @@ def _play_aria(out: Path, seed: int, extra: list[str] | None = None) -> Path:
     import contextlib
     import io
 
-    from mau.commands.play import PlayConfig, main as play_main
+    from mau.commands.play import main as play_main
     from mau.config import load_config, parse_overrides
+    from mau.runner import PlayConfig
 
     sets = ["seats.crewmate.aria.frames=false", "seats.imposter.aria.frames=false", f"seed={seed}", f"out={out}"]
     cfg = load_config(PlayConfig, "configs/play/aria_scripted.yaml", parse_overrides(sets + (extra or [])))
@@ -105,9 +106,9 @@ def bench_rl(seed: int, steps: int) -> dict[str, Any]:
     import sys
 
     from mau.config import load_config, parse_overrides
+    from mau.tiny import build_tiny_model, build_voter_model
     from mau.train.grpo import train_rl
     from mau.train.rl_config import RLConfig
-    from mau.train.tiny import build_tiny_model, build_voter_model
 
     Path("runs").mkdir(exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="bench-rl-", dir="runs"))
@@ -122,7 +123,8 @@ def bench_rl(seed: int, steps: int) -> dict[str, Any]:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     g = cfg.grpo
-    return {"bench": "rl", "steps": s["steps"], "train_s": s["train_s"], "s_per_step": round(s["train_s"] / s["steps"], 2),
+    return {"bench": "rl", "steps": s["steps"], "train_s": s["train_s"],
+            "s_per_step": round(s["train_s"] / s["steps"], 2),
             "steps_per_minute": s["steps_per_minute"], "completions_per_step": g.per_device_batch_size,
             "num_generations": g.num_generations, "max_completion_length": g.max_completion_length,
             "forks": s["forks"], "fork_seconds": s["fork_seconds"], "model": "tiny Qwen3.5 (0.55 M, voter)",

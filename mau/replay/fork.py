@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from mau import schema as F
-from mau.collect.summary import wilson
 from mau.errors import MauError
 from mau.harness.backends.base import Frame, ModelRequest
 from mau.replay.record import RecordedMatch
 from mau.replay.session import BranchOutcome, Session
+from mau.stats import wilson
 
 FORK_HEADER, FORK_REPORT, BRANCHES_DIR = F.FORK_HEADER, F.FORK_REPORT, F.BRANCHES_DIR
 
@@ -204,7 +204,8 @@ async def run_fork(rec: RecordedMatch, call: dict[str, Any], answers: list[str |
     recorded = session.rec.call(call[F.CALL_ID])
     recorded_key = answer_key(BranchOutcome(recorded[F.RAW_OUTPUT], recorded[F.PARSED], bool(recorded[F.FALLBACK]),
                                             False, None, None, None, None, None))
-    header = {F.FORMAT: F.FORK_FORMAT, F.FORMAT_VERSION: F.FORK_FORMAT_VERSION, "parent": str(rec.path), "parent_match_id": rec.match_id,
+    header = {F.FORMAT: F.FORK_FORMAT, F.FORMAT_VERSION: F.FORK_FORMAT_VERSION, "parent": str(rec.path),
+              "parent_match_id": rec.match_id,
               "parent_outcome": rec.header.get(F.OUTCOME), "decision": decision, "horizon": horizon,
               "repeats": repeats, "branches": branches, "summary": summarize(outcomes, recorded_key),
               "prepare_s": round(t_fork - t0, 3), "play_s": round(play_s, 3),

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from mau import schema as F
-from mau.env.config import Model, WorldConfig
+from mau.config import Model
+from mau.env.config import WorldConfig
 from mau.errors import MauError
 from mau.harness.config import SeatConfig
 

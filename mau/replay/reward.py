@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from mau import schema as F
-from mau.env.config import Model
+from mau.config import Model
 from mau.replay.session import BranchOutcome
 
 
@@ -19,17 +19,23 @@ class RewardConfig(Model):
     """What a forked decision earns. Horizon ``meeting`` stops at the end of the meeting (cheap; enough for
     the vote terms); ``match`` plays to the end (needed for crew_win)."""
 
-    horizon: Literal["meeting", "match"] = Field("meeting", description="Play each fork to the end of the meeting or of the match.")
+    horizon: Literal["meeting", "match"] = Field("meeting", description="Play each fork to the end of "
+                                                                        "the meeting or of the match.")
     vote_imposter: float = Field(1.0, description="The vote named a true imposter.")
     vote_crewmate: float = Field(0.0, description="The vote named a crewmate (negative: a penalty).")
     vote_skip: float = Field(0.0, description="The vote skipped.")
-    meeting_ejects_imposter: float = Field(0.5, description="The meeting (the first to end after the fork) ejected an imposter.")
+    meeting_ejects_imposter: float = Field(0.5, description="The meeting (the first to end after the "
+                                                            "fork) ejected an imposter.")
     meeting_ejects_crewmate: float = Field(-0.5, description="That meeting ejected a crewmate.")
-    crew_win: float = Field(0.0, description="The crew won from the fork (horizon match only; an unfinished branch earns 0).")
-    unparseable: float = Field(-1.0, description="The answer fell back (bad JSON, unknown name, ...): this and nothing else.")
+    crew_win: float = Field(0.0, description="The crew won from the fork (horizon match only; an "
+                                             "unfinished branch earns 0).")
+    unparseable: float = Field(-1.0, description="The answer fell back (bad JSON, unknown name, ...): "
+                                                 "this and nothing else.")
     continuation: Literal["scripted", "recorded"] = Field(
-        "scripted", description="Who plays on after the fork: the scripted expert in every seat, or the recorded seats' models.")
-    cache_decisions: int = Field(256, ge=1, description="Snapshots of decisions kept in memory (one replay each).")
+        "scripted", description="Who plays on after the fork: the scripted expert in every seat, or the "
+                                "recorded seats' models.")
+    cache_decisions: int = Field(256, ge=1, description="Snapshots of decisions kept in memory (one "
+                                                        "replay each).")
 
 
 def score(o: BranchOutcome, cfg: RewardConfig) -> tuple[float, dict[str, float]]:
@@ -78,7 +84,8 @@ class ForkRewarder:
             from mau.harness.backends.base import ModelConfig
 
             def expert_seed(s) -> int:  # the scripted expert that answered the seat's other modules, if any
-                return s.rest_model.seed if s.modules is not None and s.rest_model.backend == "scripted" else s.model.seed
+                rest = s.modules is not None and s.rest_model.backend == "scripted"
+                return s.rest_model.seed if rest else s.model.seed
 
             seats = {k: s.model_copy(update={"model": ModelConfig(seed=expert_seed(s)), "modules": None})
                      for k, s in rec.seats.items()}

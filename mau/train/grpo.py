@@ -141,7 +141,8 @@ def _start_model(cfg: RLConfig, dtype):
     try:
         model = AutoModelForImageTextToText.from_pretrained(cfg.policy.path, **kwargs)
     except (OSError, ValueError) as e:
-        raise MauError(f"policy.path {cfg.policy.path}: the model does not load ({str(e).splitlines()[0][:160]})") from None
+        first = str(e).splitlines()[0][:160]
+        raise MauError(f"policy.path {cfg.policy.path}: the model does not load ({first})") from None
     if cfg.policy.adapter:
         from peft import PeftModel
 
@@ -159,7 +160,8 @@ def grpo_args(cfg: RLConfig, out: Path, bf16: bool):
     g = cfg.grpo
     if (g.per_device_batch_size * g.gradient_accumulation_steps) % g.num_generations:
         raise MauError(f"grpo.per_device_batch_size x gradient_accumulation_steps ({g.per_device_batch_size} x "
-                       f"{g.gradient_accumulation_steps}) must be a multiple of grpo.num_generations ({g.num_generations})")
+                       f"{g.gradient_accumulation_steps}) must be a multiple of grpo.num_generations "
+                       f"({g.num_generations})")
     extra: dict[str, Any] = {}
     if g.use_vllm:
         extra.update(use_vllm=True, vllm_mode=g.vllm_mode, vllm_gpu_memory_utilization=g.vllm_gpu_memory_utilization)
@@ -170,7 +172,8 @@ def grpo_args(cfg: RLConfig, out: Path, bf16: bool):
         max_completion_length=g.max_completion_length, loss_type=g.loss_type, scale_rewards=g.scale_rewards,
         logging_steps=g.logging_steps, save_steps=g.save_steps, seed=g.seed, bf16=bf16, fp16=False,
         use_cpu=cfg.policy.device == "cpu", gradient_checkpointing=g.gradient_checkpointing,
-        chat_template_kwargs={"enable_thinking": False}, report_to=["wandb"] if cfg.logging.report_to == "wandb" else [],
+        chat_template_kwargs={"enable_thinking": False},
+        report_to=["wandb"] if cfg.logging.report_to == "wandb" else [],
         run_name=cfg.logging.run_name or out.name, disable_tqdm=True, log_level="warning", **extra)
 
 
@@ -250,7 +253,8 @@ def train_rl(cfg: RLConfig, out: Path) -> dict[str, Any]:
     summary = {"out": str(out), "steps": steps, "decisions": len(rows), "train_s": round(train_s, 2),
                "steps_per_minute": round(60 * steps / train_s, 2) if train_s else None,
                "forks": rewarder.forks, "fork_seconds": round(rewarder.fork_seconds, 2),
-               "reward_first": curve[0]["reward"] if curve else None, "reward_last": curve[-1]["reward"] if curve else None,
+               "reward_first": curve[0]["reward"] if curve else None,
+               "reward_last": curve[-1]["reward"] if curve else None,
                "reward_curve": curve, "trainable_changed": changed, "saved": str(saved),
                "merged": str(merged) if merged else None, "wall_s": round(time.perf_counter() - t0, 2)}
     if vision_changed:

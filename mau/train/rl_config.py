@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from mau.env.config import Model
+from mau.config import Model
 from mau.replay.reward import RewardConfig
 from mau.train.config import ImagesSection, LoggingSection, LoraSection
 
@@ -16,32 +16,44 @@ class PolicySection(Model):
     """Where the policy starts. With ``adapter`` (a BC LoRA from ``mau train``), the adapter is merged into
     ``path`` and that merged model is both the start and the KL reference; a fresh LoRA is trained on it."""
 
-    path: str = Field("Qwen/Qwen3.5-9B", description="Base model (hub id or folder), or a fully fine-tuned BC model (mau train's OUT/model).")
-    adapter: str | None = Field(None, description="The BC LoRA adapter to start from (merged into path; the KL reference).")
-    dtype: Literal["auto", "bfloat16", "float16", "float32"] = Field("auto", description="auto: bfloat16 on a GPU, float32 on the CPU.")
-    device: Literal["auto", "cpu"] = Field("auto", description="cpu: train on the CPU even where a GPU is visible.")
-    attn_implementation: str | None = Field(None, description="Attention kernel; unset: the transformers default.")
+    path: str = Field("Qwen/Qwen3.5-9B", description="Base model (hub id or folder), or a fully "
+                                                     "fine-tuned BC model (mau train's OUT/model).")
+    adapter: str | None = Field(None, description="The BC LoRA adapter to start from (merged into path; "
+                                                  "the KL reference).")
+    dtype: Literal["auto", "bfloat16", "float16", "float32"] = Field(
+        "auto", description="auto: bfloat16 on a GPU, float32 on the CPU.")
+    device: Literal["auto", "cpu"] = Field("auto", description="cpu: train on the CPU even where a GPU "
+                                                               "is visible.")
+    attn_implementation: str | None = Field(None, description="Attention kernel; unset: the transformers "
+                                                              "default.")
 
 
 class DecisionsSection(Model):
     """The prompts: crewmate decision contexts (X, S) recorded in collect (or eval, or play) runs."""
 
-    runs: list[str] = Field(default_factory=list, description="Run folders (their matches/) or match folders.")
-    modules: list[str] = Field(default_factory=lambda: ["vote"], description="Decision modules to train (vote first; meeting, report).")
+    runs: list[str] = Field(default_factory=list, description="Run folders (their matches/) or match "
+                                                              "folders.")
+    modules: list[str] = Field(default_factory=lambda: ["vote"], description="Decision modules to train "
+                                                                             "(vote first; meeting, report).")
     role: Literal["crewmate", "imposter"] = Field("crewmate", description="Whose decisions.")
-    exclude_seeds: list[int] = Field(default_factory=list, description="Matches with these seeds are left out (held-out evaluation seeds).")
-    max_decisions: int | None = Field(None, ge=1, description="Use only the first N decisions (in folder order).")
+    exclude_seeds: list[int] = Field(default_factory=list, description="Matches with these seeds are "
+                                                                       "left out (held-out evaluation seeds).")
+    max_decisions: int | None = Field(None, ge=1, description="Use only the first N decisions (in folder "
+                                                              "order).")
 
 
 class GRPOSection(Model):
     """GRPO (passed to TRL's GRPOConfig)."""
 
-    num_generations: int = Field(4, ge=2, description="Completions per prompt (G): the group the advantages are relative to.")
-    per_device_batch_size: int = Field(4, ge=1, description="Completions per device per step (a multiple of num_generations).")
+    num_generations: int = Field(4, ge=2, description="Completions per prompt (G): the group the "
+                                                      "advantages are relative to.")
+    per_device_batch_size: int = Field(4, ge=1, description="Completions per device per step (a multiple "
+                                                            "of num_generations).")
     gradient_accumulation_steps: int = Field(1, ge=1, description="Forward passes per optimizer step.")
     max_steps: int = Field(20, ge=1, description="Optimizer steps.")
     learning_rate: float = Field(1e-5, gt=0, description="Peak learning rate (AdamW).")
-    beta: float = Field(0.04, ge=0, description="KL coefficient to the reference (the BC policy); 0 loads no reference.")
+    beta: float = Field(0.04, ge=0, description="KL coefficient to the reference (the BC policy); 0 "
+                                                "loads no reference.")
     temperature: float = Field(1.0, gt=0, description="Sampling temperature of the completions.")
     max_completion_length: int = Field(64, ge=4, description="Max new tokens of a completion.")
     loss_type: str = Field("dapo", description="TRL loss_type (grpo, dapo, dr_grpo, bnpo).")
@@ -51,23 +63,30 @@ class GRPOSection(Model):
     seed: int = Field(0, description="Seed of sampling, data order and LoRA init.")
     gradient_checkpointing: bool = Field(False, description="Recompute activations in the backward pass.")
     use_vllm: bool = Field(False, description="Generate with vLLM (GPU nodes; needs the vllm package).")
-    vllm_mode: Literal["colocate", "server"] = Field("colocate", description="vLLM in this process (colocate) or a trl vllm-serve server.")
-    vllm_gpu_memory_utilization: float = Field(0.3, gt=0, le=1, description="colocate: the GPU memory share of vLLM.")
-    bf16: bool | None = Field(None, description="bfloat16 mixed precision; unset: on when the weights load as bfloat16.")
+    vllm_mode: Literal["colocate", "server"] = Field("colocate", description="vLLM in this process "
+                                                                             "(colocate) or a trl vllm-serve server.")
+    vllm_gpu_memory_utilization: float = Field(0.3, gt=0, le=1, description="colocate: the GPU memory "
+                                                                            "share of vLLM.")
+    bf16: bool | None = Field(None, description="bfloat16 mixed precision; unset: on when the weights "
+                                                "load as bfloat16.")
 
 
 class RLOutput(Model):
     dir: str | None = Field(None, description="Run folder; default runs/rl/<date>/<time>_<config name>.")
-    merge: bool = Field(True, description="Also write OUT/model: the start policy with the trained LoRA merged in (servable by the hf backend and mau eval).")
+    merge: bool = Field(True, description="Also write OUT/model: the start policy with the trained LoRA "
+                                          "merged in (servable by the hf backend and mau eval).")
 
 
 class RLConfig(Model):
     """``mau rl``: decision-level GRPO of the crewmate inside the sim."""
 
-    policy: PolicySection = Field(default_factory=PolicySection, description="The start policy and KL reference.")
-    lora: LoraSection = Field(default_factory=LoraSection, description="The LoRA trained by GRPO (language model only).")
+    policy: PolicySection = Field(default_factory=PolicySection, description="The start policy and KL "
+                                                                             "reference.")
+    lora: LoraSection = Field(default_factory=LoraSection, description="The LoRA trained by GRPO "
+                                                                       "(language model only).")
     decisions: DecisionsSection = Field(default_factory=DecisionsSection, description="The prompts.")
-    reward: RewardConfig = Field(default_factory=RewardConfig, description="The reward of a completion, from a fork of its decision.")
+    reward: RewardConfig = Field(default_factory=RewardConfig, description="The reward of a completion, "
+                                                                           "from a fork of its decision.")
     grpo: GRPOSection = Field(default_factory=GRPOSection, description="GRPO settings.")
     images: ImagesSection = Field(default_factory=ImagesSection, description="Image sizing on the processor.")
     output: RLOutput = Field(default_factory=RLOutput, description="The run folder.")
