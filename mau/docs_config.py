@@ -63,9 +63,9 @@ def render() -> str:
     from mau.commands.tiny_model import TinyModelConfig
     from mau.datasets.config import DatasetConfig
     from mau.eval.config import EvalConfig
+    from mau.rl.config import RLConfig
     from mau.runner import PlayConfig
     from mau.train.config import TrainConfig
-    from mau.train.rl_config import RLConfig
 
     sections = [("mau play", PlayConfig), ("mau collect", CollectConfig), ("mau dataset", DatasetConfig),
                 ("mau train", TrainConfig), ("mau eval", EvalConfig), ("mau quickstart", QuickstartConfig),

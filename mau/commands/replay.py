@@ -29,29 +29,12 @@ FLAGS = [Flag("matches", "match folders, or run folders (their matches/ are repl
 CONFIG = "mau.commands.replay:ReplayCmdConfig"
 
 
-def match_folders(paths: list[str]) -> list[str]:
-    from pathlib import Path
-
-    from mau import schema as F
-    from mau.errors import MauError
-    from mau.matchdir import is_match_dir
-
-    out = []
-    for p in paths:
-        if is_match_dir(p):
-            out.append(p)
-        elif (Path(p) / F.MATCHES_DIR).is_dir():
-            out += sorted(str(m) for m in (Path(p) / F.MATCHES_DIR).iterdir() if is_match_dir(m))
-        else:
-            raise MauError(f"{p}: neither a match folder (no {F.MATCH_HEADER}) nor a run folder with {F.MATCHES_DIR}/")
-    return out
-
-
 def main(cfg: ReplayCmdConfig, opts: RunOptions = RunOptions()) -> int:
     import json
     import sys
 
     from mau.replay.check import check
+    from mau.replay.record import match_folders
 
     bad = 0
     for m in match_folders(cfg.matches):

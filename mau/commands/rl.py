@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from mau.commands.common import Flag, config_flags
 from mau.options import RunOptions
-from mau.train.rl_config import RLConfig
+from mau.rl.config import RLConfig
 
 FLAGS = [*config_flags("grpo.max_steps=5"), Flag("--out", "run folder (output.dir)", key="output.dir")]
-CONFIG = "mau.train.rl_config:RLConfig"
+CONFIG = "mau.rl.config:RLConfig"
 
 
 def main(cfg: RLConfig, opts: RunOptions = RunOptions()) -> int:
@@ -29,7 +29,7 @@ def main(cfg: RLConfig, opts: RunOptions = RunOptions()) -> int:
     missing = [m for m in ("torch", "transformers", "trl", "peft", "datasets") if importlib.util.find_spec(m) is None]
     if missing:
         raise MauError(f"mau rl needs the ml extra ({missing[0]} is missing): pip install -e '.[ml]'")
-    from mau.train.grpo import train_rl
+    from mau.rl.grpo import train_rl
 
     out = Path(cfg.output.dir or dated_run_dir("rl", opts.tag("rl")))
     s = train_rl(cfg, out)

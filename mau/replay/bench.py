@@ -106,9 +106,9 @@ def bench_rl(seed: int, steps: int) -> dict[str, Any]:
     import sys
 
     from mau.config import load_config, parse_overrides
+    from mau.rl.config import RLConfig
+    from mau.rl.grpo import train_rl
     from mau.tiny import build_tiny_model, build_voter_model
-    from mau.train.grpo import train_rl
-    from mau.train.rl_config import RLConfig
 
     Path("runs").mkdir(exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="bench-rl-", dir="runs"))

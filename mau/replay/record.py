@@ -88,3 +88,17 @@ class ReplayConfig(Model):
 
     seats: dict[str, SeatConfig]
     world: WorldConfig
+
+
+def match_folders(paths: list[str]) -> list[str]:
+    from mau.matchdir import is_match_dir
+
+    out = []
+    for p in paths:
+        if is_match_dir(p):
+            out.append(p)
+        elif (Path(p) / F.MATCHES_DIR).is_dir():
+            out += sorted(str(m) for m in (Path(p) / F.MATCHES_DIR).iterdir() if is_match_dir(m))
+        else:
+            raise MauError(f"{p}: neither a match folder (no {F.MATCH_HEADER}) nor a run folder with {F.MATCHES_DIR}/")
+    return out

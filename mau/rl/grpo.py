@@ -24,7 +24,7 @@ import yaml
 
 from mau import schema as F
 from mau.errors import MauError
-from mau.train.rl_config import RLConfig
+from mau.rl.config import RLConfig
 
 SUMMARY = "rl.json"
 LOG = "trainer_log.jsonl"
@@ -48,8 +48,7 @@ def to_prompt(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def decision_rows(cfg) -> list[dict[str, Any]]:
     """One row per recorded decision of ``cfg`` (a DecisionsSection): prompt, match folder, call id (and images)."""
-    from mau.commands.replay import match_folders
-    from mau.replay.record import read_match
+    from mau.replay.record import match_folders, read_match
 
     if not cfg.runs:
         raise MauError("decisions.runs is empty; give collect run folders (or match folders) to take decisions from")
