@@ -48,3 +48,21 @@ def test_short_grpo_run_changes_the_adapter_and_logs_rewards(tmp_path, tiny_mode
     weights = load_file(str(out / "adapter" / "adapter_model.safetensors"))
     assert any("lora_B" in k and v.abs().max() > 0 for k, v in weights.items())  # B starts at zero
     assert (out / "model" / "config.json").is_file()
+
+
+def test_fork_samples_alternative_answers_from_a_model(tmp_path, tiny_model_dir):  # noqa: F811
+    """mau fork --model: N answers sampled from a local model given the decision's recorded prompt."""
+    match = tmp_path / "match"
+    assert main(["play", "--config", "configs/play/aria_scripted.yaml", "--seed", "1", "--out", str(match),
+                 "--set", "seats.crewmate.aria.frames=false", "--set", "seats.imposter.aria.frames=false"]) == 0
+    voter = build_voter_model(tiny_model_dir, tmp_path / "voter")
+    calls = [json.loads(x) for x in (match / "calls.jsonl").read_text().splitlines()]
+    vote = next(c for c in calls if c["module"] == "vote" and c["role"] == "crewmate")
+    out = tmp_path / "fork"
+    assert main(["fork", str(match), "--step", str(vote["step"]), "--agent", vote["agent"], "--model", str(voter),
+                 "--n", "4", "--horizon", "meeting", "--set", "model.device=cpu", "--set", "model.max_tokens=16",
+                 "--set", "model.temperature=1.0", "--out", str(out)]) == 0
+    h = json.loads((out / "fork.json").read_text())
+    sampled = h["branches"][1:]  # branch 0 is the recorded answer
+    assert len(sampled) == 4 and all(b["answer"].startswith('{"vote_target": "') for b in sampled)
+    assert h["config"]["model"]["backend"] == "hf"
