@@ -21,6 +21,14 @@ MATCH_HEADER = "match.json"  # header: format, seed, roles, config, outcome, pro
 EVENTS_FILE = "events.jsonl"  # ground-truth event log, one event per line
 FRAMES_DIR = "frames"  # frames/<step:04d>_<agent>.png and frames/<step:04d>_topdown.png
 RESOLVED_CONFIG = "config.yaml"
+# tracks.jsonl (an optional part of match format 1, with its own version in the header's "tracks"): every active
+# player's position after the reset, after each roam step and after each meeting; what `mau view` draws
+TRACKS_FILE = "tracks.jsonl"
+TRACKS = "tracks"  # header: {"version": TRACKS_VERSION, "lines": n}
+TRACKS_VERSION = 1
+TRACK_AFTER = "after"  # "start", "roam" or "meeting"
+TRACK_PLAYERS = "players"  # {name: [x, z, yaw in degrees]} of the active players
+TRACK_BODIES = "bodies"  # [[victim, x, z], ...] bodies lying on the map
 
 # -- header fields ---------------------------------------------------------------------------------------
 FORMAT = "format"

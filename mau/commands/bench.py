@@ -25,6 +25,10 @@ of replaying up to the decision and the snapshot / restore times.
 ``rl`` (``mau bench rl``): a few GRPO steps (``mau rl``, TRL) on the CPU with the tiny Qwen3.5 made to vote in
 the format (``mau.tiny.build_voter_model``) on the VOTE decisions of a played match: seconds per step and
 steps per minute, forks per step.
+
+``view`` (``mau bench view``): ``mau view`` site build of a 200-step ARIA match, its page's time to interactive in
+headless Chromium, and run builds of ``--matches`` (default 1000) and a tenth as many short matches, with peak RSS
+(``mau/view/bench.py``).
 """
 
 from __future__ import annotations
@@ -36,8 +40,8 @@ from typing import Any
 from mau.commands.common import Flag
 from mau.options import RunOptions
 
-TARGETS = ("env", "harness", "dataset", "fork", "rl")
-DEFAULT_MATCHES = {"env": 30, "harness": 30, "dataset": 4, "fork": 3, "rl": 1}
+TARGETS = ("env", "harness", "dataset", "fork", "rl", "view")
+DEFAULT_MATCHES = {"env": 30, "harness": 30, "dataset": 4, "fork": 3, "rl": 1, "view": 1000}
 
 
 FLAGS = [
@@ -338,6 +342,10 @@ def main(cfg: dict[str, Any], opts: RunOptions = RunOptions()) -> int:
         from mau.replay.bench import bench_rl
 
         print(json.dumps(bench_rl(cfg["seed"], cfg.get("rl_steps", 3))))
+    elif cfg["target"] == "view":
+        from mau.view.bench import bench_view
+
+        print(json.dumps(bench_view(cfg["matches"], cfg["seed"] or 3)))
     elif cfg["target"] == "dataset":
         print(json.dumps(bench_dataset(cfg["matches"], cfg["seed"], cfg.get("scale", 4))))
     else:

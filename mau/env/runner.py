@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,4 +86,9 @@ def write_match(writer: MatchWriter, world, result: MatchResult, config, provena
                 extra: dict[str, Any] | None = None) -> Path:
     writer.write_events(world.state.events)
     writer.write_text(F.RESOLVED_CONFIG, dump_yaml(config))
-    return writer.publish({**match_header(world, result, config, provenance), **(extra or {})})
+    header = match_header(world, result, config, provenance)
+    tracks = getattr(world, "tracks", None)  # a backend without tracks writes none (the viewer says so)
+    if tracks:
+        writer.write_text(F.TRACKS_FILE, "".join(json.dumps(t, separators=(",", ":")) + "\n" for t in tracks))
+        header[F.TRACKS] = {"version": F.TRACKS_VERSION, "lines": len(tracks)}
+    return writer.publish({**header, **(extra or {})})

@@ -51,6 +51,7 @@ class SimWorld:
         self.state: GameState | None = None
         self.runs: dict[str, ActionRun] = {}
         self.last_results: dict[str, dict[str, Any]] = {}
+        self.tracks: list[dict[str, Any]] = []  # positions after each roam step and meeting (tracks.jsonl)
         self._speed_per_tick = self.cfg.walk_speed / TICKS_PER_SECOND
         self._renderer = None
         self._programs: dict[str, Callable[[PlayerState, ActionRun, int], None]] = {
@@ -65,6 +66,8 @@ class SimWorld:
         self.state = self.rules.new_game(seed)
         self.runs = {}
         self.last_results = {}
+        self.tracks = []
+        self._track("start")
         return self.state
 
     @property
@@ -82,6 +85,7 @@ class SimWorld:
     def restore(self, snap: dict[str, Any]) -> None:
         snap = copy.deepcopy(snap)
         self.state, self.runs, self.last_results = snap["state"], snap["runs"], snap["last_results"]
+        self.tracks = [t for t in self.tracks if t[F.TICK] <= self.state.tick]
 
     def observe(self, name: str, mode: str = "ego") -> dict[str, Any]:
         return observe(self, name, mode)
@@ -123,6 +127,7 @@ class SimWorld:
                     res.results[p.name] = self.last_results[p.name] = self._assign(p, raw)
             self._advance(self.cfg.step_ticks)
             self.rules.check_end(st)
+            self._track("roam")
         elif st.phase == DISCUSSION:
             st.meeting_steps += 1
             speaker = st.player(st.meeting.speaker)
@@ -160,12 +165,22 @@ class SimWorld:
                     res.results[p.name] = {"status": A.FAILED, "reason": err}
             self.rules.close_vote(st)
             self._see_bodies()
+            self._track("meeting")
         if res.phase_before != ROAM:
             self.last_results.update(res.results)
         res.phase = st.phase
         res.ended = st.phase == ENDED
         res.outcome = st.outcome
         return res
+
+    def _track(self, after: str) -> None:
+        """Remember where everyone is now (a line of tracks.jsonl, docs/formats.md): what a viewer draws."""
+        st = self.state
+        self.tracks.append({
+            F.STEP: st.step, F.TICK: st.tick, F.TRACK_AFTER: after,
+            F.TRACK_PLAYERS: {p.name: [round(p.x, 2), round(p.z, 2), round(math.degrees(p.yaw)) % 360]
+                              for p in st.players if p.active},
+            F.TRACK_BODIES: [[b.victim, round(b.x, 2), round(b.z, 2)] for b in st.bodies]})
 
     def _parse(self, raw: Action | dict) -> tuple[Action | None, str | None]:
         try:
