@@ -37,8 +37,10 @@ def _play(out: Path, seed: int, over: dict[str, Any]) -> None:
     from mau.config import load_config
 
     cfg = load_config(PlayConfig, "configs/play/aria_scripted.yaml", {"seed": seed, "out": str(out), **over})
+    from mau.options import RunOptions
+
     with contextlib.redirect_stdout(io.StringIO()):
-        play_main(cfg)
+        play_main(cfg, RunOptions(progress=False))
 
 
 def _run_folder(src: Path, run: Path, n: int) -> None:
