@@ -123,8 +123,11 @@ def test_sim_tracks_are_the_state():
         assert last[F.TRACK_PLAYERS][p.name][:2] == [round(p.x, 2), round(p.z, 2)]
     snap = w.snapshot()
     w.step({})
+    w.step({})
     w.restore(snap)
-    assert w.tracks[-1][F.STEP] == 3  # restore forgets the lines after the snapshot
+    assert [t[F.STEP] for t in w.tracks] == [0, 1, 2, 3]  # restore forgets the lines after the snapshot
+    w.step({})
+    assert [t[F.STEP] for t in w.tracks] == [0, 1, 2, 3, 4]
 
 
 # -- the match page --------------------------------------------------------------------------------------------

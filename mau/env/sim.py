@@ -80,12 +80,15 @@ class SimWorld:
 
     def snapshot(self) -> dict[str, Any]:
         """A deep copy of everything that changes: game state, running actions, last results."""
-        return copy.deepcopy({"state": self.state, "runs": self.runs, "last_results": self.last_results})
+        snap = copy.deepcopy({"state": self.state, "runs": self.runs, "last_results": self.last_results})
+        snap["tracks"] = tuple(self.tracks)  # lines are never changed once written: shared, not copied
+        return snap
 
     def restore(self, snap: dict[str, Any]) -> None:
-        snap = copy.deepcopy(snap)
+        tracks = snap.get("tracks", ())
+        snap = copy.deepcopy({k: v for k, v in snap.items() if k != "tracks"})
         self.state, self.runs, self.last_results = snap["state"], snap["runs"], snap["last_results"]
-        self.tracks = [t for t in self.tracks if t[F.TICK] <= self.state.tick]
+        self.tracks = list(tracks)
 
     def observe(self, name: str, mode: str = "ego") -> dict[str, Any]:
         return observe(self, name, mode)

@@ -250,7 +250,7 @@ class Session:
         buf = io.BytesIO()
         _Pickler(buf, pins).dump(data)
         return {"blob": buf.getvalue(), "events": tuple(w.state.events), "records": tuple(m.log.records),
-                "dumps": tuple(m.memory_dumps), "shared": shared}
+                "dumps": tuple(m.memory_dumps), "shared": shared, "tracks": tuple(getattr(w, "tracks", ()))}
 
     def restore(self, snap: dict[str, Any]) -> None:
         loads: dict[Any, Any] = dict(enumerate(snap["shared"]))
@@ -258,6 +258,8 @@ class Session:
         s = _Unpickler(io.BytesIO(snap["blob"]), loads).load()
         m, w = self.match, self.world
         w.state, w.runs, w.last_results = s["state"], s["runs"], s["last_results"]
+        if hasattr(w, "tracks"):  # the viewer's positions (tracks.jsonl) up to the snapshot
+            w.tracks = list(snap["tracks"])
         for n, a in m.agents.items():
             a.__dict__.update(s["agents"][n])
         m.meetings_done, m.memory_dumps = s["meetings_done"], list(snap["dumps"])
