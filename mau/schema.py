@@ -145,6 +145,8 @@ DS_N_IMAGES = "n_images"
 # fields of the match folder that the dataset builder reads (docs/formats.md)
 EJECTED = "ejected"  # ejection event: the ejected player (or null)
 SPEAKER = "speaker"  # utterance event
+KILLER = "killer"  # kill event: the imposter who killed
+VICTIM = "victim"  # kill event: the player killed
 UTTERANCE_TEXT = "text"  # utterance event
 PHASE = "phase"  # call record
 IMAGE_PATH = "path"  # image part of a recorded user message: "frames/..."
@@ -225,14 +227,14 @@ class Observation(TypedDict, total=False):
     kill_cooldown_ticks: int
     button_lock_ticks: int
     at_button: bool
-    players: list[dict[str, Any]]
+    players: list[dict[str, Any]]  # privileged: last known position of each player not publicly gone
     players_in_view: list[dict[str, Any]]
     bodies_in_view: list[dict[str, Any]]
     reportable_bodies: list[str]
     in_kill_reach: list[str]
     known_dead: list[str]
     ejections: list[dict[str, str]]
-    witnessed_kills: list[dict[str, Any]]
+    witnessed_kills: list[dict[str, Any]]  # empty unless world.observation.witness_text (an ablation)
     current_action: dict[str, Any] | None
     last_action_result: dict[str, Any] | None
     meeting: dict[str, Any] | None

@@ -34,7 +34,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("torch")
-pytest.importorskip("torchvision")  # without it the processor drops images (see notes/ml_stack.md)
+pytest.importorskip("torchvision")  # without it the Qwen3.5 processor silently drops the images
 pytest.importorskip("transformers")
 pytest.importorskip("openai")
 pytest.importorskip("fastapi")  # transformers[serving]

@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import re
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -154,7 +155,7 @@ def test_ego_prompt_never_lists_a_player_behind_a_wall_privileged_does():
         text = _user_text(backend.requests[0])
         in_view = next(line for line in text.splitlines() if line.startswith("Players in view"))
         assert other not in in_view
-        positions = [line for line in text.splitlines() if line.startswith("Positions of all players")]
+        positions = [line for line in text.splitlines() if line.startswith("Last known positions")]
         if mode == "ego":
             assert positions == []
         else:
@@ -204,12 +205,12 @@ def test_reflection_deltas_are_clamped():
     agent = _agent(world, seat, crew, FixedBackend({"reflect": answer}))
     dump = asyncio.run(agent.after_meeting(world.observe(crew, "privileged"), "nobody was ejected"))
     assert dump["suspicion_applied"] == [{"player": a, "delta": 0.3}, {"player": b, "delta": -0.3}]
-    beliefs = agent.memory.beliefs
-    assert beliefs[a]["suspicion"] == 0.3 and beliefs[b]["suspicion"] == 0.0  # bounded to [0, 1]
+    scores = agent.suspicion.scores
+    assert scores[a] == 0.3 and scores[b] == 0.0  # bounded to [0, 1]
     asyncio.run(agent.after_meeting(world.observe(crew, "privileged"), "again"))
     asyncio.run(agent.after_meeting(world.observe(crew, "privileged"), "again"))
     asyncio.run(agent.after_meeting(world.observe(crew, "privileged"), "again"))
-    assert beliefs[a]["suspicion"] == 1.0
+    assert scores[a] == 1.0 and dump["suspicion"][a] == 0.3
     assert agent.skills.retrieve() == ["watch closely"] * 4
 
 
@@ -361,3 +362,93 @@ def test_call_records_and_observations_have_their_declared_shapes(tmp_path):
     for p in w.state.players:
         for mode in ("ego", "privileged"):
             assert set(w.observe(p.name, mode)) <= set(F.Observation.__annotations__)
+# -- suspicion: BELIEF calls, the state text, VOTE's fallback, KILL's DEFER ------------------------------------
+def _meeting_world(memory: str, **aria: Any):
+    """A meeting under way (Steve reported), everyone parked; returns world, seat, a crewmate listener."""
+    world, seat = _aria_world(memory=memory, **aria)
+    world.reset(3)
+    park_everyone(world)
+    st = world.state
+    crew = [p.name for p in st.players if not p.is_imposter]
+    body_of = crew[0]
+    st.player(body_of).alive = False
+    world.rules.do_button(st, st.player(crew[1]))
+    return world, seat, crew[2]
+
+
+def test_semantic_memory_updates_beliefs_after_each_utterance_with_clamped_deltas():
+    world, seat, me = _meeting_world("semantic")
+    target = next(n for n in world.state.meeting.order if n != me)
+    answer = json.dumps({"suspicion_updates": [{"player": target, "delta": 0.9}], "reasoning": "r"})
+    backend = FixedBackend({"belief": answer})
+    folder = Path(tempfile.mkdtemp())
+    agent = _agent(world, seat, me, backend, folder)
+    asyncio.run(agent.listen(world.observe(me, "privileged"), target, "I was in Admin."))
+    assert agent.suspicion.scores[target] == 0.3  # clamped to the paper's +/- 0.3
+    req = backend.requests[-1]
+    assert req.module == "belief" and f'{target} said: "I was in Admin."' in _user_text(req)
+    agent.caller.log.close()
+    rec = [json.loads(x) for x in (folder / "calls.jsonl").read_text().splitlines()]
+    assert rec[-1]["module"] == "belief" and not rec[-1]["fallback"]  # recorded like every call
+    # a broken answer: the deterministic fallback changes nothing for an utterance
+    agent2 = _agent(world, seat, me, FixedBackend({"belief": "not json"}))
+    asyncio.run(agent2.listen(world.observe(me, "privileged"), target, "hello"))
+    assert agent2.suspicion.scores[target] == 0.0
+    # window memory makes no BELIEF call
+    world_w, seat_w, me_w = _meeting_world("window")
+    backend_w = FixedBackend({"belief": answer})
+    asyncio.run(_agent(world_w, seat_w, me_w, backend_w).listen(world_w.observe(me_w, "privileged"), target, "x"))
+    assert not backend_w.requests
+
+
+def test_surveillance_flag_updates_suspicion_in_both_memories_and_the_state_text_shows_it():
+    for memory in ("semantic", "window"):
+        for mode in ("ego", "privileged"):
+            world, seat = _aria_world(memory=memory, state=mode)
+            world.reset(0)
+            st = world.state
+            crew = next(p.name for p in st.players if not p.is_imposter)
+            other = next(p.name for p in st.players if p.name != crew)
+            flag = json.dumps({"players_seen": [], "detail": "lurking", "suspect": other})
+            backend = FixedBackend({"surveillance": flag, "belief": "broken"})  # BELIEF falls back: +0.1
+            agent = _agent(world, seat, crew, backend)
+            asyncio.run(agent.roam(world.observe(crew, mode)))
+            assert agent.suspicion.scores[other] == 0.1, (memory, mode)
+            assert [r.module for r in backend.requests].count("belief") == (memory == "semantic")
+            last = _user_text(backend.requests[-1])
+            assert f"{other} 0.10" in next(x for x in last.splitlines() if x.startswith("Suspicion scores")), (memory, mode)
+
+
+def test_vote_fallback_is_the_highest_suspicion_above_zero_and_never_a_teammate():
+    from mau.harness import modules as M
+
+    world, seat = _aria_world()
+    world.reset(0)
+    st = world.state
+    imp = next(p for p in st.players if p.is_imposter)
+    mate = next(p.name for p in st.players if p.is_imposter and p is not imp)
+    crew = [p.name for p in st.players if not p.is_imposter]
+    obs = world.observe(imp.name, "privileged")
+    ctx = M.Context(obs, list(world.map.room_names), suspicion={mate: 0.9, crew[0]: 0.2, crew[1]: 0.4})
+    assert M.fallback_vote(ctx)["vote_target"] == crew[1]
+    ctx = M.Context(obs, list(world.map.room_names), suspicion={mate: 0.9, crew[0]: 0.0})
+    assert M.fallback_vote(ctx)["vote_target"] == "skip"
+    ans, why = M.decide("vote", "garbage", None, M.Context(obs, list(world.map.room_names), suspicion={crew[2]: 0.5}))
+    assert why and ans["vote_target"] == crew[2]
+
+
+def test_kill_defer_with_a_witness_moves_away():
+    world, seat = _aria_world()
+    world.reset(0)
+    st = world.state
+    park_everyone(world)
+    imp = next(p.name for p in st.players if p.is_imposter)
+    a, b = [p.name for p in st.players if not p.is_imposter][:2]
+    place(world, imp, 84.5, 70.5, yaw_deg=90)
+    place(world, a, 84.5, 73.5)
+    place(world, b, 84.5, 76.5)
+    st.player(imp).kill_cooldown = 0
+    defer = json.dumps({"decision": "DEFER", "target": "none", "reasoning": "a witness"})
+    agent = _agent(world, seat, imp, FixedBackend({"kill": defer}))
+    action = asyncio.run(agent.roam(world.observe(imp, "privileged")))
+    assert action is not None and action.kind == "flee" and action.target == a

@@ -13,7 +13,7 @@ import pytest
 
 from mau.env.actions import Action
 from mau.harness.config import AriaConfig
-from mau.harness.memory import SemanticMemory, WindowMemory
+from mau.harness.memory import SemanticMemory, Suspicion, WindowMemory
 from mau.harness.modules import MODULES
 from mau.harness.prompting import PromptBuilder, modules_for
 from tests.helpers import make_world, park_everyone, place
@@ -49,16 +49,18 @@ def _scenario():
 def _render(style: str, role: str, module: str) -> str:
     roam, ego, meeting = _scenario()
     name = "Jason" if role == "crewmate" else "James"
-    obs = meeting[name] if module in ("meeting", "vote") else roam[name]
+    obs = meeting[name] if module in ("meeting", "vote", "belief") else roam[name]
     builder = PromptBuilder(AriaConfig(prompt_style=style), make_world(roles="paper").cfg, make_world().map)
     mem = SemanticMemory(name, [p["name"] for p in obs["roster"]], 20)
     mem.observe(roam[name])
-    mem.update_suspicion("Michael", 0.2, 0.3)
+    sus = Suspicion(name, [p["name"] for p in obs["roster"]])
+    sus.update("Michael", 0.2, 0.3)
     others = [p["name"] for p in obs["roster"] if p["name"] not in (name, "Steve")]
-    extra = {"sighting": "James killed Steve in Cafeteria.", "body": "Steve", "strategy": "finish missions",
-             "outcome": "Meeting outcome: No one was ejected."}
+    extra = {"sighting": "Michael acting suspiciously.", "body": "Steve", "strategy": "finish missions",
+             "outcome": "Meeting outcome: No one was ejected.", "event": 'Michael said: "I was in Admin."'}
     msgs = builder.messages(module, obs, memory=mem.render(), skills="Lessons from earlier meetings:\n- watch",
-                            others=others, n_images=len(MODULES[module].images), **extra)
+                            others=others, n_images=len(MODULES[module].images), suspicion=sus.render(others),
+                            **extra)
     images = sum(1 for p in msgs[1]["content"] if p["type"] == "image")
     return f"{msgs[0]['content']}\n--- user ({images} images) ---\n{msgs[1]['content'][0]['text']}\n"
 

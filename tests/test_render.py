@@ -163,3 +163,29 @@ def test_pillow_image_path_matches_the_numpy_frame():
     r = Renderer(load_map("skeld"), 96, 54)
     for yaw in (None, 0.3, 2.0, 4.5):
         assert np.array_equal(np.asarray(r.first_person_image(state, viewer, yaw)), r.first_person(state, viewer, yaw))
+
+
+def _colour_pixels(img: np.ndarray, color: str) -> int:
+    """Pixels in any of the colour's face shades (top, x side, z side)."""
+    rgb = np.array(COLOR_RGB[color], dtype=np.float64)
+    shades = {tuple(int(round(c * k)) for c in rgb) for k in (0.6, 0.8, 1.0)}
+    flat = img.reshape(-1, 3)
+    return int(sum((flat == np.array(s, dtype=np.uint8)).all(axis=-1).sum() for s in shades))
+
+
+@pytest.mark.parametrize("distance", [3.0, 6.0, 10.0])
+@pytest.mark.parametrize("victim_yaw", [0.0, SOUTH])
+def test_a_body_in_view_within_10_blocks_is_clearly_visible(renderer: Renderer, distance: float,
+                                                            victim_yaw: float) -> None:
+    """SURVEILLANCE perceives kills through frames only: a body in view must cover a clearly visible area.
+    Threshold: at least 0.15 % of the frame (~350 px at 640x360) and at least half of what a standing
+    player covers at the same spot (the old 1/16-block carpet covered ~0.03 % at 10 blocks)."""
+    me = player("me", "white", 82.5, 70.5, SOUTH)
+    dead = player("ghost", "green", 82.5, 70.5 + distance, seat=1, alive=False)
+    state = GameState(players=[me, dead], seed=0,
+                      bodies=[Body("ghost", "green", 82.5, 70.5 + distance, "Cafeteria", 0, victim_yaw)])
+    body_px = _colour_pixels(renderer.first_person(state, "me"), "green")
+    standing = GameState(players=[me, player("alive", "green", 82.5, 70.5 + distance, seat=1)], seed=0)
+    stand_px = _colour_pixels(renderer.first_person(standing, "me"), "green")
+    assert body_px >= 0.0015 * W * H, (body_px, distance)
+    assert body_px >= 0.5 * stand_px, (body_px, stand_px)

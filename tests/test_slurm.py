@@ -34,7 +34,6 @@ def _read_logs(folder: Path) -> str:
 
 
 def test_collect_array_plays_every_match_once(slurm, tmp_path):  # noqa: F811 - the fixture
-    pytest.importorskip("mau.commands.collect")
     run, logs = tmp_path / "run", tmp_path / "logs"
     logs.mkdir()
     # The smoke grid, shrunk to keep the test fast: 18 matches of 10 steps, one worker per task.

@@ -102,6 +102,30 @@ def enumerate_grid(grid: GridConfig) -> list[MatchSpec]:
     return out
 
 
+def describe_plan(grid: GridConfig) -> str:
+    """The plan of a grid as text (``mau collect --dry-run``): totals, per case the harness of each side, the
+    pool, and the pairings."""
+    from collections import Counter
+
+    specs = enumerate_grid(grid)
+    per_case = Counter(s.case for s in specs)
+    pairs = Counter((s.imposter_model, s.crewmate_model) for s in specs)
+    axes = ("state", "memory", "planning", "reflection", "prompt_style")
+    lines = [f"plan: {len(specs)} matches = {len(grid.pool)} models x {len(grid.pool) - (not grid.self_play)} "
+             f"opponents{' (self-play included)' if grid.self_play else ''} x {len(grid.cases)} cases x "
+             f"{grid.repetitions} repetitions"]
+    for c in grid.cases:
+        crew = ", ".join(f"{a}={getattr(c.crewmate, a)}" for a in axes)
+        imp = ", ".join(f"{a}={getattr(c.imposter, a)}" for a in axes)
+        lines.append(f"case {c.name}: {per_case[c.name]} matches; crewmates: {crew}; imposters: {imp}")
+    lines.append("pool: " + ", ".join(f"{p.name} ({p.model.backend}: {p.model.model})" for p in grid.pool))
+    lines.append(f"pairings (imposter x crewmate): {len(pairs)}, {min(pairs.values())}-{max(pairs.values())} "
+                 "matches each")
+    seeds = grid.seeds[: grid.repetitions] if grid.seeds is not None else [grid.seed + r for r in range(grid.repetitions)]
+    lines.append(f"seeds per pairing and case: {seeds}")
+    return "\n".join(lines)
+
+
 def in_shard(specs: list[MatchSpec], shard: int, n_shards: int) -> Iterator[MatchSpec]:
     """Match k belongs to shard k % N: every match in exactly one shard, shards balanced."""
     return (s for s in specs if s.index % n_shards == shard)
@@ -114,5 +138,6 @@ def seats_for(grid: GridConfig, spec: MatchSpec) -> dict[str, SeatConfig]:
             "imposter": SeatConfig(model=pool[spec.imposter_model].model, aria=case.imposter)}
 
 
-__all__ = ["PoolEntry", "CaseConfig", "GridConfig", "MatchSpec", "enumerate_grid", "parse_shard", "in_shard",
+__all__ = ["PoolEntry", "CaseConfig", "GridConfig", "MatchSpec", "enumerate_grid", "describe_plan", "parse_shard",
+           "in_shard",
            "seats_for", "WorldConfig"]

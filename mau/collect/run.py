@@ -31,6 +31,8 @@ from mau.runner import PlannedMatch, RunConfig, RunProgress, play_shard, print_p
 class CollectConfig(RunConfig):
     """``mau collect``: a grid of expert matches."""
 
+    max_fallback_share: float = Field(0.5, ge=0, le=1,
+                                      description="Warn at the end when a side's own calls fell back more than this.")
     grid: GridConfig = Field(description="The pool, the pairings, the ARIA cases, repetitions and seeds.")
     world: WorldConfig = Field(default_factory=WorldConfig, description="The world every match is played in.")
 
@@ -59,10 +61,16 @@ def run_collect(cfg: CollectConfig, out: Path, opts: RunOptions = RunOptions()) 
     """Create (or with --resume join) the run folder, play this shard's missing matches, write the summary."""
     from mau.collect.summary import write_summary
 
+    from mau.collect.grid import describe_plan
+    from mau.harness.probe import probe_models
+
     planned = plan(cfg)
     if opts.dry_run:
         print_plan("collect", out, cfg.shard, planned)
+        print(describe_plan(cfg.grid))
         return None
+    # Before the run folder is made: a dead server or a missing adapter stops the run here, in one line.
+    probe_models({f"pool {p.name}": p.model for p in cfg.grid.pool})
     run = RunDir(out, "collect run")
     run.open_run(F.RUN_FORMAT, F.RUN_FORMAT_VERSION, cfg.identity(), cfg.resume,
                  dump_yaml(cfg.model_copy(update={"shard": None, "resume": False})),

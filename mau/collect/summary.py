@@ -28,6 +28,7 @@ def summarize(run: Path, planned: int | None = None) -> dict[str, Any]:
     per_model: dict[str, dict[str, list[int]]] = {}  # model -> role -> [wins, n]
     matchups: dict[tuple[str, str], list[int]] = {}  # (imposter model, crewmate model) -> [crew wins, n]
     calls = fallbacks = prompt_tokens = completion_tokens = 0
+    sides: dict[str, list[int]] = {}  # role -> [calls, fallbacks] of the side's own model (not rest_model)
     for h in headers:
         outcomes[h[F.OUTCOME]] += 1
         crew_won = h[F.OUTCOME] in CREW_OUTCOMES
@@ -41,6 +42,11 @@ def summarize(run: Path, planned: int | None = None) -> dict[str, Any]:
         mu[0] += crew_won
         mu[1] += 1
         c = h.get("calls", {})
+        for role, by_src in c.get("by_side", {}).items():
+            own = by_src.get("model", {})
+            side = sides.setdefault(role, [0, 0])
+            side[0] += own.get("calls", 0)
+            side[1] += own.get("fallbacks", 0)
         calls += c.get("calls", 0)
         fallbacks += c.get("fallbacks", 0)
         prompt_tokens += c.get("prompt_tokens", 0)
@@ -56,6 +62,8 @@ def summarize(run: Path, planned: int | None = None) -> dict[str, Any]:
                      for (i, c), (w, n) in sorted(matchups.items())],
         "models": models,
         "calls": calls, "fallbacks": fallbacks, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+        "fallback_share": {role: {"calls": n, "fallbacks": fb, "share": fb / n if n else None}
+                           for role, (n, fb) in sorted(sides.items())},
     }
 
 

@@ -7,7 +7,10 @@ rerun with ``--resume``. ``--shard I/N`` plays one shard of the grid (Slurm arra
 Writes the resolved config, provenance, the grid, the match folders and a summary (outcomes, win rates per
 model and role, the imposter x crewmate matchup matrix as a table and a plot). Ctrl-C stops within seconds and
 keeps every finished match; ``--max-failures N`` tolerates N failed matches; ``--dry-run`` prints the plan and
-what it will cost (calls, tokens, USD, disk) and writes nothing.
+what it will cost (calls, tokens, USD, disk), then the grid (matches per case with each side's harness, the pool,
+the pairings), and writes nothing. Before the first match every pool model answers one probe request (a dead
+server or a misnamed model stops the run in one line); at the end a side whose own calls fell back more than
+``max_fallback_share`` (default 50 %) is warned about.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ CONFIG = "mau.collect.run:CollectConfig"
 
 def main(cfg, opts: RunOptions = RunOptions()) -> int:
     import json
+    import sys
 
     from mau.collect.run import run_collect
     from mau.rundir import RunDir
@@ -41,4 +45,9 @@ def main(cfg, opts: RunOptions = RunOptions()) -> int:
     print(f"collected {s['matches']}/{s['planned']} matches (shard {s['shard']}: {s['played_now']} played now, "
           f"{s['wall_s']} s) outcomes={json.dumps(s['outcomes'])} crew_win_rate="
           f"{s['crew_win_rate'] if s['crew_win_rate'] is None else round(s['crew_win_rate'], 3)} -> {out}")
+    for role, f in s.get("fallback_share", {}).items():
+        if f["share"] is not None and f["share"] > cfg.max_fallback_share:
+            print(f"mau collect: warning: the {role}s' own calls fell back {100 * f['share']:.1f} % of the time "
+                  f"({f['fallbacks']} of {f['calls']}; max_fallback_share {100 * cfg.max_fallback_share:.0f} %): "
+                  "their matches measure fallbacks, not the models", file=sys.stderr)
     return 0

@@ -9,6 +9,10 @@ recomputes the report from the run folder (after the shards; the config defaults
 Writes results.md (crew win rate, ejection recall and precision, imposters ejected, kills and missions per game,
 endings, each with n and a 95% interval; paired comparisons with the baseline), results.csv, results.json,
 results.png, and every match folder (collect format: the eval is also data for ``mau dataset``).
+Failures are loud: before the first match every arm's and imposter's model answers one probe request (a dead
+server, a missing adapter or a misnamed model stops the eval in one line); an arm whose own calls fell back
+more than ``max_fallback_share`` (default 50 %), or whose model never answered, is reported as failed and the
+eval exits 1 (``--allow-fallbacks``: exit 0 anyway).
 """
 
 from __future__ import annotations
@@ -33,7 +37,9 @@ FLAGS = [*config_flags("seeds=[1,2,3]"), OUT,
          SHARD, WORKERS,
          Flag("--report-only", "play nothing: recompute the report of --out (config: --config, else "
               "--out/config.yaml)", key="report_only", type=bool),
-         NO_PROGRESS, DRY_RUN, MAX_FAILURES]
+         NO_PROGRESS, DRY_RUN, MAX_FAILURES,
+         Flag("--allow-fallbacks", "exit 0 even when an arm's own calls fell back more than max_fallback_share",
+              key="allow_fallbacks", type=bool)]
 
 
 def config_from_args(args: argparse.Namespace):
@@ -54,6 +60,8 @@ def config_from_args(args: argparse.Namespace):
 
 
 def main(cfg, opts: RunOptions = RunOptions()) -> int:
+    import sys
+
     from mau import schema as F
     from mau.errors import ConfigError
     from mau.eval.run import run_eval
@@ -70,4 +78,9 @@ def main(cfg, opts: RunOptions = RunOptions()) -> int:
         f"shard {r['shard']}: {r['played_now']} played now of {r['shard_matches']}"
     print(f"eval: {r['matches']}/{r['planned']} matches ({what}, {r['wall_s']} s) -> {out}/"
           f"{{{F.RESULTS_MD},{F.RESULTS_CSV},{F.RESULTS_JSON},{F.RESULTS_PNG}}} and {out}/{F.MATCHES_DIR}/")
-    return 0
+    bad = {a: h for a, h in r.get("arm_health", {}).items() if h["over"]}
+    for arm, h in bad.items():
+        why = "its model never answered" if h["failed"] else f"{100 * h['share']:.1f} % of its own calls fell back"
+        print(f"mau eval: warning: arm {arm} failed: {why} (max_fallback_share "
+              f"{100 * cfg.max_fallback_share:.0f} %)", file=sys.stderr)
+    return 1 if bad and not cfg.allow_fallbacks else 0

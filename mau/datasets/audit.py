@@ -1,4 +1,5 @@
-"""The role-leak audit: no crewmate example may state the role of a player whose role it cannot know yet.
+"""The role-leak audit: no crewmate example may state the role of a player whose role it cannot know yet,
+nor, in the harness's words, who killed whom (a crewmate perceives a kill only through its frames).
 
 Run on every example of every build (docs/datasets.md, "Role-leak audit"). A leak fails the whole build with
 one line naming the match, the call and the phrase; nothing is written.
@@ -11,16 +12,30 @@ beliefs, at least ``MIN_AUTHORED_CHARS`` long).
 
 Who is hidden at a call: every player of the match except the caller itself and the players ejected at or
 before the call's tick (an ejection reveals the role to everyone).
+
+Kill authors: for every kill of the match up to the call's tick (``kill`` events), any of ``KILL_AUTHOR_PHRASES``
+naming its killer in the searched text is a leak, whoever the caller is and whether or not the killer has been
+ejected since: only players may say who killed whom (their speech and the caller's own words are taken out).
+
+``vanished_rule`` measures the inference the issue found in the old privileged state (a player silently
+dropped from the position list is the victim; the player listed nearest to it one call earlier the killer);
+``python -m mau.datasets.audit RUN...`` runs the audit and the rule over collected matches and prints JSON.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import re
+import sys
+from collections import defaultdict
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterable
 
 from mau import schema as F
 from mau.datasets.sources import MatchInfo
+from mau.env.state import IMPOSTER
 from mau.errors import MauError
 
 # Phrases that state a hidden player's role (each starts with "{name} ", the player); case-insensitive, any run
@@ -39,6 +54,14 @@ ANY_PLAYER_PHRASES: tuple[str, ...] = ("fellow Imposter",)
 # The header's roles mapping written out, e.g. '"Olivia": "imposter"', "Olivia: crewmate", "Olivia=imposter":
 # a regular expression (lower case) for what follows a hidden player's name.
 ROLE_MAPPING_AFTER_NAME = r"""["']?\s*[:=]\s*["']?(?:imposter|crewmate)\b"""
+# Phrases that state who killed whom ({killer}, {victim}: players of a kill of the match), case-insensitive.
+KILL_AUTHOR_PHRASES: tuple[str, ...] = (
+    "saw {killer} kill",
+    "{killer} killed",
+    "{killer} kill {victim}",
+    "{killer} kills {victim}",
+    "killed by {killer}",
+)
 # The caller's own earlier answers shorter than this are not taken out (names, rooms, "skip").
 MIN_AUTHORED_CHARS = 16
 
@@ -51,6 +74,7 @@ class RoleLeakError(MauError):
 class Leak:
     player: str | None  # None for ANY_PLAYER_PHRASES
     phrase: str
+    kill: tuple[str, str] | None = None  # (killer, victim) when the phrase states a kill's author
 
 
 def _phrase_regex(phrase: str) -> str:
@@ -100,6 +124,9 @@ class Auditor:
         self.speech_re = re.compile(r'^(?:' + "|".join(re.escape(n) for n in names) + r'): ".*"$', re.MULTILINE)
         self.long_speech = [f'{s}: "{t}"' for s, t in match.utterances if "\n" in t]
         self.authored: dict[str, dict[str, None]] = {}
+        self.kill_res = [(tick, killer, victim, re.compile("|".join(
+            r"(?<![\w])" + _phrase_regex(ph.format(killer=killer.lower(), victim=victim.lower())) + r"(?![\w])"
+            for ph in KILL_AUTHOR_PHRASES))) for tick, killer, victim in match.kills]
 
     def observe(self, call: dict[str, Any]) -> None:
         """Remember what this call's answer may bring into the caller's later prompts (its own words)."""
@@ -138,6 +165,11 @@ class Auditor:
             name = self.canonical[m.group("name")]
             if name in hidden:
                 return Leak(name, phrase(m))
+        for tick, killer, victim, rx in self.kill_res:
+            if tick <= int(call[F.TICK]):
+                m = rx.search(low)
+                if m:
+                    return Leak(killer, phrase(m), kill=(killer, victim))
         return None
 
     def check(self, call: dict[str, Any]) -> None:
@@ -145,8 +177,127 @@ class Auditor:
         if leak is None:
             return
         phrase = " ".join(leak.phrase.split())
-        whose = (f"the role of {leak.player}, not revealed by tick {call[F.TICK]}" if leak.player
-                 else "an imposter's teammate in a crewmate's prompt")
+        if leak.kill:
+            whose = f"who killed {leak.kill[1]} ({leak.kill[0]}): only players may say that, the harness never"
+        elif leak.player:
+            whose = f"the role of {leak.player}, not revealed by tick {call[F.TICK]}"
+        else:
+            whose = "an imposter's teammate in a crewmate's prompt"
         raise RoleLeakError(
             f"role leak in match {self.match.match_id} ({self.match.path}), call {call[F.CALL_ID]}: "
             f"{phrase!r} states {whose}; nothing was written (docs/datasets.md, 'Role-leak audit')")
+
+
+# -- the "vanished player" inference ----------------------------------------------------------------------------
+_POSITIONS_RE = re.compile(r"^(?:Last known positions of the others|Positions of all players within range): (.*)\.$",
+                           re.MULTILINE)
+_ENTRY_RE = re.compile(r"([A-Z][A-Za-z]*) in [^;(]*\((-?\d+(?:\.\d+)?), (-?\d+(?:\.\d+)?)\)")
+_LIST_RE = {"dead": re.compile(r"^Known dead: (.*)\.$", re.MULTILINE), "ejected": re.compile(r"^Ejected: (.*)\.$", re.MULTILINE)}
+
+
+def _listed(text: str) -> dict[str, tuple[float, float]] | None:
+    m = _POSITIONS_RE.search(text)
+    if m is None:
+        return None
+    return {e.group(1): (float(e.group(2)), float(e.group(3))) for e in _ENTRY_RE.finditer(m.group(1))}
+
+
+def _gone(text: str) -> set[str]:
+    out: set[str] = set()
+    for rx in _LIST_RE.values():
+        m = rx.search(text)
+        if m:
+            out |= {w.split(" (")[0].strip() for w in m.group(1).split(",")}
+    return out
+
+
+def vanished_rule(calls: Iterable[dict[str, Any]], kills: list[tuple[int, str, str]]) -> dict[str, float]:
+    """The inference from prompt text alone: a player listed at a crewmate's previous call, missing now and
+    neither known dead nor ejected, is a victim, and the player listed nearest to it at the previous call its
+    killer. Returns events (vanishings), hits (the named killer killed the vanished player) and chance (the
+    mean of 1 / candidates, candidates: the others listed at the previous call)."""
+    truth = {(k, v) for _, k, v in kills}
+    prev: dict[str, dict[str, tuple[float, float]]] = {}
+    events = hits = 0
+    chance = 0.0
+    for c in calls:
+        if c.get(F.ROLE) == IMPOSTER:
+            continue
+        text = input_text(c[F.MESSAGES])
+        now = _listed(text)
+        if now is None:
+            continue
+        agent = str(c.get(F.AGENT))
+        before = prev.get(agent)
+        prev[agent] = now
+        if not before:
+            continue
+        gone = _gone(text)
+        for v in before:
+            if v in now or v in gone:
+                continue
+            others = {n: p for n, p in before.items() if n != v}
+            if not others:
+                continue
+            vx, vz = before[v]
+            guess = min(others, key=lambda n: (math.hypot(others[n][0] - vx, others[n][1] - vz), n))
+            events += 1
+            hits += (guess, v) in truth
+            chance += 1 / len(others)
+    return {"events": events, "hits": hits, "chance_hits": round(chance, 2),
+            "accuracy": round(hits / events, 3) if events else None,
+            "chance": round(chance / events, 3) if events else None}
+
+
+def audit_runs(paths: list[str]) -> dict[str, Any]:
+    """Every crewmate call of every match under ``paths``: leaks found (role or kill author), and the
+    vanished-player rule, per state mode."""
+    from mau.datasets.sources import find_matches, iter_calls, load_match
+
+    problems: list[str] = []
+    leaks: list[str] = []
+    per_mode: dict[str, dict[str, Any]] = defaultdict(lambda: {"matches": 0, "crewmate_calls": 0, "calls": []})
+    n = 0
+    for match_dir, run in find_matches(paths):
+        match = load_match(match_dir, run, lambda p: problems.append(str(p)))
+        auditor = Auditor(match)
+        calls = list(iter_calls(match, lambda p: problems.append(str(p))))
+        n += 1
+        modes = set()
+        for call in calls:
+            if call.get(F.ROLE) != IMPOSTER:
+                mode = str((call.get(F.HARNESS) or {}).get("state", "?"))
+                modes.add(mode)
+                per_mode[mode]["crewmate_calls"] += 1
+                leak = auditor.find(call)
+                if leak is not None:
+                    leaks.append(f"{match.match_id} {call[F.CALL_ID]}: {' '.join(leak.phrase.split())!r}")
+            auditor.observe(call)
+        for mode in modes:
+            per_mode[mode]["matches"] += 1
+            rule = vanished_rule([c for c in calls if str((c.get(F.HARNESS) or {}).get("state")) == mode], match.kills)
+            per_mode[mode]["calls"].append(rule)
+    out: dict[str, Any] = {"matches": n, "leaks": len(leaks), "first_leaks": leaks[:10], "problems": len(problems)}
+    for mode, d in sorted(per_mode.items()):
+        ev = sum(r["events"] for r in d["calls"])
+        hits = sum(r["hits"] for r in d["calls"])
+        ch = sum(r["chance_hits"] for r in d["calls"])
+        out[mode] = {"matches": d["matches"], "crewmate_calls": d["crewmate_calls"], "vanished_events": ev,
+                     "rule_hits": hits, "rule_accuracy": round(hits / ev, 3) if ev else None,
+                     "chance": round(ch / ev, 3) if ev else None}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """python -m mau.datasets.audit RUN [RUN...]: the audit over collected matches, as JSON; exit 1 on a leak."""
+    args = sys.argv[1:] if argv is None else argv
+    if not args:
+        print("usage: python -m mau.datasets.audit RUN [RUN...]", file=sys.stderr)
+        return 2
+    report = audit_runs([str(Path(a)) for a in args])
+    print(json.dumps(report, indent=1))
+    return 1 if report["leaks"] else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -194,6 +194,7 @@ def build_dataset(cfg: DatasetConfig, out: Path, warn: Callable[[str], None] | N
                    for s in F.DATASET_SPLITS}
         split_matches: dict[str, list[str]] = {s: [] for s in F.DATASET_SPLITS}
         sources: dict[str, int] = {}
+        seen_calls: dict[str, str] = {}  # call id -> digest of its content: the same run given twice
         for match_dir, run in tqdm(matches, desc="matches", unit="match", disable=None if progress else True,
                                    file=sys.stderr):
             match = load_match(match_dir, run, problem)
@@ -205,7 +206,21 @@ def build_dataset(cfg: DatasetConfig, out: Path, warn: Callable[[str], None] | N
                 stats.matches_without_calls += 1
                 continue
             auditor = Auditor(match)
+            dup_warned = False
             for call in iter_calls(match, problem):
+                digest = _digest(call)
+                first = seen_calls.setdefault(str(call[F.CALL_ID]), digest)
+                if first is not digest:
+                    if first != digest:
+                        raise MauError(f"{match_dir}: call {call[F.CALL_ID]} also appears in an earlier input with "
+                                       "other content (two runs share match ids); give them as separate builds "
+                                       "or rename one run's matches")
+                    stats.skipped["duplicate_calls"] += 1
+                    if not dup_warned:
+                        warn(f"mau dataset: warning: {match_dir}: its calls were already read from another input "
+                             "(the same run given twice?); each is kept once")
+                        dup_warned = True
+                    continue
                 if call[F.ROLE] != CREWMATE:
                     stats.skipped["non_crew"] += 1
                     continue
@@ -243,6 +258,14 @@ def build_dataset(cfg: DatasetConfig, out: Path, warn: Callable[[str], None] | N
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return Built(header, stats)
+
+
+def _digest(call: dict[str, Any]) -> str:
+    """What makes a call record the same call: its id, when, who, its input and its output."""
+    import hashlib
+
+    key = [call.get(k) for k in (F.CALL_ID, F.MATCH, F.TICK, F.AGENT, F.MODULE, F.RAW_OUTPUT)]
+    return hashlib.sha256(json.dumps([key, call.get(F.MESSAGES)], sort_keys=True, default=str).encode()).hexdigest()
 
 
 def _publish_arrow(staging: Path, arrow: dict[str, Path], feats: Any) -> None:

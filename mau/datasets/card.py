@@ -56,7 +56,8 @@ class BuildStats:
     by: dict[str, Counter] = field(default_factory=lambda: {k: Counter() for k in ("filter", "module",
                                                                                    "model", "images")})
     skipped: Counter = field(default_factory=lambda: Counter(
-        {k: 0 for k in ("fallback", "non_crew", "not_selected", "corrupt_lines", "missing_images", "text_only")}))
+        {k: 0 for k in ("fallback", "non_crew", "not_selected", "corrupt_lines", "missing_images", "text_only",
+                        "duplicate_calls")}))
     problems: list[str] = field(default_factory=list)
     n_problems: int = 0
     matches_without_calls: int = 0
@@ -138,6 +139,8 @@ def render_card(header: dict[str, Any], stats: BuildStats) -> str:
         f"| damaged lines (calls.jsonl, events.jsonl) | {s['skipped']['corrupt_lines']} |",
         f"| examples skipped for a missing image file | {s['skipped']['missing_images']} |",
         f"| text-only examples left out (include_text_only: false) | {s['skipped']['text_only']} |",
+        f"| calls seen twice (the same call id and content in two inputs; kept once) | "
+        f"{s['skipped'].get('duplicate_calls', 0)} |",
         f"| matches without calls.jsonl | {s['matches_without_calls']} |", "",
         "## Lengths", "",
         f"Input = system + user text (S); output = the raw answer (Y); text only (no image tokens, no chat "

@@ -47,6 +47,7 @@ class MatchInfo:
     outcome: str
     ejections: list[tuple[int, str]] = field(default_factory=list)  # (tick, ejected player), in order
     utterances: list[tuple[str, str]] = field(default_factory=list)  # (speaker, text)
+    kills: list[tuple[int, str, str]] = field(default_factory=list)  # (tick, killer, victim), in order
 
     @property
     def crew_won(self) -> bool:
@@ -166,6 +167,8 @@ def load_match(match_dir: Path, run: str, problems: Callable[[Problem], None]) -
     for _, e in iter_jsonl(events, problems):
         if e.get(F.TYPE) == F.EV_EJECTION and e.get(F.EJECTED):
             info.ejections.append((int(e.get(F.TICK, 0)), str(e[F.EJECTED])))
+        elif e.get(F.TYPE) == F.EV_KILL and e.get(F.KILLER) and e.get(F.VICTIM):
+            info.kills.append((int(e.get(F.TICK, 0)), str(e[F.KILLER]), str(e[F.VICTIM])))
         elif e.get(F.TYPE) == F.EV_UTTERANCE and isinstance(e.get(F.UTTERANCE_TEXT), str):
             info.utterances.append((str(e.get(F.SPEAKER)), e[F.UTTERANCE_TEXT]))
     return info

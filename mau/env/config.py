@@ -125,6 +125,15 @@ class FramesConfig(Model):
     topdown: bool = Field(False, description="Also write a top-down image of the whole state at every step.")
 
 
+class ObservationConfig(Model):
+    """What an observation may say beyond what a player perceives (docs/game.md, "Observations")."""
+
+    witness_text: bool = Field(
+        False, description="Ablation only: tell a player in words who killed whom when it had the victim in view "
+                           "(witnessed_kills, and the harness's 'You saw X kill Y'). Off: kills are perceived "
+                           "only through frames and bodies, as in the paper.")
+
+
 class WorldConfig(Model):
     """Which world runs the rules, on which map."""
 
@@ -132,3 +141,5 @@ class WorldConfig(Model):
     map: str = Field("skeld", description="A built-in map name or a path to a map YAML file.")
     game: GameConfig = Field(default_factory=GameConfig, description="The rules' constants (docs/game.md).")
     frames: FramesConfig = Field(default_factory=FramesConfig, description="First-person frames.")
+    observation: ObservationConfig = Field(default_factory=ObservationConfig,
+                                           description="Observation options (ablations of perception).")

@@ -1,20 +1,24 @@
 """An agent's structured observation: own state, what it sees, public knowledge, the meeting.
 
 Two state modes (SPEC section 1): ``ego`` lists the players in view now (frustum, line of sight, 36-block
-cap); ``privileged`` lists every active player within 96 blocks. Neither ever holds another player's hidden
-role: roles appear only as the agent's own role, an imposter's teammates, and roles revealed by ejection.
+cap); ``privileged`` also lists every player at its last known position (observed within 96 blocks) and how
+long ago that was. Neither ever holds another player's hidden role: roles appear only as the agent's own role,
+an imposter's teammates, and roles revealed by ejection. Neither tells of a kill the agent did not see: deaths
+become known by seeing the body or at the next meeting, and who killed whom only through the frames (unless
+the ablation ``world.observation.witness_text`` is on).
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mau import schema as F
 from mau.env.state import DISCUSSION, VOTING
 
 if TYPE_CHECKING:
     from mau.env.sim import SimWorld
+    from mau.env.state import PlayerState
 
 STATE_MODES = ("ego", "privileged")
 
@@ -23,7 +27,28 @@ def _r(v: float) -> float:
     return round(v, 2)
 
 
-def observe(world: "SimWorld", name: str, mode: str = "ego") -> F.Observation:
+def _privileged_players(world: SimWorld, me: PlayerState, in_view: set[str]) -> list[dict[str, Any]]:
+    """Every player not publicly dead or ejected, at its last known position and how long ago that was
+    (the paper's persistent privileged state). A player killed out of sight stays listed where it fell
+    until the next meeting announces the death, so no list reveals an unseen kill."""
+    st, gmap = world.state, world.map
+    out = []
+    for p in st.players:
+        if p is me or p.ejected or p.name in st.public_dead:
+            continue
+        if me.active and math.hypot(p.x - me.x, p.z - me.z) <= world.cfg.privileged_radius:
+            x, z, tick = p.x, p.z, st.tick  # observed now (a dead player lies where it fell)
+        elif p.name in me.last_known:
+            x, z, tick = me.last_known[p.name]
+        else:
+            continue
+        out.append({"name": p.name, "color": p.color, "position": [_r(x), _r(z)],
+                    "distance": _r(math.hypot(x - me.x, z - me.z)), "room": gmap.place_name(x, z),
+                    "in_view": p.name in in_view, "seen_s_ago": round((st.tick - tick) / 20, 2)})
+    return out
+
+
+def observe(world: SimWorld, name: str, mode: str = "ego") -> F.Observation:
     if mode not in STATE_MODES:
         raise ValueError(f"state mode {mode!r}: use one of {STATE_MODES}")
     st, cfg, gmap, vision = world.state, world.cfg, world.map, world.vision
@@ -51,21 +76,16 @@ def observe(world: "SimWorld", name: str, mode: str = "ego") -> F.Observation:
     obs["button_lock_ticks"] = world.rules.button_lock_left(st)
     obs["at_button"] = math.hypot(me.x - bx, me.z - bz) <= cfg.button_range
 
-    seen, listed = [], []
+    seen = []
     for p in st.players:
         if p is me or not p.active:
             continue
-        d = math.hypot(p.x - me.x, p.z - me.z)
-        in_view = me.active and vision.sees(me, p.x, p.z)
-        entry = {"name": p.name, "color": p.color, "position": [_r(p.x), _r(p.z)], "distance": _r(d),
-                 "room": gmap.place_name(p.x, p.z)}
-        if in_view:
-            seen.append(entry)
-        if mode == "privileged" and d <= cfg.privileged_radius:
-            listed.append({**entry, "in_view": in_view})
+        if me.active and vision.sees(me, p.x, p.z):
+            seen.append({"name": p.name, "color": p.color, "position": [_r(p.x), _r(p.z)],
+                         "distance": _r(math.hypot(p.x - me.x, p.z - me.z)), "room": gmap.place_name(p.x, p.z)})
     obs["players_in_view"] = seen
     if mode == "privileged":
-        obs["players"] = listed
+        obs["players"] = _privileged_players(world, me, {q["name"] for q in seen})
     bodies = []
     for b in st.bodies:
         if me.active and vision.sees(me, b.x, b.z, 0.5):
@@ -80,7 +100,8 @@ def observe(world: "SimWorld", name: str, mode: str = "ego") -> F.Observation:
     known_dead = list(st.public_dead) + [v for v in me.seen_bodies if v not in st.public_dead]
     obs["known_dead"] = known_dead
     obs["ejections"] = [{"name": e["name"], "role": e["role"]} for e in st.ejections]
-    obs["witnessed_kills"] = [dict(w) for w in me.witnessed]
+    # Who killed whom is perceived through the frames only; in words only as a documented ablation.
+    obs["witnessed_kills"] = [dict(w) for w in me.witnessed] if world.config.observation.witness_text else []
     last = world.last_results.get(name)
     run = world.runs.get(name)
     obs["current_action"] = run.action.to_dict() if run is not None and run.status == "running" else None

@@ -3,8 +3,16 @@
 Observations are the structured dicts of ``SimWorld.observe`` plus an ``action_mask`` (and, with
 ``frames=True``, the first-person ``frame``). Actions are indices into one ``Discrete`` vocabulary of structured
 actions (``env.decode(i)`` shows which); an ``Action`` or an action dict is accepted too, so text speech and
-points are possible. Reward: +1 to every member of the winning team when the match ends, else 0. An agent
-leaves ``agents`` when it is killed or ejected (terminated), and everyone terminates at the ending.
+points are possible. Reward: +1 when the match ends to every member of the winning team still active at the
+end (docs/game.md; a winner killed or ejected in the ending step gets 0), else 0. An agent leaves ``agents``
+when it is killed or ejected (terminated), and everyone terminates at the ending, TIMEOUT included (the step
+budget is a rule of the game, not a truncation: ``truncations`` are always False).
+
+``action_mask`` is a legality mask from what the agent knows: an action it marks is possible now (the right
+phase and role, one's own open stations, a target believed alive and not oneself or a teammate, the button
+unlocked, a body in view to report, the kill cooldown over, one's turn to speak). What it cannot say without
+leaking: a player killed out of the agent's sight still counts as alive, so a follow or kill of that player
+can fail; an action that needs walking (a mission, a report, a kill) can still be cut short by the world.
 """
 
 from __future__ import annotations
@@ -106,8 +114,9 @@ class MauParallelEnv(ParallelEnv):
         if st.phase == ENDED:
             crew_won = st.outcome in CREW_OUTCOMES
             for a in before:
-                won = (st.player(a).role == IMPOSTER) != crew_won
-                rewards[a] = 1.0 if won else 0.0
+                p = st.player(a)
+                won = (p.role == IMPOSTER) != crew_won
+                rewards[a] = 1.0 if won and p.active else 0.0  # docs/game.md: winners still active at the end
                 terminations[a] = True
             self.agents = []
         else:
@@ -128,29 +137,45 @@ class MauParallelEnv(ParallelEnv):
         return obs
 
     def _mask(self, agent: str, obs: dict[str, Any]) -> np.ndarray:
-        """Legal-looking actions for sampling: roam kinds in roam (kill and fake only for imposters), speech
-        only on one's turn, votes only in the vote."""
+        """The legality mask (module docstring): built from the observation only, so it leaks nothing."""
         mask = np.zeros(len(self.vocab), dtype=np.int8)
         if not obs["alive"]:
             mask[0] = 1
             return mask
         phase, imp = obs["phase"], obs["role"] == IMPOSTER
-        me = agent
+        mates = set(obs.get("teammates", []))
+        gone = set(obs["known_dead"]) | {e["name"] for e in obs["ejections"]}
+        believed_alive = {p["name"] for p in obs["roster"]} - gone - {agent}
+        if imp:
+            stations = {m["station"] for m in obs["fake_missions"]}
+        else:
+            stations = {m["station"] for m in obs["missions"] if not m["done"]}
         for i, a in enumerate(self.vocab):
             if a is None:
                 ok = phase != VOTING
             elif phase == ROAM:
-                ok = a.kind not in ("speak", "vote")
-                if a.kind in ("kill", "fake_mission"):
-                    ok = imp and a.target != me
-                elif a.kind == "mission":
-                    ok = not imp
-                elif a.kind in ("follow", "flee"):
-                    ok = a.target != me
+                k = a.kind
+                if k in ("speak", "vote"):
+                    ok = False
+                elif k == "kill":
+                    ok = imp and a.target in believed_alive - mates and obs.get("kill_cooldown_ticks", 1) == 0
+                elif k == "mission":
+                    ok = not imp and a.station in stations
+                elif k == "fake_mission":
+                    ok = imp and a.station in stations
+                elif k in ("follow", "flee"):
+                    ok = a.target in believed_alive
+                elif k == "report":
+                    ok = bool(obs["bodies_in_view"])
+                elif k == "button":
+                    ok = obs["button_lock_ticks"] == 0
+                else:  # goto a room, wait, look_around
+                    ok = True
             elif phase == DISCUSSION:
                 ok = a.kind == "speak" and bool(obs["meeting"] and obs["meeting"]["your_turn"])
             else:
-                ok = a.kind == "vote" and a.target != me
+                alive = set(obs["meeting"]["alive_players"]) if obs["meeting"] else set()
+                ok = a.kind == "vote" and (a.target == SKIP or (a.target in alive and a.target != agent))
             mask[i] = ok
         if not mask.any():
             mask[0] = 1

@@ -2,8 +2,8 @@
 
 The world is the map's floor grid: walls are ``wall_height`` blocks tall, floors take their region's colour,
 stations are 1x1x1 blocks, the emergency button a small red block, players upright billboards in their colour
-and bodies flat carpets. Lighting is Minecraft's flat daylight: tops at full brightness, faces along z at 0.8,
-faces along x at 0.6.
+and bodies lying figures (boxes) in the victim's colour. Lighting is Minecraft's flat daylight: tops at full
+brightness, faces along z at 0.8, faces along x at 0.6.
 
 Speed comes from the map being made of axis-aligned rectangles: a ray crosses one whole region per step
 (exit through the rectangle's side, look up what lies beyond), so a frame needs a handful of vectorized steps
@@ -37,7 +37,9 @@ HEAD_SHADE = 0.75  # players' head band, so a billboard reads as a figure
 PLAYER_WIDTH, PLAYER_HEIGHT, HEAD_HEIGHT = 0.6, 1.8, 0.45
 STATION_SIZE = 1.0
 BUTTON_WIDTH, BUTTON_HEIGHT = 0.6, 0.5
-CARPET_HEIGHT = 0.0625  # a Minecraft carpet: 1/16 of a block
+# A body: a lying figure in the victim's colour where it fell, as long as a player is tall and half a block
+# high, so that SURVEILLANCE can see it in a frame (a 1/16-block carpet was nearly invisible beyond a few blocks).
+BODY_LENGTH, BODY_WIDTH, BODY_HEIGHT = 1.8, 0.9, 0.5
 
 NEAR = 0.05  # near plane (blocks): nothing closer to the eye is drawn
 MAX_STEPS = 64  # region crossings per ray; a ray on skeld crosses at most a few
@@ -335,8 +337,7 @@ class Renderer:
         """Bodies, then stations, the button and other players far to near; each column hides behind nearer walls."""
         W, F = self.width, self.focal
         half_tan = (W / 2) / F
-        # (flat, view depth, order, kind, data). Carpets go first: lying on the floor they can hide nothing that
-        # stands, and drawing them under everything spares a per-pixel depth test. The order keeps ties stable.
+        # (flat, view depth, order, kind, data), drawn far to near; the order keeps ties stable.
         sprites = []
         rel = self._static_centres - (cx, cz)
         sdepth = rel @ (fx, fz)
@@ -346,12 +347,11 @@ class Renderer:
         for i in np.flatnonzero(near_enough):
             sprites.append((False, float(sdepth[i]), len(sprites), "box", self._static_boxes[i]))
         for b in state.bodies:
-            # A carpet lies on the block where the body fell, as it would in Minecraft.
-            bx, bz = math.floor(b.x), math.floor(b.z)
-            d = (bx + 0.5 - cx) * fx + (bz + 0.5 - cz) * fz
-            if d > -0.75:
+            x0, x1, z0, z1 = body_box(b)
+            d = (b.x - cx) * fx + (b.z - cz) * fz
+            if d > -1.0:
                 shades = self._colour_indices(b.color)[1]
-                sprites.append((True, d, len(sprites), "box", (bx, bx + 1.0, bz, bz + 1.0, CARPET_HEIGHT, shades)))
+                sprites.append((False, d, len(sprites), "box", (x0, x1, z0, z1, BODY_HEIGHT, shades)))
         for p in state.players:
             if p is me or p.name == me.name or not p.active:
                 continue
@@ -419,7 +419,7 @@ class Renderer:
         seen = (t_in < t_out) & (t_out > NEAR) & (t_in < depth[c0:c1])
         if not seen.any():
             return
-        t_in = np.maximum(t_in, NEAR)  # standing on a carpet: its near edge is under the eye
+        t_in = np.maximum(t_in, NEAR)  # standing on or over a box: its near edge is under the eye
         side_top = np.ceil(H / 2 - F * (height - eye) / t_in - 0.5)
         side_bot = np.ceil(H / 2 + F * eye / t_in - 0.5)
         lo = side_top
@@ -501,6 +501,14 @@ class Renderer:
             cells[math.floor(bz) - oz, math.floor(bx) - ox] = BUTTON_RGB
             self._topdown_base[scale] = np.ascontiguousarray(np.repeat(np.repeat(cells, scale, 0), scale, 1))
         return self._topdown_base[scale]
+
+
+def body_box(b) -> tuple[float, float, float, float]:
+    """The footprint [x0, x1, z0, z1] of a body: centred where the victim fell, lying along the axis nearest to
+    the way it faced."""
+    along_x = abs(math.cos(b.yaw)) >= abs(math.sin(b.yaw))
+    hx, hz = (BODY_LENGTH / 2, BODY_WIDTH / 2) if along_x else (BODY_WIDTH / 2, BODY_LENGTH / 2)
+    return b.x - hx, b.x + hx, b.z - hz, b.z + hz
 
 
 def save_png(array: np.ndarray, path: str | Path) -> None:

@@ -103,7 +103,7 @@ class Rules:
     def do_press_station(self, state: GameState, p: PlayerState, station: int) -> None:
         p.holding_station, p.holding_ticks, p.holding_fake = station, 0, p.is_imposter
         kind = F.EV_FAKE_MISSION_START if p.is_imposter else F.EV_MISSION_START
-        state.emit(kind, player=p.name, station=station, room=self.map.station_rooms[station])
+        state.emit(kind, player=p.name, station=station, room=self.map.station_rooms[station], position=_pos(p))
 
     def on_moved(self, state: GameState, p: PlayerState) -> None:
         """Moving cancels a held mission (a fake one ends)."""
@@ -150,9 +150,9 @@ class Rules:
         victim.holding_station, victim.holding_ticks = None, 0
         killer.kill_cooldown = self.cfg.cooldown_ticks
         room = self.map.place_name(victim.x, victim.z)
-        state.bodies.append(Body(victim.name, victim.color, victim.x, victim.z, room, state.tick))
+        state.bodies.append(Body(victim.name, victim.color, victim.x, victim.z, room, state.tick, victim.yaw))
         state.emit(F.EV_KILL, killer=killer.name, victim=victim.name, x=round(victim.x, 2),
-                           z=round(victim.z, 2), room=room, witnesses=list(witnesses))
+                   z=round(victim.z, 2), room=room, witnesses=list(witnesses), position=_pos(killer))
         for name in witnesses:
             w = state.player(name)
             w.witnessed.append({F.TICK: state.tick, "killer": killer.name, "victim": victim.name, "room": room})
@@ -177,7 +177,8 @@ class Rules:
         return None
 
     def do_report(self, state: GameState, p: PlayerState, body: Body) -> None:
-        state.emit(F.EV_REPORT, reporter=p.name, body=body.victim, room=body.room)
+        state.emit(F.EV_REPORT, reporter=p.name, body=body.victim, room=body.room, position=_pos(p),
+                   body_position=[round(body.x, 2), round(body.z, 2)])
         self._start_meeting(state, p, "report", body.victim)
 
     def button_lock_left(self, state: GameState) -> int:
@@ -201,7 +202,7 @@ class Rules:
         return None
 
     def do_button(self, state: GameState, p: PlayerState) -> None:
-        state.emit(F.EV_EMERGENCY, caller=p.name)
+        state.emit(F.EV_EMERGENCY, caller=p.name, position=_pos(p))
         self._start_meeting(state, p, "emergency", None)
 
     def _start_meeting(self, state: GameState, caller: PlayerState, reason: str, body: str | None) -> None:
@@ -303,8 +304,9 @@ class Rules:
         self.check_end(state)
 
     # -- endings -------------------------------------------------------------------------------------------
-    def check_end(self, state: GameState) -> str | None:
-        """Apply the four endings; return the outcome if the match just ended."""
+    def check_end(self, state: GameState, budget_check: bool = False) -> str | None:
+        """Apply the four endings; return the outcome if the match just ended. TIMEOUT is checked only where
+        the caller says a step is over (``budget_check``), so the last step of the budget runs in full."""
         if state.phase == ENDED:
             return state.outcome
         crew, imps = [], []  # state.active_crew / active_imposters in one pass: this runs every substep
@@ -318,7 +320,7 @@ class Rules:
             outcome, reason = IMPOSTER_WIN, f"{len(crew)} crewmates left against {len(imps)} imposters"
         elif crew and all(all(p.missions_done) for p in crew):
             outcome, reason = MISSION_WIN, "every living crewmate finished all missions"
-        if outcome is None and state.phase == ROAM and state.step >= self.cfg.max_steps:
+        if outcome is None and budget_check and state.phase == ROAM and state.step >= self.cfg.max_steps:
             outcome, reason = TIMEOUT, f"step budget of {self.cfg.max_steps} spent"
         if outcome is None:
             return None
@@ -328,3 +330,8 @@ class Rules:
         state.emit(F.EV_MATCH_END, outcome=outcome, reason=reason,
                    alive_crewmates=[p.name for p in crew], alive_imposters=[p.name for p in imps])
         return outcome
+
+
+def _pos(p: PlayerState) -> list[float]:
+    """The acting player's [x, z] in an event (ground truth for the distance rules)."""
+    return [round(p.x, 2), round(p.z, 2)]

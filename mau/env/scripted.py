@@ -1,9 +1,18 @@
 """A scripted player for both roles that plays sensibly from the observation alone (no hidden state).
 
-Crewmates do their missions, report bodies they see, call a meeting when they saw a kill, say what they saw
-and vote on it. Imposters fake missions, stalk, kill when only their target is in sight, leave the scene,
-sometimes self-report, deflect accusations and vote a crewmate. Each player's choices draw on its own seeded
-random stream, so a match is a pure function of its seed.
+Crewmates do their missions, report bodies they see, call a meeting on strong evidence, say what they saw and
+vote on it. Their evidence is only what they could perceive: a player they saw next to a victim just before
+its body came into view, a player standing near a body, a claim in a meeting that contradicts where they saw
+the speaker, and what others say. Imposters fake missions, stalk, kill when their target is alone enough,
+leave the scene, sometimes self-report, lie about where they were, deflect accusations and vote a crewmate.
+Each player's choices draw on its own seeded random stream, so a match is a pure function of its seed.
+
+Temperaments (``TEMPERAMENTS``; docs/game.md, "The scripted policy") make different experts, not one policy
+with different seeds: ``expert`` (a per-match random mix, the default), ``cautious`` (crewmate: votes and
+accuses only on strong evidence; imposter: patient, kills only a lone target in reach), ``accusatory``
+(crewmate: acts on weak evidence and hearsay; imposter: aggressive, kills with a witness around, self-reports,
+accuses) and ``mission`` (crewmate: missions first, never wanders, never presses the button; imposter: covers
+with fake missions). The scripted expert's model name picks one (``scripted-cautious``; others: ``expert``).
 
 ``ScriptedBrain`` answers one decision at a time, in the terms of ARIA's modules (report? kill? which
 mission? what to say?); the harness's scripted expert (``mau.harness.backends.scripted``) answers model calls
@@ -15,11 +24,44 @@ from __future__ import annotations
 
 import random
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from mau.env.actions import Action
 from mau.env.map import GameMap
 from mau.schema import NONE, SKIP
+
+
+@dataclass(frozen=True)
+class Temperament:
+    """How a scripted player weighs evidence and risk. None: drawn per match from the seed (``expert``)."""
+
+    explore_p: float | None  # crewmate: chance to wander instead of the next mission
+    vote_threshold: float  # crewmate: suspicion needed to vote for someone (else skip)
+    accuse_threshold: float  # crewmate: suspicion needed to name someone in a meeting
+    emergency_at: float  # crewmate: suspicion that makes it press the button (> 1: never)
+    hearsay: float  # weight of what others say in meetings
+    kill_radius: float | None  # imposter: farthest target it goes for
+    kill_max_crew: int  # imposter: crewmates in view it still kills with (1: only a lone target)
+    stalk_p: float  # imposter: chance to stalk a crewmate in view
+    self_report_p: float | None  # imposter: chance to report a body it comes upon
+    accuse_p: float  # imposter: chance to accuse a crewmate in the first round
+    fake_mission_p: float  # imposter: chance to fake a mission rather than wander
+
+
+TEMPERAMENTS: dict[str, Temperament] = {
+    "expert": Temperament(None, 0.5, 0.3, 0.8, 1.0, None, 1, 0.3, None, 0.5, 0.6),
+    "cautious": Temperament(0.5, 0.8, 0.8, 0.8, 0.5, 6.0, 1, 0.6, 0.0, 0.2, 0.6),
+    "accusatory": Temperament(0.75, 0.2, 0.2, 0.5, 1.5, 16.0, 2, 0.2, 0.6, 0.9, 0.4),
+    "mission": Temperament(0.1, 0.6, 0.6, 9.0, 0.5, 10.0, 1, 0.3, 0.3, 0.3, 0.8),
+}
+
+
+def temperament_of(model_name: str) -> str:
+    """The temperament a scripted model name asks for: the first known one named in it, else ``expert``."""
+    low = model_name.lower()
+    return next((t for t in TEMPERAMENTS if t in low), "expert")
+
 
 _MODE_OF = {"mission": "mission", "fake_mission": "mission", "goto": "explore", "follow": "explore", "flee": "explore"}
 
@@ -27,16 +69,27 @@ _MODE_OF = {"mission": "mission", "fake_mission": "mission", "goto": "explore", 
 class ScriptedBrain:
     """One seat's scripted decisions. Call ``observe(obs)`` before a roam decision."""
 
-    def __init__(self, name: str, game_map: GameMap, seed: int):
+    def __init__(self, name: str, game_map: GameMap, seed: int, temperament: str = "expert"):
         self.name = name
         self.map = game_map
         self.rng = random.Random(f"mau-scripted-{seed}-{name}")
-        # Per-match temperament, so matches differ: how often a crewmate wanders off its missions, how bold
-        # an imposter is about witnesses.
+        self.t = TEMPERAMENTS[temperament]
+        # The expert's per-match draws (so its matches differ); the other temperaments are fixed.
         self.explore_p = self.rng.choice([0.0, 0.1, 0.25, 0.5, 0.97])
         self.kill_radius = self.rng.choice([3.0, 6.0, 10.0, 16.0])
         self.self_report_p = self.rng.choice([0.0, 0.3, 0.6])
+        if self.t.explore_p is not None:
+            self.explore_p = self.t.explore_p
+        if self.t.kill_radius is not None:
+            self.kill_radius = self.t.kill_radius
+        if self.t.self_report_p is not None:
+            self.self_report_p = self.t.self_report_p
         self.suspicion: dict[str, float] = {}
+        self.evidence: dict[str, str] = {}  # what I perceived about a player, said in meetings
+        self.prev_view: dict[str, list[float]] = {}  # players in view at my last roam observation
+        self.last_sighting: dict[str, tuple[int, str]] = {}  # player -> (step, room) where I last saw it
+        self.last_room = ""
+        self.killed_since_meeting = False
         self.known_imposters: list[str] = []
         self.called_for: set[str] = set()
         self.handled_bodies: set[str] = set()
@@ -48,26 +101,48 @@ class ScriptedBrain:
 
     # -- what the player knows -----------------------------------------------------------------------------
     def observe(self, obs: dict[str, Any]) -> None:
-        """Learn from kills seen and from who stood near a body when it came into view."""
+        """Learn from what I perceive: a player next to a victim just before its body came into view, players
+        standing near a body, where I saw whom (and, only in the witness_text ablation, kills told in words)."""
         for w in obs["witnessed_kills"]:
             if w["killer"] not in self.known_imposters:
                 self.known_imposters.append(w["killer"])
                 self.suspicion[w["killer"]] = 1.0
-        if obs["role"] == "imposter":
-            return
-        for b in obs["bodies_in_view"]:
-            if b["victim"] in self.handled_bodies:
-                continue
-            self.handled_bodies.add(b["victim"])
-            near = [p for p in obs["players_in_view"]
-                    if _dist(p["position"], b["position"]) < 8 and p["name"] not in self.known_imposters]
-            for p in near:  # alone with a body is damning; in a crowd, less so
-                self.suspicion[p["name"]] = self.suspicion.get(p["name"],
-                                                               0.0) + (0.55 if len(near) == 1 else 0.35 / len(near))
+                self.evidence[w["killer"]] = f"I saw {w['killer']} kill {w['victim']} in {w['room']}."
+        self.last_room = obs["room"]
+        if obs["role"] == "imposter" and (obs.get("last_action_result") or {}).get("reason", "").startswith("killed"):
+            self.killed_since_meeting = True
+        view = {p["name"]: p["position"] for p in obs["players_in_view"]}
+        for p in obs["players_in_view"]:
+            self.last_sighting[p["name"]] = (obs["step"], p["room"])
+        if obs["role"] != "imposter":
+            for b in obs["bodies_in_view"]:
+                if b["victim"] in self.handled_bodies:
+                    continue
+                self.handled_bodies.add(b["victim"])
+                self._judge_body(b, view)
+        self.prev_view = view
+
+    def _judge_body(self, b: dict[str, Any], view: dict[str, list[float]]) -> None:
+        victim = b["victim"]
+        # Seen beside the victim at my last look, and now the victim lies dead: the kill happened in view.
+        if victim in self.prev_view:
+            vpos = self.prev_view[victim]
+            beside = [n for n, pos in self.prev_view.items() if n != victim and _dist(pos, vpos) < 4.0]
+            for n in beside:
+                w = 0.9 if len(beside) == 1 else 0.5
+                self.suspicion[n] = self.suspicion.get(n, 0.0) + w
+                self.evidence.setdefault(n, f"I saw {n} right next to {victim} just before {victim} died in {b['room']}.")
+        near = [n for n, pos in view.items() if _dist(pos, b["position"]) < 8]
+        for n in near:  # alone with a body is damning; in a crowd, less so
+            self.suspicion[n] = self.suspicion.get(n, 0.0) + (0.55 if len(near) == 1 else 0.35 / len(near))
+            self.evidence.setdefault(n, f"I saw {n} standing near the body of {victim} in {b['room']}.")
 
     def live_known(self, obs: dict[str, Any]) -> list[str]:
-        gone = {e["name"] for e in obs["ejections"]}
-        return [k for k in self.known_imposters if k not in gone]
+        """Players I have strong perceived evidence against (suspicion at my emergency level), alive."""
+        gone = {e["name"] for e in obs["ejections"]} | set(obs["known_dead"])
+        strong = [n for n, s in sorted(self.suspicion.items(), key=lambda kv: (-kv[1], kv[0]))
+                  if s >= self.t.emergency_at]
+        return [k for k in dict.fromkeys(self.known_imposters + strong) if k not in gone and k != self.name]
 
     def top_suspect(self, candidates: list[str], threshold: float = 0.3) -> str | None:
         ranked = sorted(((s, n) for n, s in self.suspicion.items() if n in candidates), reverse=True)
@@ -79,7 +154,7 @@ class ScriptedBrain:
         known = [k for k in self.live_known(obs) if k in seen]
         bodies = [b["victim"] for b in obs["bodies_in_view"]]
         if known:
-            detail = f"{known[0]} is here; I saw {known[0]} kill."
+            detail = f"{known[0]} is here; " + self.evidence.get(known[0], f"I suspect {known[0]}.")
         elif bodies:
             detail = f"The body of {bodies[0]} is here" + (f", with {', '.join(seen)} nearby." if seen else ".")
         else:
@@ -88,6 +163,8 @@ class ScriptedBrain:
         return {"players_seen": seen, "detail": detail, "suspect": suspect or NONE}
 
     def emergency(self, obs: dict[str, Any]) -> bool:
+        if self.t.emergency_at > 1:
+            return False
         live = self.live_known(obs)
         if live and obs["button_lock_ticks"] == 0 and live[0] not in self.called_for:
             self.called_for.add(live[0])
@@ -104,11 +181,12 @@ class ScriptedBrain:
         return bool(crew_seen) and self.rng.random() < self.self_report_p
 
     def kill(self, obs: dict[str, Any]) -> tuple[str, str]:
-        """KILL when exactly one crewmate is in sight and close; STALK sometimes; else DEFER."""
-        crew = self._crew_seen(obs)
-        if obs.get("kill_cooldown_ticks", 1) == 0 and len(crew) == 1 and crew[0]["distance"] <= self.kill_radius:
+        """KILL when few enough crewmates are in sight and the nearest is close; STALK sometimes; else DEFER."""
+        crew = sorted(self._crew_seen(obs), key=lambda p: (p["distance"], p["name"]))
+        if (obs.get("kill_cooldown_ticks", 1) == 0 and 1 <= len(crew) <= self.t.kill_max_crew
+                and crew[0]["distance"] <= self.kill_radius):
             return "KILL", crew[0]["name"]
-        if crew and self.rng.random() < 0.3:
+        if crew and self.rng.random() < self.t.stalk_p:
             return "STALK", self.rng.choice(crew)["name"]
         return "DEFER", crew[0]["name"] if crew else NONE
 
@@ -123,7 +201,7 @@ class ScriptedBrain:
                 return "kill", target
             if cur and cur["kind"] in _MODE_OF:  # keep what is under way (a fake mission, a walk)
                 return _MODE_OF[cur["kind"]], cur.get("target", NONE)
-            if obs["fake_missions"] and self.rng.random() < 0.6:
+            if obs["fake_missions"] and self.rng.random() < self.t.fake_mission_p:
                 return "mission", NONE
             return "explore", target if decision == "STALK" else NONE
         if cur and cur["kind"] in _MODE_OF:  # a mission being held is never dropped for a whim
@@ -171,34 +249,56 @@ class ScriptedBrain:
         mates = set(obs.get("teammates", []))
         return [p for p in obs["players_in_view"] if p["name"] not in mates]
 
-    # -- meetings ------------------------------------------------------------------------------------------
-    def read_transcript(self, obs: dict[str, Any]) -> None:
-        """Take in what others said: 'I saw X kill' weighs more than 'I suspect X'."""
-        meeting = obs["meeting"]
+    # -- meetings ---------------------------------------------------------------------------------------------
+    def _new_meeting(self, obs: dict[str, Any]) -> bool:
         if obs["tick"] != self._meeting_tick:
             self._meeting_tick, self._read = obs["tick"], 0
+            return True
+        return False
+
+    def read_transcript(self, obs: dict[str, Any]) -> None:
+        """Take in what others said: 'I saw X ...' weighs more than 'I suspect X'; a claim to have been somewhere
+        I did not see the speaker at my last look before the meeting is itself suspicious."""
+        meeting = obs["meeting"]
+        self._new_meeting(obs)
         mates = set(obs.get("teammates", []))
+        h = self.t.hearsay
         for t in meeting["transcript"][self._read:]:
-            if t["speaker"] == self.name:
+            speaker = t["speaker"]
+            if speaker == self.name:
                 continue
             for name in meeting["alive_players"]:
-                if name == self.name or name == t["speaker"] or name in mates:
+                if name == self.name or name == speaker or name in mates:
                     continue
-                if re.search(rf"\bsaw {re.escape(name)} kill\b", t["text"]):
-                    self.suspicion[name] = self.suspicion.get(name, 0.0) + 0.6
-                elif re.search(rf"\bsuspect {re.escape(name)}\b", t["text"]):
-                    self.suspicion[name] = self.suspicion.get(name, 0.0) + 0.2
+                if re.search(rf"\bsaw {re.escape(name)} (?:kill|right next to)\b", t["text"]):
+                    self.suspicion[name] = self.suspicion.get(name, 0.0) + 0.6 * h
+                elif re.search(rf"\b(?:suspect|saw) {re.escape(name)}\b", t["text"]):
+                    self.suspicion[name] = self.suspicion.get(name, 0.0) + 0.2 * h
+            claim = re.search(r"\bI was (?:doing (?:my )?missions )?(?:in|near) ([A-Z][A-Za-z0-9 ]*?)[.,]", t["text"])
+            seen = self.last_sighting.get(speaker)
+            if (obs["role"] != "imposter" and claim and seen and seen[0] >= obs["step"] - 1
+                    and claim.group(1) in self.map.room_names and claim.group(1) != seen[1]):
+                self.suspicion[speaker] = self.suspicion.get(speaker, 0.0) + 0.4
+                self.evidence.setdefault(speaker, f"{speaker} says they were in {claim.group(1)}, "
+                                                  f"but I saw {speaker} in {seen[1]}.")
         self._read = len(meeting["transcript"])
 
     def _accused(self, meeting: dict[str, Any]) -> bool:
         return any(t["speaker"] != self.name and re.search(rf"\b(suspect|saw) {re.escape(self.name)}\b", t["text"])
                    for t in meeting["transcript"])
 
+    def _where_i_was(self, obs: dict[str, Any]) -> str:
+        """The room I say I was in: the truth, unless I am an imposter who killed since the last meeting."""
+        room = self.last_room or obs["room"]
+        if obs["role"] == "imposter" and self.killed_since_meeting and obs.get("fake_missions"):
+            room = obs["fake_missions"][0]["room"]
+        return room
+
     def speech(self, obs: dict[str, Any]) -> tuple[str, str]:
         """(what to say, '' to pass; who it casts suspicion on, or 'none')."""
         self.read_transcript(obs)
         meeting = obs["meeting"]
-        room = obs["room"]
+        room = self._where_i_was(obs)
         alive = [n for n in meeting["alive_players"] if n != self.name]
         if obs["role"] == "imposter":
             crew = [n for n in alive if n not in obs.get("teammates", [])]
@@ -206,38 +306,36 @@ class ScriptedBrain:
                 other = self.rng.choice(crew)
                 return f"That is not true, I was in {room}. I suspect {other}.", other
             if meeting["round"] == 1:
-                if crew and self.rng.random() < 0.5:
+                if crew and self.rng.random() < self.t.accuse_p:
                     other = self.rng.choice(crew)
-                    return f"I suspect {other}, they were acting strange.", other
+                    return f"I suspect {other}, they were acting strange. I was in {room}.", other
                 return f"I was doing missions near {room}. Nothing to report.", NONE
             return "", NONE
-        known = [k for k in self.live_known(obs) if k in alive]
         if meeting["round"] == 1:
-            if known:
-                w = next(w for w in obs["witnessed_kills"] if w["killer"] == known[0])
-                return f"I saw {known[0]} kill {w['victim']} in {w['room']}. Vote {known[0]}.", known[0]
-            top = self.top_suspect(alive)
+            top = self.top_suspect(alive, self.t.accuse_threshold)
             if top:
-                return f"I suspect {top}.", top
+                said = self.evidence.get(top, f"I suspect {top}.")
+                return f"{said} Vote {top}." if self.suspicion.get(top, 0) >= self.t.vote_threshold else said, top
             return f"I was doing my missions near {room}. I have not seen anything suspicious.", NONE
         if self._accused(meeting) and meeting["round"] == 2:
-            return "I am a crewmate, I was doing my missions.", NONE
+            return f"I am a crewmate, I was in {room} doing my missions.", NONE
         return "", NONE
 
     def vote(self, obs: dict[str, Any]) -> str:
         self.read_transcript(obs)
         alive = [n for n in obs["meeting"]["alive_players"] if n != self.name]
         if obs["role"] == "imposter":
+            self.killed_since_meeting = False
             mates = set(obs.get("teammates", []))
             ranked = sorted(((s, n) for n, s in self.suspicion.items() if n in alive and n not in mates), reverse=True)
             if ranked and ranked[0][0] > 0:
                 return ranked[0][1]
             crew = [n for n in alive if n not in mates]
             return self.rng.choice(crew) if crew and self.rng.random() < 0.5 else SKIP
-        return self.top_suspect(alive, 0.5) or SKIP
+        return self.top_suspect(alive, self.t.vote_threshold) or SKIP
 
-    def reflect(self, obs: dict[str, Any]) -> dict[str, Any]:
-        """After a meeting: what changed in my suspicions since the last reflection."""
+    def _changes(self, obs: dict[str, Any]) -> list[dict[str, Any]]:
+        """What changed in my suspicions since I last passed them on (BELIEF or REFLECT)."""
         updates = []
         gone = set(obs["known_dead"]) | {e["name"] for e in obs["ejections"]}
         for name, s in sorted(self.suspicion.items()):
@@ -247,6 +345,18 @@ class ScriptedBrain:
             if delta:
                 updates.append({"player": name, "delta": delta})
         self._reflected = dict(self.suspicion)
+        return updates
+
+    def belief(self, obs: dict[str, Any]) -> list[dict[str, Any]]:
+        """BELIEF after an utterance or a surveillance flag: take in what was said, pass on the changes."""
+        if obs.get("meeting"):
+            self.read_transcript(obs)
+        return self._changes(obs)
+
+    def reflect(self, obs: dict[str, Any]) -> dict[str, Any]:
+        """After a meeting: what changed in my suspicions since the last update."""
+        updates = self._changes(obs)
+        gone = set(obs["known_dead"]) | {e["name"] for e in obs["ejections"]}
         top = self.top_suspect([n for n in self.suspicion if n not in gone], 0.0)
         last = obs["ejections"][-1] if obs["ejections"] else None
         insight = (f"{last['name']} was ejected and was a {last['role']}." if last else "Nobody has been ejected yet.")

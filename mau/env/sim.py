@@ -68,6 +68,7 @@ class SimWorld:
         self.last_results = {}
         self.tracks = []
         self._track("start")
+        self._track_known()
         return self.state
 
     @property
@@ -129,7 +130,7 @@ class SimWorld:
                 if raw is not None:
                     res.results[p.name] = self.last_results[p.name] = self._assign(p, raw)
             self._advance(self.cfg.step_ticks)
-            self.rules.check_end(st)
+            self.rules.check_end(st, budget_check=True)
             self._track("roam")
         elif st.phase == DISCUSSION:
             st.meeting_steps += 1
@@ -168,9 +169,11 @@ class SimWorld:
                     res.results[p.name] = {"status": A.FAILED, "reason": err}
             self.rules.close_vote(st)
             self._see_bodies()
+            self.rules.check_end(st, budget_check=True)  # a meeting in the budget's last step ends it
             self._track("meeting")
         if res.phase_before != ROAM:
             self.last_results.update(res.results)
+        self._track_known()
         res.phase = st.phase
         res.ended = st.phase == ENDED
         res.outcome = st.outcome
@@ -248,6 +251,22 @@ class SimWorld:
             run = self.runs.get(p.name)
             if run is not None and run.status == A.RUNNING:
                 self._end(p, run, A.INTERRUPTED, reason)
+
+    def _track_known(self) -> None:
+        """Privileged state's persistent positions: every active player's last known position of each other
+        player within ``privileged_radius``, for every player not publicly dead or ejected. A killed player
+        does not move, so it stays listed where it fell until a meeting announces the death."""
+        st = self.state
+        r = self.cfg.privileged_radius
+        public = set(st.public_dead)
+        for v in st.players:
+            if not v.active:
+                continue
+            for p in st.players:
+                if p is v or p.ejected or p.name in public:
+                    continue
+                if math.hypot(p.x - v.x, p.z - v.z) <= r:
+                    v.last_known[p.name] = [round(p.x, 2), round(p.z, 2), st.tick]
 
     def _see_bodies(self) -> None:
         st = self.state

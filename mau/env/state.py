@@ -47,6 +47,9 @@ class PlayerState:
     death_tick: int | None = None
     seen_bodies: list[str] = field(default_factory=list)  # victims whose body this player has seen
     witnessed: list[dict[str, Any]] = field(default_factory=list)  # kills this player saw happen
+    # Privileged state: each other player's last known [x, z, tick] (within privileged_radius), kept for
+    # every player whose death or ejection is not yet public: a dead player stays at its last position.
+    last_known: dict[str, list[float]] = field(default_factory=dict)
 
     @property
     def is_imposter(self) -> bool:
@@ -66,6 +69,7 @@ class Body:
     z: float
     room: str
     tick: int
+    yaw: float = 0.0  # the way the victim faced: the body lies along it
 
 
 @dataclass(slots=True)

@@ -70,6 +70,11 @@ class EvalConfig(RunConfig):
     crewmate_aria: AriaConfig = Field(default_factory=AriaConfig,
                                       description="The crewmates' ARIA axes (default: the paper's crewmate setting 1).")
     imposter_aria: AriaConfig = Field(default_factory=AriaConfig, description="The imposters' ARIA axes.")
+    max_fallback_share: float = Field(
+        0.5, ge=0, le=1, description="An arm whose own calls fell back more than this share (or that never got an "
+                                     "answer) fails the eval: a warning and a non-zero exit unless allow_fallbacks.")
+    allow_fallbacks: bool = Field(False, description="Exit 0 even when an arm is over max_fallback_share "
+                                                     "(--allow-fallbacks).")
     bootstrap_resamples: int = Field(2000, ge=100, description="Resamples of the match-level (and paired, "
                                                                "seed-level) bootstrap intervals.")
     bootstrap_seed: int = Field(0, description="Seed of the bootstrap resampling (the report is deterministic).")

@@ -37,11 +37,12 @@ METRICS: dict[str, tuple[str, str, str]] = {
     "imposters_ejected_per_game": ("Imposters ejected per game", "matches", "bootstrap"),
     "kills_per_game": ("Kills per game", "matches", "bootstrap"),
     "missions_per_game": ("Missions completed per game", "matches", "bootstrap"),
-    # a diagnostic, not a result: a dead server or a model that cannot answer in format shows up here
-    "fallback_share": ("Fallback share of model calls (%), both sides: answers that were not the model's",
-                       "calls", "bootstrap"),
+    # diagnostics, not results: a dead server or a model that cannot answer in format shows up here
+    "fallback_share": ("Fallback share of the arm's own calls (%): the crewmate calls its model was asked "
+                       "(with arm_modules, only those modules), answered by a fallback", "calls", "bootstrap"),
+    "imposter_fallback_share": ("Fallback share of the imposters' model calls (%)", "calls", "bootstrap"),
 }
-PERCENT = {"crew_win_rate", "ejection_recall", "ejection_precision", "fallback_share"}
+PERCENT = {"crew_win_rate", "ejection_recall", "ejection_precision", "fallback_share", "imposter_fallback_share"}
 METHODS = {
     "wilson": "95% Wilson score interval",
     "bootstrap": "95% percentile interval of a match-level bootstrap (matches resampled with replacement)",
@@ -66,6 +67,11 @@ class MatchStats:
     missions: int  # mission_complete events (real missions: imposters only fake them)
     calls: int = 0  # model calls of both sides (the header's count)
     fallbacks: int = 0  # of which answered by the module's fallback
+    arm_calls: int = 0  # crewmate calls sent to the arm's own model (not arm_rest_model)
+    arm_fallbacks: int = 0
+    arm_answered: int = 0  # of which the model gave text (no backend error)
+    imposter_calls: int = 0  # imposter calls sent to the imposters' model
+    imposter_fallbacks: int = 0
 
     @property
     def crew_won(self) -> bool:
@@ -92,7 +98,18 @@ def match_stats(folder: str | Path) -> MatchStats:
         imposter=str(g.get(F.EVAL_IMPOSTER, g.get(F.IMPOSTER_MODEL, "?"))), seed=int(h[F.SEED]),
         outcome=str(h[F.OUTCOME]), imposters_fielded=sum(r == IMPOSTER for r in roles.values()),
         ejections=ejections, imposters_ejected=imposters_ejected, kills=kills, missions=missions,
-        calls=int(h.get("calls", {}).get("calls", 0)), fallbacks=int(h.get("calls", {}).get("fallbacks", 0)))
+        calls=int(h.get("calls", {}).get("calls", 0)), fallbacks=int(h.get("calls", {}).get("fallbacks", 0)),
+        **_side_counts(h.get("calls", {})))
+
+
+def _side_counts(calls: dict[str, Any]) -> dict[str, int]:
+    """The arm's own calls (crewmate, source model) and the imposters' (source model) from the header's counts."""
+    sides = calls.get("by_side", {})
+    crew = sides.get("crewmate", {}).get("model", {})
+    imp = sides.get("imposter", {}).get("model", {})
+    return {"arm_calls": int(crew.get("calls", 0)), "arm_fallbacks": int(crew.get("fallbacks", 0)),
+            "arm_answered": int(crew.get("answered", 0)), "imposter_calls": int(imp.get("calls", 0)),
+            "imposter_fallbacks": int(imp.get("fallbacks", 0))}
 
 
 def load_matches(run: str | Path) -> list[MatchStats]:
@@ -162,8 +179,26 @@ def cell_metrics(ms: list[MatchStats], resamples: int = 2000, seed: int = 0) -> 
         "imposters_ejected_per_game": mean_bootstrap([m.imposters_ejected for m in ms], resamples, seed),
         "kills_per_game": mean_bootstrap([m.kills for m in ms], resamples, seed),
         "missions_per_game": mean_bootstrap([m.missions for m in ms], resamples, seed),
-        "fallback_share": ratio_bootstrap([m.fallbacks for m in ms], [m.calls for m in ms], resamples, seed),
+        "fallback_share": ratio_bootstrap([m.arm_fallbacks for m in ms], [m.arm_calls for m in ms], resamples, seed),
+        "imposter_fallback_share": ratio_bootstrap([m.imposter_fallbacks for m in ms], [m.imposter_calls for m in ms],
+                                                   resamples, seed),
     }
+
+
+def arm_health(ms: list[MatchStats], max_share: float) -> dict[str, dict[str, Any]]:
+    """Per arm: its own calls, fallbacks, answers, share; ``failed`` when its model never answered, ``over``
+    when its fallback share exceeds ``max_share`` (the eval then warns and exits non-zero)."""
+    out: dict[str, dict[str, Any]] = {}
+    for m in ms:
+        a = out.setdefault(m.arm, {"calls": 0, "fallbacks": 0, "answered": 0})
+        a["calls"] += m.arm_calls
+        a["fallbacks"] += m.arm_fallbacks
+        a["answered"] += m.arm_answered
+    for a in out.values():
+        a["share"] = a["fallbacks"] / a["calls"] if a["calls"] else None
+        a["failed"] = a["calls"] > 0 and a["answered"] == 0
+        a["over"] = a["failed"] or (a["share"] is not None and a["share"] > max_share)
+    return out
 
 
 def endings(ms: list[MatchStats]) -> dict[str, int]:

@@ -11,7 +11,7 @@ from typing import Any
 
 from mau import schema as F
 from mau.eval.config import POOLED, EvalConfig
-from mau.eval.metrics import METHODS, METRICS, PERCENT, evaluate, load_matches
+from mau.eval.metrics import METHODS, METRICS, PERCENT, arm_health, evaluate, load_matches
 from mau.rundir import atomic_write
 from mau.schema import OUTCOMES
 
@@ -27,8 +27,10 @@ def compute(cfg: EvalConfig, out: Path, planned: int) -> dict[str, Any]:
                    cfg.bootstrap_seed)
     models = {"arms": {k: _describe(v) for k, v in cfg.arms.items()},
               "imposters": {k: _describe(v) for k, v in cfg.imposters.items()}}
+    health = arm_health(ms, cfg.max_fallback_share)
     return {F.FORMAT: RESULTS_FORMAT, F.FORMAT_VERSION: RESULTS_VERSION, "planned": planned,
-            "seeds": cfg.seed_list(), "models": models, **res}
+            "seeds": cfg.seed_list(), "models": models, "max_fallback_share": cfg.max_fallback_share,
+            "arm_health": health, **res}
 
 
 def _describe(model) -> str:
@@ -101,6 +103,12 @@ def markdown(res: dict[str, Any]) -> str:
              f"Matches: {res['matches']} of {res['planned']} planned ({len(arms)} arms x {len(res['imposters'])} "
              f"imposter models x {n_seeds} seeds, the same seeds for every arm). The six crewmate seats play the "
              f"arm's model, the two imposter seats the imposter model. Baseline arm: {res['baseline']}.", ""]
+    bad = {a: h for a, h in res.get("arm_health", {}).items() if h["over"]}
+    for arm, h in bad.items():
+        why = "its model never answered (not scored)" if h["failed"] else \
+            f"{100 * h['share']:.1f} % of its own {h['calls']} calls fell back"
+        lines += [f"**Arm {arm} failed:** {why} (limit {100 * res['max_fallback_share']:.0f} %); its numbers "
+                  "measure fallbacks, not the model.", ""]
     if res["matches"] < res["planned"]:
         lines += [f"**Partial:** {res['planned'] - res['matches']} planned matches are not finished yet; "
                   "rerun with --resume (or wait for the other shards) and then --report-only.", ""]
@@ -112,6 +120,10 @@ def markdown(res: dict[str, Any]) -> str:
     for name, (title, n_what, method) in METRICS.items():
         lines += ["", f"## {title}", "", f"Value [{METHODS[method]}] n={n_what}.", "", header, sep]
         for arm in arms:
+            if res.get("arm_health", {}).get(arm, {}).get("failed") and name not in ("fallback_share",
+                                                                                      "imposter_fallback_share"):
+                lines.append(f"| {arm} | " + " | ".join("FAILED (the model never answered)" for _ in cols) + " |")
+                continue
             lines.append(f"| {arm} | " + " | ".join(_fmt(cell[(arm, i)]["metrics"][name], name in PERCENT)
                                                   for i in cols) + " |")
     lines += ["", "## Endings (matches)", "", "| arm | imposter | " + " | ".join(OUTCOMES) + " | n |",

@@ -48,6 +48,13 @@ def run_eval(cfg: EvalConfig, out: Path, opts: RunOptions = RunOptions()) -> dic
         shard, n_shards, _ = shard_of(planned, cfg.shard)
         mine, played, failed = [], 0, 0
     else:
+        from mau.harness.probe import probe_models
+
+        models = {**{f"arm {k}": v for k, v in cfg.arms.items()},
+                  **{f"imposter {k}": v for k, v in cfg.imposters.items()}}
+        if cfg.arm_modules is not None:
+            models["arm_rest_model"] = cfg.arm_rest_model
+        probe_models(models)  # before the run folder: a dead server or a missing adapter stops it in one line
         run.open_run(F.EVAL_FORMAT, F.EVAL_FORMAT_VERSION, cfg.identity(), cfg.resume,
                      dump_yaml(cfg.model_copy(update={"shard": None, "resume": False, "report_only": False})),
                      [pm.header[F.GRID] for pm in planned])

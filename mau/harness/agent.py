@@ -18,7 +18,7 @@ from mau.harness import modules as M
 from mau.harness.backends.base import Frame, ModelBackend
 from mau.harness.calls import Caller, FrameStore
 from mau.harness.config import SeatConfig
-from mau.harness.memory import SemanticMemory, SkillMemory, WindowMemory
+from mau.harness.memory import SemanticMemory, SkillMemory, Suspicion, WindowMemory
 from mau.harness.prompting import PromptBuilder
 
 MODE_KINDS = {"mission": ("mission", "fake_mission"), "explore": ("goto", "follow"), "kill": ("kill",),
@@ -37,6 +37,7 @@ class AriaAgent:
             self.memory: WindowMemory | SemanticMemory = WindowMemory(self.aria.window_size)
         else:
             self.memory = SemanticMemory(name, roster, self.aria.notes_limit)
+        self.suspicion = Suspicion(name, roster)
         self.skills = SkillMemory(self.aria.skill_memory_size, self.aria.skill_retrieve)
         self.strategy: str = ""
         self.strategy_step: int | None = None
@@ -48,22 +49,24 @@ class AriaAgent:
         return self.role == "imposter"
 
     # -- one call ------------------------------------------------------------------------------------------
-    async def call(self, module: str, obs: dict[str, Any], **extra: str) -> dict[str, Any]:
-        ctx = M.Context(obs, self.rooms)
+    async def call(self, module: str, obs: dict[str, Any], flagged: str | None = None,
+                   **extra: str) -> dict[str, Any]:
+        ctx = M.Context(obs, self.rooms, suspicion=self.suspicion.dump(), flagged=flagged)
         views = M.MODULES[module].images if self.aria.frames and obs["alive"] else ()
         frames: list[Frame] = [self.frames.get(self.name, v) for v in views]
         t_start = time.perf_counter()  # harness time starts after the frames (world work, timed on its own)
         others = [n for n in ctx.alive if n != self.name]
         skills = self.skills.render() if self.aria.reflection == "meeting" else ""
         messages = self.builder.messages(module, obs, memory=self.memory.render(), skills=skills, others=others,
-                                         n_images=len(frames), **extra)
-        backend, model = self.backend, self.seat.model
+                                         n_images=len(frames), suspicion=self.suspicion.render(others), **extra)
+        backend, model, source = self.backend, self.seat.model, "model"
         if self.seat.modules is not None and module not in self.seat.modules and self.rest_backend is not None:
-            backend, model = self.rest_backend, self.seat.rest_model
+            backend, model, source = self.rest_backend, self.seat.rest_model, "rest"
         return await self.caller.call(agent=self.name, role=self.role, module=module, obs=obs, messages=messages,
                                       frames=frames, backend=backend, model=model, ctx=ctx,
                                       temperature=self.aria.module_temperature.get(module),
-                                      extra_context={"extra": extra, "strategy": self.strategy}, t_start=t_start)
+                                      extra_context={"extra": extra, "strategy": self.strategy}, t_start=t_start,
+                                      source=source)
 
     def _narrate(self, answer: dict[str, Any]) -> str | None:
         """Imposters' private one-line note of intent: the reasoning behind the action."""
@@ -116,6 +119,8 @@ class AriaAgent:
         self.kills_seen = len(obs["witnessed_kills"])
         if ans["suspect"] != M.NONE:
             self.memory.note(f"step {obs['step']}: {ans['detail'] or 'suspicious'} (suspect {ans['suspect']})")
+            await self._update_beliefs(obs, f"you flagged {ans['suspect']} in surveillance: "
+                                            f"{ans['detail'] or 'suspicious'}", flagged=ans["suspect"])
         notable = ans["suspect"] != M.NONE or new_kill
         if notable and obs["button_lock_ticks"] == 0:
             sighting = ans["detail"] or f"{ans['suspect']} acting suspiciously"
@@ -133,7 +138,31 @@ class AriaAgent:
             return Action("kill", target=ans["target"], narration=self._narrate(ans))
         if ans["decision"] == "STALK":
             return Action("follow", target=ans["target"], narration=self._narrate(ans))
+        # DEFER with a witness in view (more than one crewmate there): move away from the nearest one, as the
+        # paper's KILL module does; alone with one crewmate, the planner decides.
+        crew = set(M.Context(obs, self.rooms).crew_in_view)
+        seen = sorted((p["distance"], p["name"]) for p in obs["players_in_view"] if p["name"] in crew)
+        if len(seen) >= 2:
+            return Action("flee", target=seen[0][1], narration=self._narrate(ans) or "a witness is here; move away")
         return None
+
+    async def _update_beliefs(self, obs: dict[str, Any], event: str, flagged: str | None = None) -> list[dict[str, Any]]:
+        """Semantic memory: one BELIEF call, its deltas clamped. Window memory: a flag's fixed raise, no call."""
+        if isinstance(self.memory, SemanticMemory):
+            ups = (await self.call(M.BELIEF, obs, flagged=flagged, event=event))["suspicion_updates"]
+        else:
+            ups = [{"player": flagged, "delta": M.FLAG_DELTA}] if flagged else []
+        applied = []
+        for u in ups:
+            d = self.suspicion.update(u["player"], u["delta"], self.aria.suspicion_clamp)
+            if d is not None:
+                applied.append({"player": u["player"], "delta": d})
+        return applied
+
+    async def listen(self, obs: dict[str, Any], speaker: str, text: str) -> None:
+        """Another player spoke in the meeting: semantic memory updates its beliefs on it (one BELIEF call)."""
+        if isinstance(self.memory, SemanticMemory) and obs["alive"] and speaker != self.name:
+            await self._update_beliefs(obs, f'{speaker} said: "{text}"')
 
     async def _plan(self, obs: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
         if self.aria.planning == "reactive":
@@ -165,12 +194,12 @@ class AriaAgent:
         if self.aria.reflection == "meeting" and obs["alive"]:
             ans = await self.call(M.REFLECT, obs, outcome=f"Meeting outcome: {outcome}")
             for u in ans["suspicion_updates"]:
-                if isinstance(self.memory, SemanticMemory):
-                    d = self.memory.update_suspicion(u["player"], u["delta"], self.aria.suspicion_clamp)
-                    if d is not None:
-                        applied.append({"player": u["player"], "delta": d})
+                d = self.suspicion.update(u["player"], u["delta"], self.aria.suspicion_clamp)
+                if d is not None:
+                    applied.append({"player": u["player"], "delta": d})
             if ans["insights"]:
                 self.memory.note(ans["insights"])
             self.skills.add(ans["skill_learned"])
-        return {"agent": self.name, "role": self.role, "memory": self.memory.dump(), "skills": list(self.skills.items),
+        return {"agent": self.name, "role": self.role, "memory": self.memory.dump(),
+                "suspicion": self.suspicion.dump(), "skills": list(self.skills.items),
                 "strategy": self.strategy, "suspicion_applied": applied}

@@ -109,11 +109,18 @@ class CallLog:
         self.completion_tokens = 0
         self.by_module: dict[str, list[int]] = {}  # module -> [calls, fallbacks]
         self.by_role: dict[str, list[int]] = {}  # role -> [prompt tokens, completion tokens] (costs per side)
+        # (role, source) -> [calls, fallbacks, answered]; source "model": the seat's model, "rest": the model of
+        # the modules a seat's model does not answer (seats.<side>.modules). answered: the backend gave text.
+        self.by_source: dict[tuple[str, str], list[int]] = {}
         self.write_s = 0.0  # time spent serialising and writing records
         self.latencies: list[float] = []  # every call's latency, in order (mau bench harness reads them)
 
-    def add(self, record: F.CallRecord) -> None:
+    def add(self, record: F.CallRecord, source: str = "model") -> None:
         t0 = time.perf_counter()
+        src = self.by_source.setdefault((record[F.ROLE], source), [0, 0, 0])
+        src[0] += 1
+        src[1] += record[F.FALLBACK]
+        src[2] += record[F.ERROR] is None and record[F.RAW_OUTPUT] is not None
         self.n += 1
         self.latencies.append(record[F.LATENCY_S])
         fb = record[F.FALLBACK]
@@ -136,7 +143,10 @@ class CallLog:
                 "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
                 "by_module": {k: {"calls": v[0], "fallbacks": v[1]} for k, v in sorted(self.by_module.items())},
                 "tokens_by_role": {k: {"prompt_tokens": v[0], "completion_tokens": v[1]}
-                                   for k, v in sorted(self.by_role.items())}}
+                                   for k, v in sorted(self.by_role.items())},
+                "by_side": {role: {src: {"calls": v[0], "fallbacks": v[1], "answered": v[2]}
+                                   for (r, src), v in sorted(self.by_source.items()) if r == role}
+                            for role in sorted({r for r, _ in self.by_source})}}
 
     def close(self) -> None:
         if self._f is not None:
@@ -167,7 +177,7 @@ class Caller:
     async def call(self, *, agent: str, role: str, module: str, obs: dict[str, Any], messages: list[dict[str, Any]],
                    frames: list[Frame], backend: ModelBackend, model: ModelConfig, ctx: Context,
                    temperature: float | None, extra_context: dict[str, Any] | None = None,
-                   t_start: float | None = None) -> dict[str, Any]:
+                   t_start: float | None = None, source: str = "model") -> dict[str, Any]:
         st = self.world.state
         t0 = t_start if t_start is not None else time.perf_counter()
         request = ModelRequest(messages=messages, images=frames, module=module, agent=agent, json_mode=model.json_mode,
@@ -191,5 +201,5 @@ class Caller:
         }
         # Harness time: prompt building (from t_start), request, check and record; not the model, not the frames.
         record[F.HARNESS_MS] = round(((t1 - t0) + (time.perf_counter() - t2)) * 1000, 3)
-        self.log.add(record)
+        self.log.add(record, source)
         return answer

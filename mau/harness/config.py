@@ -42,8 +42,8 @@ class AriaConfig(Model):
     strategy_every: int = Field(5, ge=1, description="Hierarchical planning: steps between long-term strategy calls.")
     skill_memory_size: int = Field(50, ge=1, description="Skill memory entries kept (FIFO).")
     skill_retrieve: int = Field(5, ge=0, description="Most recent skills put in prompts.")
-    suspicion_clamp: float = Field(0.3, gt=0, le=1, description="Reflection's suspicion deltas are clamped "
-                                                                "to +/- this.")
+    suspicion_clamp: float = Field(0.3, gt=0, le=1, description="Suspicion deltas (BELIEF and REFLECT) are "
+                                                                "clamped to +/- this (paper: 0.3).")
     notes_limit: int = Field(20, ge=1, description="Semantic memory: notes kept (oldest dropped).")
     surveillance: bool = Field(True, description="Crewmates scan two view directions after each step (SURVEILLANCE).")
     frames: bool = Field(True, description="Send first-person frames with the calls that take images "

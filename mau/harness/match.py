@@ -116,6 +116,10 @@ class AriaMatch:
             speaker = st.meeting.speaker
             action = await agents[speaker].speak(w.observe(speaker, agents[speaker].aria.state))
             w.step({speaker: action})
+            if action.text and st.phase in (DISCUSSION, VOTING):  # the others take it in (BELIEF)
+                listeners = [p.name for p in st.players if p.active and p.name != speaker]
+                await asyncio.gather(*(agents[n].listen(w.observe(n, agents[n].aria.state), speaker, action.text)
+                                       for n in listeners))
         elif st.phase == VOTING:
             active = [p.name for p in st.players if p.active]
             votes = await asyncio.gather(*(agents[n].vote(w.observe(n, agents[n].aria.state)) for n in active))

@@ -1,6 +1,7 @@
-"""ARIA's memories: window (the last N steps), semantic (beliefs per player, meetings, notes, bounded
-suspicion) and skill memory (lessons from reflection, FIFO). All plain data: they render into prompts and are
-dumped into the match folder at meeting ends."""
+"""ARIA's memories: window (the last N steps), semantic (beliefs per player, meetings, notes), the suspicion
+scores every agent keeps (shown in the state text in both state modes; bounded updates) and skill memory
+(lessons from reflection, FIFO). All plain data: they render into prompts and are dumped into the match folder
+at meeting ends."""
 
 from __future__ import annotations
 
@@ -44,15 +45,38 @@ class WindowMemory:
         return {"kind": self.kind, "steps": list(self.steps)}
 
 
+class Suspicion:
+    """Per-player suspicion in [0, 1], kept by every agent whatever its memory: a crewmate's belief that a
+    player is an imposter, an imposter's belief that a player suspects it or its teammate (the paper's role
+    conditioning; the scale and the delta bound are shared). Updates are clamped to +/- ``clamp``."""
+
+    def __init__(self, me: str, players: list[str]):
+        self.scores: dict[str, float] = {p: 0.0 for p in players if p != me}
+
+    def update(self, player: str, delta: float, clamp: float) -> float | None:
+        """Apply a bounded change; returns the delta applied (None: unknown player)."""
+        if player not in self.scores:
+            return None
+        d = round(_clamp(delta, -clamp, clamp), 3)
+        self.scores[player] = round(_clamp(self.scores[player] + d, 0.0, 1.0), 3)
+        return d
+
+    def render(self, players: list[str] | None = None) -> str:
+        names = [n for n in self.scores if players is None or n in players]
+        return "Suspicion scores (0 to 1): " + (", ".join(f"{n} {self.scores[n]:.2f}" for n in names) or "nobody") + "."
+
+    def dump(self) -> dict[str, float]:
+        return dict(self.scores)
+
+
 class SemanticMemory:
-    """Per-player beliefs (suspicion in [0, 1], last seen), meeting outcomes and notes."""
+    """Per-player beliefs (last sighting), meeting outcomes and notes. Suspicion lives in ``Suspicion``."""
 
     kind = "semantic"
 
     def __init__(self, me: str, players: list[str], notes_limit: int):
         self.me = me
-        self.beliefs: dict[str, dict[str, Any]] = {
-            p: {"suspicion": 0.0, "last_seen": None} for p in players if p != me}
+        self.beliefs: dict[str, dict[str, Any]] = {p: {"last_seen": None} for p in players if p != me}
         self.meetings: list[str] = []
         self.notes: deque[str] = deque(maxlen=notes_limit)
 
@@ -60,7 +84,7 @@ class SemanticMemory:
         for p in obs["players_in_view"]:
             if p["name"] in self.beliefs:
                 self.beliefs[p["name"]]["last_seen"] = f"step {obs['step']} in {p['room']}"
-        for w in obs["witnessed_kills"]:
+        for w in obs["witnessed_kills"]:  # empty unless the witness_text ablation is on
             note = f"I saw {w['killer']} kill {w['victim']} in {w['room']}."
             if note not in self.notes:
                 self.notes.append(note)
@@ -72,20 +96,10 @@ class SemanticMemory:
     def on_meeting(self, summary: str) -> None:
         self.meetings.append(summary)
 
-    def update_suspicion(self, player: str, delta: float, clamp: float) -> float | None:
-        """Apply a bounded suspicion change; returns the delta applied (None: unknown player)."""
-        if player not in self.beliefs:
-            return None
-        d = _clamp(delta, -clamp, clamp)
-        b = self.beliefs[player]
-        b["suspicion"] = round(_clamp(b["suspicion"] + d, 0.0, 1.0), 3)
-        return d
-
     def render(self) -> str:
         lines = ["Beliefs about the others:"]
         for name, b in self.beliefs.items():
-            seen = f", last seen {b['last_seen']}" if b["last_seen"] else ""
-            lines.append(f"- {name}: suspicion {b['suspicion']:.2f}{seen}")
+            lines.append(f"- {name}: last seen {b['last_seen']}" if b["last_seen"] else f"- {name}: not seen yet")
         if self.meetings:
             lines.append("Meetings so far:")
             lines += [f"- {m}" for m in self.meetings]

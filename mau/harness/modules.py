@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, NamedTuple
 
 from mau.schema import NONE, SKIP
@@ -17,8 +17,10 @@ WANDER = "wander"
 SURVEILLANCE, EMERGENCY, REPORT, KILL = "surveillance", "emergency", "report", "kill"
 MEETING, VOTE, MOVE, MISSION = "meeting", "vote", "move", "mission"
 PLAN, PLAN_SHORT, STRATEGY, REFLECT = "plan", "plan_short", "strategy", "reflect"
+BELIEF = "belief"  # semantic memory's bounded belief update (after a meeting utterance or a surveillance flag)
 DECISION_MODULES = (KILL, REPORT, SURVEILLANCE, EMERGENCY, MEETING, VOTE, MOVE, MISSION)
-ALL_MODULES = DECISION_MODULES + (PLAN, PLAN_SHORT, STRATEGY, REFLECT)
+ALL_MODULES = DECISION_MODULES + (PLAN, PLAN_SHORT, STRATEGY, REFLECT, BELIEF)
+FLAG_DELTA = 0.1  # the deterministic suspicion raise of a surveillance flag (BELIEF's fallback; window memory)
 CREW_MODES = ("report", "mission", "explore")
 IMPOSTER_MODES = ("report", "mission", "explore", "kill")
 
@@ -33,6 +35,8 @@ class Context:
 
     obs: dict[str, Any]
     rooms: list[str]
+    suspicion: dict[str, float] = field(default_factory=dict)  # the agent's scores (VOTE's fallback reads them)
+    flagged: str | None = None  # BELIEF after a surveillance flag: the player flagged
 
     @property
     def me(self) -> str:
@@ -277,10 +281,14 @@ def parse_vote(d: dict[str, Any], c: Context) -> dict[str, Any]:
 
 
 def fallback_vote(c: Context) -> dict[str, Any]:
-    return {"vote_target": SKIP, "reasoning": ""}
+    """The paper's: the highest suspicion above zero among the living others, else skip; never a teammate."""
+    mates = set(c.obs.get("teammates", []))
+    ranked = sorted(((-s, n) for n, s in c.suspicion.items()
+                     if s > 0 and n in c.alive and n != c.me and n not in mates))
+    return {"vote_target": ranked[0][1] if ranked else SKIP, "reasoning": ""}
 
 
-def parse_reflect(d: dict[str, Any], c: Context) -> dict[str, Any]:
+def _updates(d: dict[str, Any], c: Context) -> list[dict[str, Any]]:
     ups = d.get("suspicion_updates", [])
     if not isinstance(ups, list):
         raise ParseError("suspicion_updates: expected a list of {player, delta}")
@@ -292,6 +300,21 @@ def parse_reflect(d: dict[str, Any], c: Context) -> dict[str, Any]:
             raise ParseError("suspicion_updates: delta must be finite")
         updates.append({"player": _name(u.get("player"), "suspicion_updates.player",
                                         [n for n in c.alive if n != c.me]), "delta": float(u["delta"])})
+    return updates
+
+
+def parse_belief(d: dict[str, Any], c: Context) -> dict[str, Any]:
+    return {"suspicion_updates": _updates(d, c), "reasoning": _reasoning(d)}
+
+
+def fallback_belief(c: Context) -> dict[str, Any]:
+    """A surveillance flag still raises the flagged player a little; a meeting utterance changes nothing."""
+    ups = [{"player": c.flagged, "delta": FLAG_DELTA}] if c.flagged and c.flagged in c.alive else []
+    return {"suspicion_updates": ups, "reasoning": ""}
+
+
+def parse_reflect(d: dict[str, Any], c: Context) -> dict[str, Any]:
+    updates = _updates(d, c)
     others = [n for n in c.alive if n != c.me]
     return {"insights": _str(d, "insights", ""), "suspicion_updates": updates,
             "most_suspicious": _name(d.get("most_suspicious", NONE), "most_suspicious", others, (NONE,)),
@@ -323,6 +346,7 @@ MODULES: dict[str, Module] = {m.name: m for m in (
     Module(MEETING, (), parse_meeting, fallback_meeting),
     Module(VOTE, (), parse_vote, fallback_vote),
     Module(REFLECT, (), parse_reflect, fallback_reflect),
+    Module(BELIEF, (), parse_belief, fallback_belief),
 )}
 
 

@@ -92,9 +92,10 @@ class PromptBuilder:
                          for p in o["players_in_view"])
         lines.append(f"Players in view: {seen or 'nobody'}.")
         if "players" in o:
-            known = "; ".join(f"{p['name']} in {p['room']} ({p['position'][0]:.0f}, {p['position'][1]:.0f})"
+            known = "; ".join(f"{p['name']} in {p['room']} ({p['position'][0]:.0f}, {p['position'][1]:.0f}), "
+                              + ("seen now" if p["seen_s_ago"] == 0 else f"{p['seen_s_ago']:g} s ago")
                               for p in o["players"])
-            lines.append(f"Positions of all players within range: {known or 'nobody'}.")
+            lines.append(f"Last known positions of the others: {known or 'nobody'}.")
         bodies = "; ".join(f"{b['victim']} ({b['color']}) in {b['room']}, {b['distance']:.1f} blocks away"
                            for b in o["bodies_in_view"])
         lines.append(f"Bodies in view: {bodies or 'none'}.")
@@ -140,14 +141,16 @@ class PromptBuilder:
 
     # -- the messages --------------------------------------------------------------------------------------
     def messages(self, module: str, obs: dict[str, Any], *, memory: str, skills: str = "", others: list[str],
-                 n_images: int = 0, **extra: str) -> list[dict[str, Any]]:
-        """[system, user]; the user turn has the text, then one image part per frame (index into images)."""
+                 n_images: int = 0, suspicion: str = "", **extra: str) -> list[dict[str, Any]]:
+        """[system, user]; the user turn has the text, then one image part per frame (index into images).
+        ``suspicion``: the agent's suspicion scores, shown as the last line of the state text (both modes)."""
         _, mods = _templates(self.aria.prompt_style, obs["role"])
         if module not in mods:
             raise KeyError(f"no {module!r} prompt for a {obs['role']} in style {self.aria.prompt_style}")
-        values = {"state": self.state(obs), "memory": memory, "skills": skills, "chat": self.chat(obs),
+        state = self.state(obs) + (f"\n{suspicion}" if suspicion else "")
+        values = {"state": state, "memory": memory, "skills": skills, "chat": self.chat(obs),
                   "format": self.format(module, obs, others), "sighting": "", "body": "", "strategy": "",
-                  "outcome": "", **extra}
+                  "outcome": "", "event": "", **extra}
         text = mods[module].substitute(values)
         text = "\n".join(line for line in text.split("\n") if line.strip())  # empty blocks leave no blank lines
         content: list[dict[str, Any]] = [{"type": "text", "text": text}]

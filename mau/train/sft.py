@@ -372,6 +372,12 @@ def train(cfg: TrainConfig, out: Path | None = None, callbacks: list[Any] | None
     if not str(out) or str(out) == ".":
         raise MauError("output.dir is unset: give the run folder (--out DIR)")
     resume_ckpt = check_run_folder(out, cfg.resume)
+    if resume_ckpt:
+        done = int(checkpoints(out)[-1].name[len(CHECKPOINT_PREFIX):])
+        if cfg.training.max_steps and done >= cfg.training.max_steps:
+            # The Trainer would run one more step past the end and log "step 21/20"; there is nothing to do.
+            raise MauError(f"output.dir {out}: already trained {done} of training.max_steps="
+                           f"{cfg.training.max_steps} steps; raise training.max_steps to train on")
     state.wait_for_everyone()  # every process has looked at the folder before the main one writes into it
     _wandb_env(cfg, out)
     main = state.is_main_process

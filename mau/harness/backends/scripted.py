@@ -1,7 +1,9 @@
 """The scripted expert as a model backend: it answers every ARIA module with the scripted brain's decision
 (``mau.env.scripted.ScriptedBrain``), as JSON text, so its calls are parsed and recorded exactly like a model's
-and it can stand in for a model anywhere. It reads the structured observation the prompt was built from (in
-``request.context``), not the prompt text. No model, no network."""
+and it can stand in for a model anywhere. Its model name picks the temperament (``scripted-cautious``,
+``scripted-accusatory``, ``scripted-mission``; any other name: ``expert``; ``mau.env.scripted.TEMPERAMENTS``).
+It reads the structured observation the prompt was built from (in ``request.context``), not the prompt text.
+No model, no network."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import time
 from typing import Any
 
 from mau.env.map import load_map
-from mau.env.scripted import NONE, ScriptedBrain
+from mau.env.scripted import NONE, ScriptedBrain, temperament_of
 from mau.harness import modules as M
 from mau.harness.backends.base import ModelBackend, ModelRequest, ModelResponse
 
@@ -30,7 +32,8 @@ class Backend(ModelBackend):
             self._brains.clear()
         key = (ctx["match"], request.agent)
         if key not in self._brains:
-            self._brains[key] = ScriptedBrain(request.agent, load_map(ctx["map"]), ctx["seed"] + self.config.seed)
+            self._brains[key] = ScriptedBrain(request.agent, load_map(ctx["map"]), ctx["seed"] + self.config.seed,
+                                              temperament_of(self.config.model))
         return self._brains[key]
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
@@ -78,4 +81,6 @@ class Backend(ModelBackend):
             return {"vote_target": brain.vote(obs), "reasoning": "the evidence"}
         if module == M.REFLECT:
             return brain.reflect(obs)
+        if module == M.BELIEF:
+            return {"suspicion_updates": brain.belief(obs), "reasoning": "what I saw and heard"}
         raise ValueError(f"scripted expert: unknown module {module!r}")

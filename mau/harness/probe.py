@@ -1,0 +1,73 @@
+"""Start-up probes: before the first match, every distinct model of a run answers one request, so that an
+unreachable server, a misnamed model or LoRA module (HTTP 404), a missing adapter or model path fails the run
+at once, in one line, instead of turning every answer of every match into a fallback.
+
+- ``openai``: one short chat request (no retries, at most 30 s); any error is fatal.
+- ``hf``: the model and the adapter must exist: a local folder with ``config.json`` (or a hub id ``org/name``
+  that is not a local path) and an adapter folder with ``adapter_config.json``. Loading is left to the workers
+  (a load here would hold a second copy of the weights).
+- ``scripted``: nothing to probe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from mau.errors import MauError
+from mau.harness.backends.base import ModelConfig, ModelRequest
+
+PROBE_MESSAGES = [{"role": "system", "content": "Answer with one JSON object."},
+                  {"role": "user", "content": [{"type": "text", "text": 'Reply with {"ok": true}.'}]}]
+
+
+def _where(label: str, cfg: ModelConfig) -> str:
+    at = f" at {cfg.base_url}" if cfg.base_url else ""
+    return f"{label}: {cfg.backend} model {cfg.model!r}{at}"
+
+
+def _check_hf(label: str, cfg: ModelConfig) -> None:
+    model = Path(cfg.model)
+    if model.exists() and not (model / "config.json").is_file():
+        raise MauError(f"{_where(label, cfg)}: {model} has no config.json; give a model folder or a hub id")
+    if not model.exists() and (cfg.model.startswith((".", "/", "~")) or cfg.model.count("/") != 1):
+        raise MauError(f"{_where(label, cfg)}: no such model folder; build it (mau tiny-model) or fix the path")
+    if cfg.adapter is not None and not (Path(cfg.adapter) / "adapter_config.json").is_file():
+        raise MauError(f"{_where(label, cfg)}: adapter {cfg.adapter} does not exist (no adapter_config.json); "
+                       "train it (mau train) or fix the path")
+
+
+async def _probe_openai(label: str, cfg: ModelConfig) -> None:
+    from mau.harness.backends import make_backend
+
+    quick = cfg.model_copy(update={"max_retries": 0, "timeout_s": min(cfg.timeout_s, 30.0), "concurrency": 1})
+    backend = make_backend(quick)
+    try:
+        r = await backend.complete(ModelRequest(messages=PROBE_MESSAGES, module="probe", agent="probe",
+                                                json_mode=cfg.json_mode, max_tokens=min(cfg.max_tokens, 64)))
+    finally:
+        await backend.aclose()
+    if r.error is not None and r.error != "empty answer":  # an empty answer still comes from a live model
+        raise MauError(f"{_where(label, cfg)} does not answer ({r.error}); start the server, fix base_url or the "
+                       "model / LoRA module name, or check the key variable")
+
+
+def probe_models(models: dict[str, ModelConfig]) -> None:
+    """Probe every distinct model (by label, e.g. 'arm bcwin', 'pool gpt5'); raise ``MauError`` on the first
+    that cannot answer."""
+    seen: set[str] = set()
+    todo: list[tuple[str, ModelConfig]] = []
+    for label, cfg in models.items():
+        key = cfg.model_dump_json()
+        if key in seen or cfg.backend == "scripted":
+            continue
+        seen.add(key)
+        if cfg.backend == "hf":
+            _check_hf(label, cfg)
+        elif cfg.backend == "openai":
+            todo.append((label, cfg))
+    if todo:
+        async def run() -> None:
+            await asyncio.gather(*(_probe_openai(label, cfg) for label, cfg in todo))
+
+        asyncio.run(run())
