@@ -416,7 +416,8 @@ def test_surveillance_flag_updates_suspicion_in_both_memories_and_the_state_text
             assert agent.suspicion.scores[other] == 0.1, (memory, mode)
             assert [r.module for r in backend.requests].count("belief") == (memory == "semantic")
             last = _user_text(backend.requests[-1])
-            assert f"{other} 0.10" in next(x for x in last.splitlines() if x.startswith("Suspicion scores")), (memory, mode)
+            line = next(x for x in last.splitlines() if x.startswith("Suspicion scores"))
+            assert f"{other} 0.10" in line, (memory, mode)
 
 
 def test_vote_fallback_is_the_highest_suspicion_above_zero_and_never_a_teammate():

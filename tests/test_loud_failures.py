@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from mau import schema as F
 from mau.cli import main
 from mau.harness.mock_server import mock_server
@@ -38,8 +36,8 @@ def test_a_missing_adapter_fails_the_eval_at_start_up_in_one_line(tmp_path, caps
 
 def test_a_dead_server_fails_the_eval_and_the_collect_at_start_up(tmp_path, capsys):
     dead = f"http://127.0.0.1:{free_port()}/v1"
-    assert main(["eval", "--config", SMOKE, "--out", str(tmp_path / "e"), *FAST, "--set", "arms.baseline.backend=openai",
-                 "--set", f"arms.baseline.base_url={dead}"]) == 2
+    assert main(["eval", "--config", SMOKE, "--out", str(tmp_path / "e"), *FAST,
+                 "--set", "arms.baseline.backend=openai", "--set", f"arms.baseline.base_url={dead}"]) == 2
     err = _one_line_error(capsys)
     assert "arm baseline" in err and dead in err and "does not answer" in err
     assert main(["collect", "--config", str(REPO / "configs" / "collect" / "smoke.yaml"), "--out",

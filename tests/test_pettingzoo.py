@@ -96,8 +96,8 @@ def test_full_episodes_are_deterministic_in_and_across_processes():
 
 
 def test_action_mask_is_a_legality_mask():
-    """Masked actions sampled at random rarely fail (the old mask: 8-12 % of all, 16-77 % of some kinds). What may still fail is
-    documented: a target killed out of sight, a walk cut short."""
+    """Masked actions sampled at random rarely fail (the old mask: 8-12 % of all, 16-77 % of some kinds). What
+    may still fail is documented: a target killed out of sight, a walk cut short."""
     shares = [_episode(s, mode)[2] for s in range(4) for mode in ("ego", "privileged")]
     assert max(shares) < 0.03, shares  # measured: <= 1.1 % now, 8-12 % with the old mask
 

@@ -121,7 +121,8 @@ def describe_plan(grid: GridConfig) -> str:
     lines.append("pool: " + ", ".join(f"{p.name} ({p.model.backend}: {p.model.model})" for p in grid.pool))
     lines.append(f"pairings (imposter x crewmate): {len(pairs)}, {min(pairs.values())}-{max(pairs.values())} "
                  "matches each")
-    seeds = grid.seeds[: grid.repetitions] if grid.seeds is not None else [grid.seed + r for r in range(grid.repetitions)]
+    reps = range(grid.repetitions)
+    seeds = grid.seeds[: grid.repetitions] if grid.seeds is not None else [grid.seed + r for r in reps]
     lines.append(f"seeds per pairing and case: {seeds}")
     return "\n".join(lines)
 

@@ -59,9 +59,8 @@ def _postfix(p: RunProgress) -> dict[str, Any]:
 
 def run_collect(cfg: CollectConfig, out: Path, opts: RunOptions = RunOptions()) -> dict[str, Any] | None:
     """Create (or with --resume join) the run folder, play this shard's missing matches, write the summary."""
-    from mau.collect.summary import write_summary
-
     from mau.collect.grid import describe_plan
+    from mau.collect.summary import write_summary
     from mau.harness.probe import probe_models
 
     planned = plan(cfg)

@@ -192,7 +192,8 @@ class Auditor:
 _POSITIONS_RE = re.compile(r"^(?:Last known positions of the others|Positions of all players within range): (.*)\.$",
                            re.MULTILINE)
 _ENTRY_RE = re.compile(r"([A-Z][A-Za-z]*) in [^;(]*\((-?\d+(?:\.\d+)?), (-?\d+(?:\.\d+)?)\)")
-_LIST_RE = {"dead": re.compile(r"^Known dead: (.*)\.$", re.MULTILINE), "ejected": re.compile(r"^Ejected: (.*)\.$", re.MULTILINE)}
+_LIST_RE = {"dead": re.compile(r"^Known dead: (.*)\.$", re.MULTILINE),
+            "ejected": re.compile(r"^Ejected: (.*)\.$", re.MULTILINE)}
 
 
 def _listed(text: str) -> dict[str, tuple[float, float]] | None:

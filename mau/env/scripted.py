@@ -131,7 +131,8 @@ class ScriptedBrain:
             for n in beside:
                 w = 0.9 if len(beside) == 1 else 0.5
                 self.suspicion[n] = self.suspicion.get(n, 0.0) + w
-                self.evidence.setdefault(n, f"I saw {n} right next to {victim} just before {victim} died in {b['room']}.")
+                self.evidence.setdefault(
+                    n, f"I saw {n} right next to {victim} just before {victim} died in {b['room']}.")
         near = [n for n, pos in view.items() if _dist(pos, b["position"]) < 8]
         for n in near:  # alone with a body is damning; in a crowd, less so
             self.suspicion[n] = self.suspicion.get(n, 0.0) + (0.55 if len(near) == 1 else 0.35 / len(near))

@@ -146,7 +146,8 @@ class AriaAgent:
             return Action("flee", target=seen[0][1], narration=self._narrate(ans) or "a witness is here; move away")
         return None
 
-    async def _update_beliefs(self, obs: dict[str, Any], event: str, flagged: str | None = None) -> list[dict[str, Any]]:
+    async def _update_beliefs(self, obs: dict[str, Any], event: str,
+                              flagged: str | None = None) -> list[dict[str, Any]]:
         """Semantic memory: one BELIEF call, its deltas clamped. Window memory: a flag's fixed raise, no call."""
         if isinstance(self.memory, SemanticMemory):
             ups = (await self.call(M.BELIEF, obs, flagged=flagged, event=event))["suspicion_updates"]
