@@ -65,8 +65,8 @@ def run_collect(cfg: CollectConfig, out: Path, opts: RunOptions = RunOptions()) 
 
     planned = plan(cfg)
     if opts.dry_run:
+        print(describe_plan(cfg.grid))  # the grid first: the runner's estimate (JSON) stays the last line
         print_plan("collect", out, cfg.shard, planned)
-        print(describe_plan(cfg.grid))
         return None
     # Before the run folder is made: a dead server or a missing adapter stops the run here, in one line.
     probe_models({f"pool {p.name}": p.model for p in cfg.grid.pool})
