@@ -194,7 +194,7 @@ def build_dataset(cfg: DatasetConfig, out: Path, warn: Callable[[str], None] | N
                    for s in F.DATASET_SPLITS}
         split_matches: dict[str, list[str]] = {s: [] for s in F.DATASET_SPLITS}
         sources: dict[str, int] = {}
-        seen_calls: dict[str, str] = {}  # call id -> digest of its content: the same run given twice
+        seen_calls: dict[str, str] = {}  # match id + call id -> digest of the call: the same run given twice
         for match_dir, run in tqdm(matches, desc="matches", unit="match", disable=None if progress else True,
                                    file=sys.stderr):
             match = load_match(match_dir, run, problem)
@@ -209,7 +209,7 @@ def build_dataset(cfg: DatasetConfig, out: Path, warn: Callable[[str], None] | N
             dup_warned = False
             for call in iter_calls(match, problem):
                 digest = _digest(call)
-                first = seen_calls.setdefault(str(call[F.CALL_ID]), digest)
+                first = seen_calls.setdefault(f"{match.match_id}\0{call[F.CALL_ID]}", digest)
                 if first is not digest:
                     if first != digest:
                         raise MauError(f"{match_dir}: call {call[F.CALL_ID]} also appears in an earlier input with "
