@@ -50,8 +50,8 @@ class KeepLog(CallLog):
         super().__init__(None)
         self.records: list[dict[str, Any]] = []
 
-    def add(self, record: dict[str, Any]) -> None:
-        super().add(record)
+    def add(self, record: dict[str, Any], source: str = "model") -> None:
+        super().add(record, source)
         self.records.append(record)
 
 
