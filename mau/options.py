@@ -16,6 +16,9 @@ class RunOptions:
     dry_run: bool = False  # print the plan, write nothing
     force: bool = False  # replace a finished output folder
     max_failures: int = 0  # failed matches tolerated before a run of matches stops
+    plan: bool = False  # mau train --plan: print sequence lengths, steps and memory per GPU; train nothing
+    plan_gpus: int = 8  # the GPUs of --plan's DDP and ZeRO-3 rows
+    plan_json: bool = False  # --plan as JSON
 
     def tag(self, default: str) -> str:
         """The default run folder's tag: the config file's name, else ``default``."""

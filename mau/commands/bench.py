@@ -29,6 +29,11 @@ steps per minute, forks per step.
 ``view`` (``mau bench view``): ``mau view`` site build of a 200-step ARIA match, its page's time to interactive in
 headless Chromium, and run builds of ``--matches`` (default 1000) and a tenth as many short matches, with peak RSS
 (``mau/view/bench.py``).
+
+``train`` (``mau bench train``, the GPU check; needs the ml extra): a few LoRA SFT steps of the production
+training path on a Qwen3.5-9B-shaped model with random bf16 weights (nothing downloaded; ``--layers 4
+--vision-depth 2 --device cpu`` for the reduced depth on a CPU), rows of one 640x360 frame and ~2k text tokens;
+tokens/s, peak memory beside the ``mau train --plan`` estimate, MFU (mau.train.bench; docs/training.md).
 """
 
 from __future__ import annotations
@@ -40,8 +45,8 @@ from typing import Any
 from mau.commands.common import Flag
 from mau.options import RunOptions
 
-TARGETS = ("env", "harness", "dataset", "fork", "rl", "view")
-DEFAULT_MATCHES = {"env": 30, "harness": 30, "dataset": 4, "fork": 3, "rl": 1, "view": 1000}
+TARGETS = ("env", "harness", "dataset", "fork", "rl", "view", "train")
+DEFAULT_MATCHES = {"env": 30, "harness": 30, "dataset": 4, "fork": 3, "rl": 1, "view": 1000, "train": 0}
 
 
 FLAGS = [
@@ -56,6 +61,14 @@ FLAGS = [
     Flag("--branches", "meeting-end branches per decision (fork); a tenth of them are played to the match end",
          type=int, default=200),
     Flag("--rl-steps", "GRPO steps to time (rl)", type=int, default=3),
+    Flag("--layers", "text layers of the 9B-shaped model (train; 4 = one block)", type=int, default=32),
+    Flag("--vision-depth", "vision-tower layers (train)", type=int, default=27),
+    Flag("--train-steps", "LoRA SFT steps, one row each; the first is warm-up (train)", type=int, default=4),
+    Flag("--text-tokens", "text tokens per synthetic row (train)", type=int, default=2000),
+    Flag("--device", "auto: the GPU if there is one (train)", choices=("auto", "cpu"), default="auto"),
+    Flag("--no-gradient-checkpointing", "train without it (train)", type=bool),
+    Flag("--peak-tflops", "the device's dense bf16 peak for MFU (train; default: known GPUs by name, none on "
+         "the CPU)", type=float),
 ]
 
 
@@ -331,6 +344,13 @@ def bench_dataset(matches: int, seed: int, scale: int = 4, max_steps: int | None
 def main(cfg: dict[str, Any], opts: RunOptions = RunOptions()) -> int:
     import json
 
+    if cfg["target"] == "train":  # the GPU check: all cores (the data loader, the CPU fallback)
+        from mau.train.bench import bench_train
+
+        print(json.dumps(bench_train(cfg["layers"], cfg["vision_depth"], cfg["train_steps"], cfg["text_tokens"],
+                                     cfg["device"], not cfg["no_gradient_checkpointing"], cfg["peak_tflops"],
+                                     cfg["seed"])))
+        return 0
     _one_core()
     if cfg["target"] == "env":
         print(json.dumps(bench_env(cfg["matches"], cfg["frames"], cfg["seed"])))

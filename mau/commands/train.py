@@ -6,7 +6,9 @@ only, the loss on the expert's answer only, images never truncated (docs/trainin
 the resolved config, provenance, checkpoints, trainer_log.jsonl, checks.json, the adapter with its processor
 (``OUT/adapter``) and, with ``output.merge``, a merged model. Prints one line: steps, final training loss,
 trainable parameters, where the adapter is. Rerunning into a finished run folder needs ``--resume``, which
-continues from its last checkpoint (also after a kill). Several GPUs or nodes: ``accelerate launch
+continues from its last checkpoint (also after a kill). ``--plan`` trains nothing and prints the dataset's
+sequence lengths (text and image tokens), steps per epoch and the estimated peak memory per GPU
+(mau.train.plan). Several GPUs or nodes: ``accelerate launch
 --config_file configs/accelerate/multi_gpu.yaml -m mau train ...`` (slurm/train.sbatch). Needs the ``ml`` extra.
 """
 
@@ -19,7 +21,11 @@ from mau.train.config import TrainConfig
 FLAGS = [*config_flags("training.max_steps=30"),
          Flag("--out", "run folder (output.dir)", key="output.dir"),
          Flag("--resume", "continue the run in --out from its last checkpoint", key="resume", type=bool),
-         DRY_RUN]
+         DRY_RUN,
+         Flag("--plan", "train nothing: print the dataset's sequence lengths (text and image tokens), the steps per "
+              "epoch and the estimated peak memory per GPU (1 GPU, DDP, ZeRO-3)", type=bool, option="plan"),
+         Flag("--plan-gpus", "GPUs for the DDP and ZeRO-3 rows of --plan (default 8)", type=int, option="plan_gpus"),
+         Flag("--plan-json", "with --plan: print the plan as JSON", type=bool, option="plan_json")]
 CONFIG = "mau.train.config:TrainConfig"
 
 
@@ -30,6 +36,17 @@ def main(cfg: TrainConfig, opts: RunOptions = RunOptions()) -> int:
     from mau.errors import MauError
     from mau.rundir import RunDir
 
+    if opts.plan:
+        missing = [m for m in ("transformers", "trl", "datasets") if importlib.util.find_spec(m) is None]
+        if missing:
+            raise MauError(f"mau train --plan needs the ml extra ({missing[0]} is missing): pip install -e '.[ml]'")
+        import json
+
+        from mau.train.plan import plan, render
+
+        p = plan(cfg, processes=opts.plan_gpus)
+        print(json.dumps(p, indent=1) if opts.plan_json else render(p), flush=True)
+        return 0
     if not cfg.output.dir and int(os.environ.get("WORLD_SIZE", "1")) > 1:  # each process would pick its own time
         raise MauError("output.dir is unset: with several processes give it explicitly (--out DIR)")
     out = RunDir.choose(cfg.output.dir, "train", opts.tag("sft"), "training run").path
