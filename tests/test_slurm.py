@@ -5,7 +5,7 @@
   once; resubmitting the same array (a requeue) plays nothing again; with ENDPOINT_FILE the tasks wait for it.
 - ``serve_vllm.sbatch`` with a stub ``vllm`` (records its argv, then serves mau's mock OpenAI server): the
   endpoint file appears once /v1/models answers, the flags (LoRA, TP from the GPUs of the node, limits) reach
-  the server, the API key is never on a command line or in the log; scancel ends the job and removes the
+  the server, a request without the API key is refused, the key is never on a command line or in the log; scancel ends the job and removes the
   endpoint file; a server that dies before it is ready fails the job.
 """
 
@@ -16,6 +16,7 @@ import re
 import socket
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -86,14 +87,16 @@ if {fail!r}:
     print("stub vllm: failing on purpose", flush=True)
     sys.exit(3)
 host, port = args[args.index("--host") + 1], args[args.index("--port") + 1]
-os.execv(sys.executable, [sys.executable, "-m", "mau.harness.mock_server", "--host", host, "--port", port])
+key = ["--api-key-env", "VLLM_API_KEY"] if os.environ.get("VLLM_API_KEY") else []  # as vllm serve does
+os.execv(sys.executable, [sys.executable, "-m", "mau.harness.mock_server", "--host", host, "--port", port, *key])
 """)
     stub.chmod(0o755)
     return stub, record
 
 
-def _get_json(url: str) -> dict:
-    with urllib.request.urlopen(url, timeout=5) as r:
+def _get_json(url: str, key: str | None = None) -> dict:
+    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {key}"} if key else {})
+    with urllib.request.urlopen(req, timeout=5) as r:
         assert r.status == 200
         return json.loads(r.read())
 
@@ -125,8 +128,11 @@ def test_serve_vllm_writes_endpoint_and_stops_on_scancel(slurm, tmp_path):  # no
             socket.getaddrinfo(host, int(port))
         except socket.gaierror:  # the node's name does not resolve here: the port still must answer
             host = "127.0.0.1"
-        models = _get_json(f"http://{host}:{port}/v1/models")
+        models = _get_json(f"http://{host}:{port}/v1/models", key=SECRET)
         assert models["data"], models
+        with pytest.raises(urllib.error.HTTPError) as refused:  # no key: refused
+            _get_json(f"http://{host}:{port}/v1/models")
+        assert refused.value.code == 401
 
         args = json.loads(record.read_text())["argv"]
         assert args[:2] == ["serve", "Qwen/Qwen3.5-9B"]
@@ -152,7 +158,8 @@ def test_serve_vllm_writes_endpoint_and_stops_on_scancel(slurm, tmp_path):  # no
 def test_serve_vllm_fails_when_the_server_dies_before_ready(slurm, tmp_path):  # noqa: F811 - the fixture
     stub, record = _stub_vllm(tmp_path, fail=True)
     endpoint_file, log = tmp_path / "endpoint", tmp_path / "serve.out"
-    env = {"VLLM_BIN": str(stub), "ENDPOINT_FILE": str(endpoint_file), "READY_POLL_S": "0.2"}
+    env = {"VLLM_BIN": str(stub), "ENDPOINT_FILE": str(endpoint_file), "READY_POLL_S": "0.2",
+           "ALLOW_NO_API_KEY": "1"}
     job = slurm.submit(["--gpus-per-node=1", "--cpus-per-task=1", f"--chdir={tmp_path}", f"--output={log}",
                         SERVE, "some/model", "18123"], env=env)
     states = slurm.wait(job, timeout=30)

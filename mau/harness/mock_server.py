@@ -7,6 +7,11 @@ It answers ``POST /v1/chat/completions`` with a JSON object that fits the answer
 ``latency-ms`` (+ uniform jitter). Faults, drawn per request from a seeded stream: ``429``, ``500``, ``503``,
 ``timeout`` (hang for ``--hang-s``), ``malformed`` (not JSON), ``empty`` (empty content), ``wrongtype`` (fields of
 the wrong type). ``GET /stats`` counts requests, faults and images received (decoded, to prove they arrived).
+
+``--api-key-env NAME``: like ``vllm serve --api-key`` (which reads ``VLLM_API_KEY``), every ``/v1`` request must
+carry ``Authorization: Bearer <the value of $NAME>`` or is refused with 401; the key is read from the
+environment, never from the command line. ``--vary-by-model``: the answer also depends on the request's
+``model`` (as two different models, or a base and its active adapter, would answer differently).
 """
 
 from __future__ import annotations
@@ -15,7 +20,9 @@ import argparse
 import asyncio
 import base64
 import hashlib
+import hmac
 import json
+import os
 import random
 import re
 import time
@@ -58,9 +65,11 @@ def answer_for(prompt: str, rng: random.Random) -> dict[str, Any]:
 
 
 class MockServer:
-    def __init__(self, latency_ms: float, jitter_ms: float, faults: dict[str, float], hang_s: float, seed: int):
+    def __init__(self, latency_ms: float, jitter_ms: float, faults: dict[str, float], hang_s: float, seed: int,
+                 api_key: str | None = None, vary_by_model: bool = False):
         self.latency_ms, self.jitter_ms, self.faults = latency_ms, jitter_ms, faults
         self.hang_s, self.seed = hang_s, seed
+        self.api_key, self.vary_by_model = api_key, vary_by_model
         self.stats: dict[str, Any] = {"requests": 0, "faults": {}, "images": 0, "images_decoded": 0,
                                       "auth_sha256": [], "json_mode": 0, "chat_template_kwargs": 0,
                                       "inflight": 0, "max_inflight": 0}
@@ -103,7 +112,8 @@ class MockServer:
                         st["images_decoded"] += raw[:3] == b"\xff\xd8\xff" or raw[:8] == b"\x89PNG\r\n\x1a\n"
                     except (ValueError, IndexError):
                         pass
-        key = hashlib.sha256(prompt.encode()).hexdigest()
+        salt = f"model={body.get('model')}\n" if self.vary_by_model else ""
+        key = hashlib.sha256((salt + prompt).encode()).hexdigest()
         fault = self._fault(key)
         if fault:
             st["faults"][fault] = st["faults"].get(fault, 0) + 1
@@ -150,7 +160,10 @@ class MockServer:
                     k, v = h.decode("latin-1").split(":", 1)
                     headers[k.strip().lower()] = v.strip()
                 body = await reader.readexactly(int(headers.get("content-length", 0) or 0))
-                if method == "POST" and path.rstrip("/").endswith("/chat/completions"):
+                if self.api_key is not None and path.startswith("/v1") and not hmac.compare_digest(
+                        headers.get("authorization", "").encode(), f"Bearer {self.api_key}".encode()):
+                    status, payload = 401, {"error": {"message": "invalid or missing API key", "type": "auth"}}
+                elif method == "POST" and path.rstrip("/").endswith("/chat/completions"):
                     try:
                         status, payload = await self.chat(json.loads(body or b"{}"), headers)
                     except (json.JSONDecodeError, KeyError, TypeError, ValueError):
@@ -164,7 +177,7 @@ class MockServer:
                 else:
                     status, payload = 404, {"error": {"message": "not found"}}
                 data = json.dumps(payload).encode()
-                reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 429: "Too Many Requests",
+                reason = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 429: "Too Many Requests",
                           500: "Internal Server Error", 503: "Service Unavailable"}.get(status, "Error")
                 writer.write(f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\n"
                              f"Content-Length: {len(data)}\r\n\r\n".encode() + data)
@@ -203,13 +216,22 @@ def main() -> None:
     p.add_argument("--faults", default="")
     p.add_argument("--hang-s", type=float, default=30.0)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--api-key-env", default=None, help="refuse /v1 requests without the key held by this variable")
+    p.add_argument("--vary-by-model", action="store_true", help="answers depend on the request's model too")
     a = p.parse_args()
-    asyncio.run(serve(a.host, a.port, MockServer(a.latency_ms, a.jitter_ms, parse_faults(a.faults), a.hang_s, a.seed)))
+    key = None
+    if a.api_key_env:
+        key = os.environ.get(a.api_key_env)
+        if not key:
+            raise SystemExit(f"--api-key-env: the environment variable {a.api_key_env} is not set")
+    server = MockServer(a.latency_ms, a.jitter_ms, parse_faults(a.faults), a.hang_s, a.seed, key, a.vary_by_model)
+    asyncio.run(serve(a.host, a.port, server))
 
 
 def mock_server(log: str, latency_ms: float = 0.0, jitter_ms: float = 0.0, faults: str = "", hang_s: float = 30.0,
-                seed: int = 0, timeout_s: float = 20.0):
-    """A ManagedProcess running this server on a free loopback port; ``.base_url`` is its /v1 endpoint."""
+                seed: int = 0, timeout_s: float = 20.0, api_key_env: str | None = None, vary_by_model: bool = False):
+    """A ManagedProcess running this server on a free loopback port; ``.base_url`` is its /v1 endpoint.
+    ``api_key_env``: the variable (in this process's environment) whose key every /v1 request must carry."""
     import sys
 
     from mau.procs import ManagedProcess, free_port, http_ok
@@ -217,6 +239,10 @@ def mock_server(log: str, latency_ms: float = 0.0, jitter_ms: float = 0.0, fault
     port = free_port()
     cmd = [sys.executable, "-m", "mau.harness.mock_server", "--port", str(port), "--latency-ms", str(latency_ms),
            "--jitter-ms", str(jitter_ms), "--faults", faults, "--hang-s", str(hang_s), "--seed", str(seed)]
+    if api_key_env:
+        cmd += ["--api-key-env", api_key_env]
+    if vary_by_model:
+        cmd.append("--vary-by-model")
     proc = ManagedProcess(cmd, log, ready=http_ok(f"http://127.0.0.1:{port}/health"), timeout_s=timeout_s,
                           name="mock OpenAI server")
     proc.base_url = f"http://127.0.0.1:{port}/v1"  # type: ignore[attr-defined]
