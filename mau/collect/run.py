@@ -26,6 +26,7 @@ from mau.config import RunOptions, dump_yaml
 from mau.env.config import WorldConfig
 from mau.rundir import RunDir
 from mau.runner import PlannedMatch, RunConfig, RunProgress, play_shard, print_plan
+from mau.wandb_log import WandbLogging
 
 
 class CollectConfig(RunConfig):
@@ -35,6 +36,8 @@ class CollectConfig(RunConfig):
                                       description="Warn at the end when a side's own calls fell back more than this.")
     grid: GridConfig = Field(description="The pool, the pairings, the ARIA cases, repetitions and seeds.")
     world: WorldConfig = Field(default_factory=WorldConfig, description="The world every match is played in.")
+    logging: WandbLogging = Field(default_factory=WandbLogging, description="Where the summary tables also go "
+                                  "(wandb, in mau train's project).")
 
     def identity(self) -> dict[str, Any]:
         """The part that defines the run's content: shards of one run must agree on it. Where a model is
@@ -77,7 +80,23 @@ def run_collect(cfg: CollectConfig, out: Path, opts: RunOptions = RunOptions()) 
     t0 = time.perf_counter()
     r = play_shard(planned, out, cfg.shard, cfg.workers, opts, "collect", _postfix)
     summary = write_summary(out, planned=len(planned))
+    log_collect_summary(cfg, out, summary)
     summary.update(shard=f"{r.shard}/{r.n_shards}", played_now=len(r.progress.done), shard_matches=len(r.mine),
                    failed_now=len(r.progress.failed), wall_s=round(time.perf_counter() - t0, 2),
                    cost_now=round(r.progress.total("cost"), 4))
     return summary
+
+
+def log_collect_summary(cfg: CollectConfig, out: Path, summary: dict[str, Any]) -> str | None:
+    """The summary's tables (matchups, win rates per model and role) to wandb when logging.report_to says so."""
+    from mau.wandb_log import log_tables
+
+    matchups = [[m["imposter"], m["crewmate"], m["crew_wins"], m["n"], m["crew_wins"] / m["n"] if m["n"] else None]
+                for m in summary["matchups"]]
+    rates = [[model, role, r["wins"], r["n"], r["rate"]] for model, roles in summary["win_rates"].items()
+             for role, r in roles.items()]
+    return log_tables(cfg.logging, out, "collect", {
+        "matchups": (["imposter", "crewmate", "crew_wins", "n", "crew_win_rate"], matchups),
+        "win_rates": (["model", "role", "wins", "n", "win_rate"], rates)},
+        summary={"matches": summary["matches"], "crew_win_rate": summary["crew_win_rate"]},
+        config=cfg.identity())

@@ -20,6 +20,7 @@ from mau.env.config import WorldConfig
 from mau.harness.backends.base import ModelConfig
 from mau.harness.config import AriaConfig, SeatConfig
 from mau.runner import RunConfig
+from mau.wandb_log import WandbLogging
 
 # Names become parts of folder names and of --set keys (so no '.'); '+' is allowed for arms like "bcwin+vote".
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_+-]*$")
@@ -79,6 +80,8 @@ class EvalConfig(RunConfig):
                                                                "seed-level) bootstrap intervals.")
     bootstrap_seed: int = Field(0, description="Seed of the bootstrap resampling (the report is deterministic).")
     world: WorldConfig = Field(default_factory=WorldConfig, description="The world every match is played in.")
+    logging: WandbLogging = Field(default_factory=WandbLogging, description="Where the results tables also go "
+                                  "(wandb, in mau train's project).")
 
     @field_validator("arms", "imposters", mode="before")
     @classmethod

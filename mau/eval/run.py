@@ -62,6 +62,22 @@ def run_eval(cfg: EvalConfig, out: Path, opts: RunOptions = RunOptions()) -> dic
         shard, n_shards, mine = r.shard, r.n_shards, r.mine
         played, failed = len(r.progress.done), len(r.progress.failed)
     results = write_report(cfg, out, planned=len(planned))
+    log_eval_results(cfg, out, results)
     results.update(shard=f"{shard}/{n_shards}", played_now=played, shard_matches=len(mine), failed_now=failed,
                    wall_s=round(time.perf_counter() - t0, 2))
     return results
+
+
+def log_eval_results(cfg: EvalConfig, out: Path, results: dict[str, Any]) -> str | None:
+    """The report's long table (results.csv: arm, imposter, metric, value, interval, n, method) to wandb when
+    logging.report_to says so."""
+    import csv
+    import io
+
+    from mau.eval.report import rows_csv
+    from mau.wandb_log import log_tables
+
+    rows = list(csv.reader(io.StringIO(rows_csv(results))))
+    return log_tables(cfg.logging, out, "eval", {"results": (rows[0], rows[1:])},
+                      summary={"matches": results.get("matches"), "planned": results.get("planned")},
+                      config=cfg.identity())

@@ -354,7 +354,7 @@ def _wandb_env(cfg: TrainConfig, out: Path) -> None:
     import importlib.util
 
     if importlib.util.find_spec("wandb") is None:
-        raise MauError("logging.report_to=wandb needs the wandb package: pip install wandb (or set "
+        raise MauError("logging.report_to=wandb needs the wandb package: pip install -e '.[wandb]' (or set "
                        "logging.report_to=none; metrics are in trainer_log.jsonl either way)")
     os.environ.setdefault("WANDB_PROJECT", cfg.logging.wandb_project)
     os.environ.setdefault("WANDB_DIR", str(out))
@@ -441,5 +441,10 @@ def train(cfg: TrainConfig, out: Path | None = None, callbacks: list[Any] | None
     if main:
         _write_json(out / SUMMARY, {**result.__dict__, "processes": state.num_processes,
                                     "parameters": setup.counts, "metrics": output.metrics})
+    if cfg.logging.report_to == "wandb" and main:
+        import wandb
+
+        if wandb.run is not None:  # the Trainer leaves its run open: close it so the run folder is complete
+            wandb.finish()
     state.wait_for_everyone()
     return result
