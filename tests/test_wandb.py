@@ -11,8 +11,8 @@ import pytest
 
 pytest.importorskip("wandb")
 
-from mau.cli import main  # noqa: E402
-from mau.wandb_log import read_offline_run  # noqa: E402
+from mau.cli import main
+from mau.wandb_log import read_offline_run
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -48,10 +48,9 @@ def test_train_writes_the_offline_run_with_the_loss_curve(offline, tmp_path, mon
     pytest.importorskip("trl")
     import os
 
+    from mau.train.tiny import build_tiny_model
     from tests.bc_factory import build_bc_dataset
     from tests.ml_fixtures import tiny_model_dir  # noqa: F401
-
-    from mau.train.tiny import build_tiny_model
 
     model = tmp_path / "tiny"
     build_tiny_model(model, seed=0)
