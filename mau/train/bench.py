@@ -46,7 +46,7 @@ def frame_png(width: int, height: int, rng: random.Random) -> bytes:
 
 def state_text(tokenizer: Any, tokens: int, rng: random.Random) -> str:
     """Game-like state text of about ``tokens`` tokens under ``tokenizer``."""
-    from mau.train.tiny import game_text
+    from mau.tiny import game_text
 
     lines = game_text(rng.randrange(10**6), lines=64)
     text, n = [], 0
@@ -152,10 +152,10 @@ def bench_train(layers: int = 32, vision_depth: int = 27, steps: int = 4, text_t
     from transformers import TrainerCallback
 
     from mau.config import load_config
+    from mau.tiny import SPECIAL_TOKENS, build_processor, build_tokenizer
     from mau.train import plan as P
     from mau.train import sft, shapes
     from mau.train.config import TrainConfig
-    from mau.train.tiny import SPECIAL_TOKENS, build_processor, build_tokenizer
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     cuda = torch.cuda.is_available() and device != "cpu"

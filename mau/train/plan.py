@@ -227,7 +227,7 @@ def _processor(cfg: Any) -> tuple[Any, str]:
     try:
         return AutoProcessor.from_pretrained(cfg.model.path), "the model's own"
     except (OSError, ValueError):
-        from mau.train.tiny import build_processor, build_tokenizer
+        from mau.tiny import build_processor, build_tokenizer
 
         return build_processor(build_tokenizer(0)), ("the tiny local BPE (the model's tokenizer is not on this "
                                                      "machine): text counts are an overestimate")
@@ -297,8 +297,9 @@ def render(p: dict[str, Any]) -> str:
                                                                              "memory_without_checkpointing")):
             m = lay[key]
             extra = f" + {m['gathered_gib']}" if m["gathered"] else ""
-            lines.append(f"  {name:6s} x{lay['processes']:<2d} {label:16s} {m['total_gib']:7.2f} = {m['weights_gib']} + "
-                         f"{m['lora_state_gib']} + {m['activations_gib']} + {m['lm_head_gib']}{extra}")
-        lines.append(f"  {name:6s} x{lay['processes']:<2d} steps/epoch {lay['steps_per_epoch']}, steps {lay['steps']}, "
-                     f"global batch {lay['global_batch']}")
+            head = f"  {name:6s} x{lay['processes']:<2d}"
+            lines.append(f"{head} {label:16s} {m['total_gib']:7.2f} = {m['weights_gib']} + {m['lora_state_gib']} + "
+                         f"{m['activations_gib']} + {m['lm_head_gib']}{extra}")
+        lines.append(f"  {name:6s} x{lay['processes']:<2d} steps/epoch {lay['steps_per_epoch']}, "
+                     f"steps {lay['steps']}, global batch {lay['global_batch']}")
     return "\n".join(lines)

@@ -77,7 +77,7 @@ QWEN3_5_9B_CONFIG: dict[str, Any] = {
     },
 }
 
-# What LoRA targets in each layer kind (mau.train.tiny.LANGUAGE_MODEL_LORA_TARGETS; in_proj_a / in_proj_b, the
+# What LoRA targets in each layer kind (mau.train.config.LANGUAGE_MODEL_LORA_TARGETS; in_proj_a / in_proj_b, the
 # DeltaNet's per-head decay and beta projections, and conv1d are left out by that regex).
 DELTANET_TARGETS = ("in_proj_qkv", "in_proj_z", "out_proj")
 ATTENTION_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")
@@ -234,7 +234,7 @@ def save_shaped_model(out: str | Path, text_layers: int = 4, vision_depth: int =
 
     from transformers import GenerationConfig
 
-    from mau.train.tiny import SPECIAL_TOKENS, build_processor, build_tokenizer
+    from mau.tiny import SPECIAL_TOKENS, build_processor, build_tokenizer
 
     tok = build_tokenizer(seed)
     ids = {t: tok.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
