@@ -5,8 +5,8 @@
   once; resubmitting the same array (a requeue) plays nothing again; with ENDPOINT_FILE the tasks wait for it.
 - ``serve_vllm.sbatch`` with a stub ``vllm`` (records its argv, then serves mau's mock OpenAI server): the
   endpoint file appears once /v1/models answers, the flags (LoRA, TP from the GPUs of the node, limits) reach
-  the server, a request without the API key is refused, the key is never on a command line or in the log; scancel ends the job and removes the
-  endpoint file; a server that dies before it is ready fails the job.
+  the server, a request without the API key is refused, the key is never on a command line or in the log;
+  scancel ends the job and removes the endpoint file; a server that dies before it is ready fails the job.
 """
 
 from __future__ import annotations

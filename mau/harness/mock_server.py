@@ -177,8 +177,9 @@ class MockServer:
                 else:
                     status, payload = 404, {"error": {"message": "not found"}}
                 data = json.dumps(payload).encode()
-                reason = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 429: "Too Many Requests",
-                          500: "Internal Server Error", 503: "Service Unavailable"}.get(status, "Error")
+                reason = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found",
+                          429: "Too Many Requests", 500: "Internal Server Error",
+                          503: "Service Unavailable"}.get(status, "Error")
                 writer.write(f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\n"
                              f"Content-Length: {len(data)}\r\n\r\n".encode() + data)
                 await writer.drain()
