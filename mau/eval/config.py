@@ -80,6 +80,9 @@ class EvalConfig(RunConfig):
                                                                "seed-level) bootstrap intervals.")
     bootstrap_seed: int = Field(0, description="Seed of the bootstrap resampling (the report is deterministic).")
     world: WorldConfig = Field(default_factory=WorldConfig, description="The world every match is played in.")
+    adapter_guard: bool = Field(True, description="Before playing, ask the baseline and every adapter arm the "
+                                "fixed guard prompts at temperature 0 and stop if an arm answers exactly as the "
+                                "baseline (its adapter is not active; mau.eval.guard).")
     logging: WandbLogging = Field(default_factory=WandbLogging, description="Where the results tables also go "
                                   "(wandb, in mau train's project).")
 

@@ -55,9 +55,18 @@ def run_eval(cfg: EvalConfig, out: Path, opts: RunOptions = RunOptions()) -> dic
         if cfg.arm_modules is not None:
             models["arm_rest_model"] = cfg.arm_rest_model
         probe_models(models)  # before the run folder: a dead server or a missing adapter stops it in one line
+        guard = []
+        if cfg.adapter_guard:  # before anything is written or played: a dead adapter must not cost a run
+            from mau.eval.guard import check_adapter_arms
+
+            guard = check_adapter_arms(cfg)
         run.open_run(F.EVAL_FORMAT, F.EVAL_FORMAT_VERSION, cfg.identity(), cfg.resume,
                      dump_yaml(cfg.model_copy(update={"shard": None, "resume": False, "report_only": False})),
                      [pm.header[F.GRID] for pm in planned])
+        if guard:
+            import json
+
+            (out / "adapter_guard.json").write_text(json.dumps([g.__dict__ for g in guard], indent=1) + "\n")
         r = play_shard(planned, out, cfg.shard, cfg.workers, opts, "eval", _postfix)
         shard, n_shards, mine = r.shard, r.n_shards, r.mine
         played, failed = len(r.progress.done), len(r.progress.failed)
