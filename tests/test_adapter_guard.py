@@ -105,3 +105,18 @@ def test_saved_adapters_name_the_language_model(request):
     adapter = request.getfixturevalue("tiny_adapter_dir")
     keys = list(safe_open(str(adapter / "adapter_model.safetensors"), "pt").keys())
     assert keys and all(k.startswith("base_model.model.model.language_model.layers.") for k in keys), keys[:3]
+
+
+def test_the_production_eval_config_serves_the_baseline_without_lora_and_with_a_key():
+    """configs/eval/qwen3_5_9b.yaml: the baseline (and the 9B imposters) from a server apart from the LoRA
+    server (--enable-lora perturbs a hybrid model's base outputs, vLLM issue 49063); every served model reads
+    the server's API key through a named variable; the guard checks the three adapter arms."""
+    from mau.config import load_config
+    from mau.eval.config import EvalConfig
+    from mau.eval.guard import adapter_arms
+
+    cfg = load_config(EvalConfig, REPO / "configs" / "eval" / "qwen3_5_9b.yaml", {})
+    lora_urls = {cfg.arms[a].base_url for a in adapter_arms(cfg)}
+    assert adapter_arms(cfg) == ["bcwin", "bcvote", "bcwin+vote"] and cfg.adapter_guard
+    assert cfg.arms["baseline"].base_url not in lora_urls and cfg.imposters["qwen35-9b"].base_url not in lora_urls
+    assert {m.api_key_env for m in [*cfg.arms.values(), *cfg.imposters.values()]} == {"VLLM_API_KEY"}
