@@ -1,12 +1,12 @@
 # Two commands a new user needs (README): `make demo` runs the main job (`mau quickstart`: the whole loop on
 # the CPU), `make test` runs the linter (ruff) and the tests. Both create the virtual environment .venv on first use (Python >= 3.10
 # with venv; PyPI reachable) with the model stack (extra `ml`, ~6 GB). `make play` plays one scripted match
-# and needs only the game side.
+# and needs only the game side. `make minecraft` installs the optional minecraft world backend (docs/minecraft.md).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo play test bench install clean
+.PHONY: demo play test bench install minecraft clean
 
 $(BIN)/pip:
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,9 @@ test: $(VENV)/.installed-dev
 
 bench: $(VENV)/.installed-core
 	$(BIN)/mau bench env
+
+minecraft:
+	minecraft/install.sh
 
 clean:
 	rm -rf $(VENV) .pytest_cache

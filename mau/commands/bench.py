@@ -5,6 +5,8 @@ medians and ratios.
 
 ``env``: game seconds simulated per wall second by whole matches of 8 scripted agents without frames (total
 over matches, and the median over matches), and the median time of one 640x360 first-person frame.
+``mau bench env --backend minecraft --matches 3``: the same on the minecraft backend (installed with
+``make minecraft``), with every active agent's frame rendered at every step (mau/env/minecraft/bench.py).
 
 ``harness`` (``mau bench harness``): against mau's OpenAI-compatible mock server on loopback (a separate
 process, with latency): the ratio of a step's wall time to its slowest call when 8 agents call at once
@@ -54,6 +56,8 @@ FLAGS = [
     Flag("--matches", "matches to play (default: " + ", ".join(f"{k} {v}" for k, v in DEFAULT_MATCHES.items()) + ")",
          type=int),
     Flag("--frames", "frames to render (env)", type=int, default=300),
+    Flag("--backend", "world backend (env; minecraft: 3 matches by default)", choices=("sim", "minecraft"),
+         default="sim"),
     Flag("--seed", "first seed", type=int, default=0),
     Flag("--steps", "concurrent-call steps to time (harness)", type=int, default=20),
     Flag("--latency-ms", "mock server latency per call (harness)", type=float, default=200.0),
@@ -76,7 +80,8 @@ def config_from_args(args: argparse.Namespace) -> dict[str, Any]:
     """No config file: the flags are the whole configuration."""
     cfg = {f.dest: getattr(args, f.dest) for f in FLAGS}
     if cfg["matches"] is None:
-        cfg["matches"] = DEFAULT_MATCHES[args.target]
+        minecraft = args.target == "env" and args.backend == "minecraft"
+        cfg["matches"] = 3 if minecraft else DEFAULT_MATCHES[args.target]
     return cfg
 
 
@@ -350,6 +355,12 @@ def main(cfg: dict[str, Any], opts: RunOptions = RunOptions()) -> int:
         print(json.dumps(bench_train(cfg["layers"], cfg["vision_depth"], cfg["train_steps"], cfg["text_tokens"],
                                      cfg["device"], not cfg["no_gradient_checkpointing"], cfg["peak_tflops"],
                                      cfg["seed"])))
+        return 0
+    if cfg["target"] == "env" and cfg.get("backend") == "minecraft":
+        from mau.env.minecraft.bench import bench_minecraft
+
+        # Not pinned to one core: the Node host is a second process (server, bots and frames in one).
+        print(json.dumps(bench_minecraft(cfg["matches"], cfg["seed"])))
         return 0
     _one_core()
     if cfg["target"] == "env":

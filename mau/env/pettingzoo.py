@@ -66,7 +66,9 @@ class MauParallelEnv(ParallelEnv):
 
     def __init__(self, config: WorldConfig | None = None, state_mode: str = "ego", frames: bool = False,
                  render_mode: str | None = None):
-        self.world = SimWorld(config)
+        from mau.env.backends import make_world
+
+        self.world = make_world(config or WorldConfig())  # config.backend: the sim, or minecraft
         self.state_mode = state_mode
         self.frames = frames
         self.render_mode = render_mode
@@ -185,7 +187,9 @@ class MauParallelEnv(ParallelEnv):
         return self.world.topdown()
 
     def close(self) -> None:
-        pass
+        close = getattr(self.world, "close", None)  # the minecraft backend ends its host process
+        if close is not None:
+            close()
 
 
 def parallel_env(**kwargs: Any) -> MauParallelEnv:

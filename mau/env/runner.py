@@ -82,10 +82,22 @@ def match_header(world, result: MatchResult, config, provenance: dict[str, Any])
     }
 
 
+def copy_world_logs(world, folder: Path) -> None:
+    """A backend with external processes (minecraft) keeps their logs; they go into the match folder."""
+    import shutil
+
+    files = getattr(world, "log_files", lambda: [])()
+    if files:
+        (folder / F.LOGS_DIR).mkdir(exist_ok=True)
+        for f in files:
+            shutil.copy2(f, folder / F.LOGS_DIR / f.name)
+
+
 def write_match(writer: MatchWriter, world, result: MatchResult, config, provenance: dict[str, Any],
                 extra: dict[str, Any] | None = None) -> Path:
     writer.write_events(world.state.events)
     writer.write_text(F.RESOLVED_CONFIG, dump_yaml(config))
+    copy_world_logs(world, writer.staging)
     header = match_header(world, result, config, provenance)
     tracks = getattr(world, "tracks", None)  # a backend without tracks writes none (the viewer says so)
     if tracks:

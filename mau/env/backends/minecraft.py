@@ -1,0 +1,277 @@
+"""The ``minecraft`` backend: the sim's rules and action programs, with bodies, movement, positions and
+first-person frames from a Minecraft-protocol world (flying-squid + mineflayer bots, ``minecraft/host.js``).
+
+The rules engine (``mau.env.rules``) stays the single authority. Each sub-step is two-phase (MineLand-style):
+the action programs run on the positions Minecraft reported last and say where each body should walk (the
+map's doorway path); the host walks the bots there by stepping prismarine-physics by hand for ``substep_ticks``
+ticks, emitting as many server ticks; the reported positions become the players' positions. So a step costs
+what it computes, not game time. The map is built in blocks from the same floor grid, so the map's line of
+sight (used for witnesses and seen bodies) is the blocks' line of sight; frames are drawn from the blocks.
+
+One host process per match: started at ``reset(seed)``, ended when the match ends, on any error inside a step,
+on ``close()`` and at interpreter exit. Its log lives in ``log_dir`` (a temp folder the runner copies into the
+match folder as ``logs/``). See docs/minecraft.md.
+"""
+
+from __future__ import annotations
+
+import atexit
+import math
+import tempfile
+import threading
+import weakref
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mau.env.actions import ActionRun
+from mau.env.config import COLOR_RGB, WorldConfig
+from mau.env.map import GameMap
+from mau.env.minecraft.blocks import carpet, map_blocks
+from mau.env.minecraft.host import MC_VERSION, MinecraftHost, frames_installed
+from mau.env.sim import SimWorld
+from mau.env.state import ENDED, ROAM, GameState, PlayerState
+from mau.errors import MauError
+
+ARRIVED = 1e-3  # the host steps a body exactly onto its waypoint; this only absorbs float rounding
+MOVED = 1e-3  # a held station is left when the body moves more than this in a sub-step
+TELEPORTED = 1e-2  # a rules-side position change (meeting teleport) larger than this is sent to the host
+GHOST_OFFSET = 12  # blocks outside the map where the dead bots are parked (never drawn, never simulated)
+
+_LIVE: "weakref.WeakSet[MinecraftWorld]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    for w in list(_LIVE):
+        w.close()
+
+
+class MinecraftWorld(SimWorld):
+    name = "minecraft"
+
+    def __init__(self, config: WorldConfig | None = None, game_map: GameMap | None = None):
+        super().__init__(config, game_map)
+        self.host: MinecraftHost | None = None
+        self.log_dir: Path | None = None
+        self._goals: dict[str, list[tuple[float, float]]] = {}
+        self._goal_runs: dict[str, ActionRun] = {}
+        self._mc_pos: dict[str, tuple[float, float]] = {}
+        self._carpets: dict[tuple[int, int], str] = {}
+        self._frames: dict[tuple, np.ndarray] = {}
+        self._lock = threading.Lock()
+        self.frame_ms: list[float] = []  # host render time per frame, for bench
+        _LIVE.add(self)
+
+    # -- lifecycle -----------------------------------------------------------------------------------------
+    def _host_config(self) -> dict[str, Any]:
+        m, cfg = self.map, self.cfg
+        xs = [v for r in m.regions for v in r.rect[:2]]
+        zs = [v for r in m.regions for v in r.rect[2:]]
+        extent = max(max(xs) - min(xs), max(zs) - min(zs))
+        fr = self.config.frames
+        return {
+            "version": MC_VERSION, "floor_y": m.floor_y, "walk_speed": cfg.walk_speed,
+            "spawn": [int(m.button[0]), int(m.button[1])], "eye_height": cfg.eye_height, "view_distance": 8,
+            "players": [{"name": p.name, "color": p.color, "rgb": list(COLOR_RGB[p.color])}
+                        for p in cfg.players[: cfg.num_players]],
+            "blocks": map_blocks(m),
+            "frames": {"width": fr.width, "height": fr.height, "fov_vertical_deg": cfg.fov_vertical_deg,
+                       "center": [(min(xs) + max(xs)) / 2, (min(zs) + max(zs)) / 2],
+                       "view_chunks": int(extent // 32) + 3},
+        }
+
+    def reset(self, seed: int) -> GameState:
+        self.close()
+        state = super().reset(seed)
+        self.log_dir = Path(tempfile.mkdtemp(prefix="mau-minecraft-"))
+        self.host = MinecraftHost(self._host_config(), self.log_dir, frames=frames_installed() is None)
+        self.host.__enter__()
+        self._mc_pos, self._carpets, self._frames = {}, {}, {}
+        try:
+            self._sync_from_rules()
+        except BaseException:
+            self.close()
+            raise
+        return state
+
+    def close(self) -> None:
+        """End the host process group (idempotent). The log stays in ``log_dir``."""
+        if self.host is not None:
+            self.host.close()
+            self.host = None
+
+    def __enter__(self) -> "MinecraftWorld":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def log_files(self) -> list[Path]:
+        """The host's files of the last match (the runner copies them into the match folder)."""
+        return sorted(self.log_dir.glob("minecraft-host*.log")) if self.log_dir else []
+
+    def snapshot(self) -> dict[str, Any]:
+        raise MauError("world.backend minecraft: snapshot/restore is not supported (the bodies live in another "
+                       "process); use world.backend=sim for branching")
+
+    restore = snapshot  # type: ignore[assignment]
+
+    def step(self, actions):
+        """The sim's step; any error ends the host before it propagates."""
+        if self.host is None and self.state is not None and self.state.phase != ENDED:
+            raise MauError("world.backend minecraft: the host is not running; call reset(seed)")
+        try:
+            res = super().step(actions)
+            if self.state.phase == ENDED:
+                self.close()
+            else:
+                self._sync_from_rules()
+            return res
+        except BaseException:
+            self.close()
+            raise
+
+    # -- rules -> Minecraft --------------------------------------------------------------------------------
+    def _sync_from_rules(self) -> None:
+        """Send what the rules changed: teleports (match start, meetings), the dead out of sight, bodies."""
+        st = self.state
+        ox, oz = self.map.origin
+        moves: dict[str, list[float]] = {}
+        for p in st.players:
+            if p.active:
+                last = self._mc_pos.get(p.name)
+                if last is None or math.hypot(last[0] - p.x, last[1] - p.z) > TELEPORTED:
+                    moves[p.name] = [p.x, p.z, p.yaw]
+            elif self._mc_pos.get(p.name) is not None:
+                moves[p.name] = [ox - GHOST_OFFSET - p.seat * 2, oz - GHOST_OFFSET, 0.0]
+        if moves:
+            reply = self._call("teleport", players=moves)
+            self._frames.clear()
+            for p in st.players:
+                if p.active:
+                    x, _, z, _ = reply["positions"][p.name]
+                    self._mc_pos[p.name] = (x, z)
+                else:
+                    self._mc_pos[p.name] = None  # type: ignore[assignment]
+        want = {(math.floor(b.x), math.floor(b.z)): carpet(b.color) for b in st.bodies}
+        changes = [[x, self.map.floor_y, z, name] for (x, z), name in want.items() if self._carpets.get((x, z)) != name]
+        changes += [[x, self.map.floor_y, z, "air"] for (x, z) in self._carpets if (x, z) not in want]
+        if changes:
+            self._call("set_blocks", blocks=changes)
+            self._carpets = want
+            self._frames.clear()
+
+    def _call(self, op: str, **kw: Any) -> dict[str, Any]:
+        if self.host is None:
+            raise MauError("world.backend minecraft: the host is not running; call reset(seed)")
+        with self._lock:
+            return self.host.call(op, **kw)
+
+    # -- movement: two-phase sub-steps ---------------------------------------------------------------------
+    def _advance(self, ticks: int) -> None:
+        st = self.state
+        sub = self.cfg.substep_ticks
+        end_tick = st.tick + ticks
+        while st.tick < end_tick and st.phase == ROAM:
+            dt = min(sub, end_tick - st.tick)
+            self._goals, self._goal_runs = {}, {}
+            for p in st.players:
+                if not p.active:
+                    continue
+                run = self.runs.get(p.name)
+                if run is None or run.status != "running":
+                    continue
+                self._programs[run.action.kind](p, run, dt)
+                if st.phase != ROAM:
+                    break
+            if st.phase != ROAM:
+                self._interrupt_all("a meeting was called")
+                break
+            self._physics(dt)
+            self.rules.advance_clock(st, dt)
+            if st.bodies:
+                self._see_bodies()
+            if self.rules.check_end(st):
+                break
+        self._sync_from_rules()
+
+    def _physics(self, ticks: int) -> None:
+        st = self.state
+        active = [p for p in st.players if p.active]
+        goals = {p.name: self._goals.get(p.name) for p in active}
+        yaws = {p.name: p.yaw for p in active if not goals[p.name]}
+        self._sync_from_rules()  # a kill in this sub-step parks the victim before the bodies move
+        reply = self._call("step", goals=goals, ticks=ticks, yaws=yaws)
+        self._frames.clear()
+        for p in active:
+            if not p.active:
+                continue
+            x, _, z, yaw = reply["positions"][p.name]
+            moved = math.hypot(x - p.x, z - p.z)
+            p.x, p.z = x, z
+            if goals[p.name]:
+                p.yaw = yaw
+            self._mc_pos[p.name] = (x, z)
+            k = reply["consumed"].get(p.name, 0)
+            if k and p.name in self._goal_runs:
+                del self._goal_runs[p.name].path[:k]  # the waypoints the body reached
+            if moved > MOVED and p.holding_station is not None:
+                self.rules.on_moved(st, p)
+
+    def _move(self, p: PlayerState, run: ActionRun, gx: float, gz: float, dt: int, stop: float = 0.0,
+              replan: bool = False) -> bool:
+        """Plan, don't move: record the route the host walks this sub-step; True once within ``stop``."""
+        if math.hypot(gx - p.x, gz - p.z) <= stop + ARRIVED:
+            return True
+        if replan or run.path_goal != (gx, gz) or not run.path:
+            run.path = self.map.path(p.x, p.z, gx, gz)
+            run.path_goal = (gx, gz)
+        while len(run.path) > 1 and math.hypot(run.path[0][0] - p.x, run.path[0][1] - p.z) <= ARRIVED:
+            run.path.pop(0)
+        route = [tuple(q) for q in run.path]
+        if stop > 0:
+            px, pz = route[-2] if len(route) > 1 else (p.x, p.z)
+            d = math.hypot(gx - px, gz - pz)
+            if d > stop:
+                route[-1] = (gx - (gx - px) / d * stop, gz - (gz - pz) / d * stop)
+            else:
+                route.pop()
+        self._goals[p.name] = route
+        self._goal_runs[p.name] = run
+        return False
+
+    # -- frames --------------------------------------------------------------------------------------------
+    def render(self, name: str, yaw: float | None = None) -> np.ndarray:
+        """``name``'s first-person RGB frame (H x W x 3 uint8) from the Minecraft world. The first request
+        at a state renders every active player's forward view in one call and keeps them for the others."""
+        st = self.state
+        key = (st.tick, st.step, st.meeting_steps, name, None if yaw is None else round(yaw, 6))
+        frame = self._frames.get(key)
+        if frame is not None:
+            return frame
+        missing = frames_installed()
+        if missing:
+            raise MauError(f"world.backend minecraft: frames need {missing}")
+        active = [p.name for p in st.players if p.active]
+        if yaw is None and name in active:
+            views = [[n, None] for n in active]
+        else:
+            views = [[name, yaw]]
+        with self._lock:
+            frames, ms = self.host.frames_rgb(views, active)
+        self.frame_ms.append(ms / len(views))
+        for (n, y), f in zip(views, frames):
+            self._frames[(st.tick, st.step, st.meeting_steps, n, None if y is None else round(y, 6))] = f
+        return self._frames[key]
+
+    def render_image(self, name: str, yaw: float | None = None):
+        from PIL import Image
+
+        return Image.fromarray(self.render(name, yaw))
+
+
+World = MinecraftWorld
+
+__all__ = ["World", "MinecraftWorld"]
