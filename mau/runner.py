@@ -154,6 +154,7 @@ def play_planned(pm: PlannedMatch, matches_dir: str, workers: int = 1) -> MatchD
                     {**match.header_extra(), **pm.header})
     except BaseException:
         writer.abort()
+        getattr(world, "close", lambda: None)()  # a backend with a process (minecraft) ends it now
         raise
     calls = match.log.summary()
     return MatchDone(pm.match_id, result.outcome, calls["calls"], calls["fallbacks"],

@@ -294,7 +294,7 @@ grid:
       imposter: {state: privileged, memory: semantic, planning: reactive, reflection: meeting,
                  prompt_style: deterministic}
   repetitions: 4
-  seeds: [11]
+  seeds: [11, 12, 13, 14]
 world:
   backend: minecraft
   game: {max_steps: 6}
@@ -314,10 +314,13 @@ def test_collect_on_minecraft_two_workers_sigkill_then_resume(tmp_path):
     before = _host_pids()
     cmd = [sys.executable, "-m", "mau", "collect", "--config", str(cfg), "--out", str(run), "--workers", "2",
            "--no-progress"]
-    proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    err = tmp_path / "collect.err"
+    with open(err, "w") as f:
+        proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL, stderr=f, cwd=ROOT,
+                                env={**os.environ, "PYTHONPATH": str(ROOT)})
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:  # until one match is finished, then kill -9 the whole collect
+        assert proc.poll() is None, err.read_text()
         if (run / "matches").is_dir() and _finished(run):
             break
         time.sleep(0.1)
@@ -338,6 +341,20 @@ def test_collect_on_minecraft_two_workers_sigkill_then_resume(tmp_path):
         assert "bots joined" in (folder / "logs" / "minecraft-host.log").read_text()
         assert json.loads((folder / "events.jsonl").read_text().splitlines()[-1])["type"] == "match_end"
     assert not (_host_pids() - before)
+    # The ARIA calls saw Minecraft frames, and in some of them another player (by its colour; white and black
+    # are left out, the map's textures have such pixels).
+    from PIL import Image
+
+    colours = [np.array(COLOR_RGB[c]) for c in ("red", "blue", "green", "yellow", "pink", "light blue")]
+    frames = sorted(run.glob("matches/*/frames/*_fwd.jpg"))
+    assert frames
+    seen = 0
+    for f in frames:
+        name = f.stem.split("_")[1]
+        a = np.asarray(Image.open(f).convert("RGB")).astype(int)
+        own = np.array(COLOR_RGB[dict((p.name, p.color) for p in GameConfig().players)[name]])
+        seen += any((np.abs(a - c).max(axis=2) <= 12).sum() > 100 for c in colours if not (c == own).all())
+    assert seen > 0
 
 
 def test_pettingzoo_view_runs_on_minecraft():

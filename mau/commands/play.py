@@ -63,6 +63,7 @@ def main(cfg: PlayConfig, opts: RunOptions = RunOptions()) -> int:
         folder = write_match(writer, world, result, cfg, provenance(), extra)
     except BaseException:
         writer.abort()
+        getattr(world, "close", lambda: None)()  # a backend with a process (minecraft) ends it now
         raise
     st = world.state
     summary = {"ejections": len(st.ejections), "kills": sum(1 for p in st.players if p.death_tick is not None),

@@ -137,7 +137,8 @@ class ObservationConfig(Model):
 class WorldConfig(Model):
     """Which world runs the rules, on which map."""
 
-    backend: str = Field("sim", description="World backend from the registry (mau.env.backends): sim, or minecraft (docs/minecraft.md).")
+    backend: str = Field(
+        "sim", description="World backend from the registry (mau.env.backends): sim, or minecraft (docs/minecraft.md).")
     map: str = Field("skeld", description="A built-in map name or a path to a map YAML file.")
     game: GameConfig = Field(default_factory=GameConfig, description="The rules' constants (docs/game.md).")
     frames: FramesConfig = Field(default_factory=FramesConfig, description="First-person frames.")
