@@ -102,7 +102,7 @@ def test_bench_harness_prints_its_figures():
 def test_info(capsys):
     assert main(["info"]) == 0
     info = json.loads(capsys.readouterr().out)
-    assert info["backends"] == ["sim"] and info["maps"] == ["skeld"]
+    assert info["backends"] == ["minecraft", "sim"] and info["maps"] == ["skeld"]
 
 
 def test_unknown_backend_is_refused():
@@ -110,6 +110,6 @@ def test_unknown_backend_is_refused():
     from mau.commands.play import main as play_main
     from mau.config import load_config, parse_overrides
 
-    cfg = load_config(PlayConfig, None, parse_overrides(["world.backend=minecraft", "out=/nonexistent/x"]))
-    with pytest.raises(MauError, match=r"world.backend: 'minecraft' is unknown; use one of \['sim'\]"):
+    cfg = load_config(PlayConfig, None, parse_overrides(["world.backend=bedrock", "out=/nonexistent/x"]))
+    with pytest.raises(MauError, match=r"world.backend: 'bedrock' is unknown; use one of \['minecraft', 'sim'\]"):
         play_main(cfg)

@@ -6,7 +6,8 @@ medians and ratios.
 ``env``: game seconds simulated per wall second by whole matches of 8 scripted agents without frames (total
 over matches, and the median over matches), and the median time of one 640x360 first-person frame.
 ``mau bench env --backend minecraft --matches 3``: the same on the minecraft backend (installed with
-``make minecraft``), with every active agent's frame rendered at every step (mau/env/minecraft/bench.py).
+``make minecraft``), with every active agent's frame rendered at every step (``--frames 0``: none)
+(mau/env/minecraft/bench.py).
 
 ``harness`` (``mau bench harness``): against mau's OpenAI-compatible mock server on loopback (a separate
 process, with latency): the ratio of a step's wall time to its slowest call when 8 agents call at once
@@ -360,7 +361,7 @@ def main(cfg: dict[str, Any], opts: RunOptions = RunOptions()) -> int:
         from mau.env.minecraft.bench import bench_minecraft
 
         # Not pinned to one core: the Node host is a second process (server, bots and frames in one).
-        print(json.dumps(bench_minecraft(cfg["matches"], cfg["seed"])))
+        print(json.dumps(bench_minecraft(cfg["matches"], cfg["seed"], frames=cfg["frames"] > 0)))
         return 0
     _one_core()
     if cfg["target"] == "env":
