@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import math
+import shutil
 import tempfile
 import threading
 import weakref
@@ -84,6 +85,8 @@ class MinecraftWorld(SimWorld):
 
     def reset(self, seed: int) -> GameState:
         self.close()
+        if self.log_dir is not None:  # the last match's log was copied into its match folder by now
+            shutil.rmtree(self.log_dir, ignore_errors=True)
         state = super().reset(seed)
         self.log_dir = Path(tempfile.mkdtemp(prefix="mau-minecraft-"))
         self.host = MinecraftHost(self._host_config(), self.log_dir, frames=frames_installed() is None)

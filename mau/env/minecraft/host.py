@@ -97,6 +97,7 @@ class MinecraftHost:
         except BaseException:
             self.close()
             raise
+        cfg_file.unlink(missing_ok=True)  # read by now; it holds the whole map (~100 KB)
         return self
 
     def _handshake(self, ready_file: Path) -> None:
