@@ -248,7 +248,20 @@ function toMcYawFromPy (yaw) {
   return mcYawTo(Math.cos(yaw), Math.sin(yaw))
 }
 
+// The driver (Python) may die without a word (SIGKILL), even before it connects: then exit too. Two signs:
+// stdin (a pipe from the driver) reaches its end, or the driver's pid is gone.
+function watchDriver () {
+  process.stdin.on('end', () => { log('driver stdin closed; exiting'); process.exit(0) })
+  process.stdin.resume()
+  if (cfg.driver_pid) {
+    setInterval(() => {
+      try { process.kill(cfg.driver_pid, 0) } catch (e) { log('driver gone; exiting'); process.exit(0) }
+    }, 500).unref()
+  }
+}
+
 async function main () {
+  watchDriver()
   const serv = await startServer()
   log(`server listening on ${serv.listeningPort}`)
   const nBlocks = await buildMap(serv)

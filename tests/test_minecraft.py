@@ -281,6 +281,25 @@ def test_sigint_and_sigkill_of_the_driver_end_the_host(tmp_path):
         assert not (_host_pids() & mine), f"host outlived its driver after {sig!r}"
 
 
+
+def test_a_driver_killed_while_its_host_starts_leaves_no_host():
+    code = ("from mau.env.backends import make_world\nfrom mau.env.config import WorldConfig\n"
+            "make_world(WorldConfig(backend='minecraft')).reset(0)\n")
+    before = _host_pids()
+    p = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    deadline = time.monotonic() + 60
+    while not (_host_pids() - before) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    mine = _host_pids() - before
+    assert mine, "no host started"
+    p.kill()  # SIGKILL before the handshake: no control connection exists yet
+    p.wait()
+    deadline = time.monotonic() + 15
+    while _host_pids() & mine and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not (_host_pids() & mine), "a host outlived a driver killed during its start-up"
+
+
 COLLECT = """
 workers: 2
 grid:

@@ -5,7 +5,8 @@ group (under ``xvfb-run`` when frames are wanted), its stdout and stderr go to `
 and readiness is a JSON file the host writes once the server listens, the map is built and every bot has
 joined (ports: the server and the control socket bind port 0, so parallel matches never clash). A timeout or
 an early exit raises with the log's last lines. On exit (normal, error, SIGINT) the whole group is ended; if
-Python dies without exiting (SIGKILL), the host sees its control socket close and exits by itself.
+Python dies without exiting (SIGKILL), the host sees its stdin pipe end (or Python's pid gone) and exits by itself,
+also while it is still starting.
 """
 
 from __future__ import annotations
@@ -82,7 +83,8 @@ class MinecraftHost:
         ready_file = self.log_dir / "minecraft-host.ready.json"
         ready_file.unlink(missing_ok=True)
         cfg_file = self.log_dir / "minecraft-host.config.json"
-        cfg_file.write_text(json.dumps({**self.config, "ready_file": str(ready_file), "mc_port": 0}))
+        cfg_file.write_text(json.dumps({**self.config, "ready_file": str(ready_file), "mc_port": 0,
+                                        "driver_pid": os.getpid()}))
         cmd = [str(node_bin()), str(node_dir() / "host.js"), str(cfg_file)]
         if self.frames:
             # -a: a free display number, so several hosts run at once.
