@@ -31,6 +31,20 @@ if _missing and not REQUIRED:
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _remove_host_logs():
+    """The worlds keep their host's log in a temp folder after a match (for diagnosis); the tests' go."""
+    import glob
+    import shutil
+    import tempfile
+
+    pattern = str(Path(tempfile.gettempdir()) / "mau-minecraft-*")
+    before = set(glob.glob(pattern))
+    yield
+    for d in set(glob.glob(pattern)) - before:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def _world(**game):
     from mau.env.backends import make_world
 
