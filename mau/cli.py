@@ -24,6 +24,7 @@ VERBS = {
     "fork": ("mau.commands.fork", "counterfactual branches of one recorded decision, with an outcome report"),
     "rl": ("mau.commands.rl", "decision-level GRPO of the crewmate (TRL), rewards from forks of the sim"),
     "view": ("mau.commands.view", "a self-contained browser viewer of a match, collect or eval folder (--video: MP4)"),
+    "beliefs": ("mau.commands.beliefs", "detection report of a run from its belief probes (AUROC, Brier, ...)"),
     "quickstart": ("mau.commands.quickstart", "the whole loop on the embedded default, on a CPU, in minutes"),
 }
 

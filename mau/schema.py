@@ -163,6 +163,18 @@ RESULTS_PNG = "results.png"  # crew win rate per arm, grouped by imposter model,
 ARM = "arm"  # eval: the crewmates' arm (match header and grid line)
 EVAL_IMPOSTER = "imposter"  # eval grid line: the imposters' model name
 
+# -- belief probes (match folder: probes.jsonl, format mau.probes v1; docs/formats.md) ----------------------
+PROBES_FILE = "probes.jsonl"  # one record per probe (a model's answer or the ideal observer's posterior)
+PROBES_FORMAT = "mau.probes"
+PROBES_FORMAT_VERSION = 1
+PROBES_VERSION_FIELD = "format_version"  # in every probe record
+PROBE_SOURCE = "source"  # "model" or "ideal"
+PROBE_MOMENT = "moment"  # meeting_start, round_end, before_vote, roam
+PROBE_SEQ = "seq"  # the probe moment's number within the match (1, 2, ...)
+PROBE_CANDIDATES = "candidates"  # the players the crewmate believes alive (whom it is asked about)
+PROBE_BELIEFS = "beliefs"  # {name: P(imposter)} normalised to the living imposters; null on a fallback
+PROBE_TOP2 = "top2"
+HEADER_PROBES = "probes"  # match header: the probes' counts and costs
 
 # -- declared shapes of the central records (writer and readers share them) ---------------------------------------
 # TypedDicts carry the keys above as literal names (a TypedDict cannot take constants); tests check that the

@@ -165,3 +165,23 @@ def test_frames_without_an_image_fall_back_to_their_jpeg():
     messages, images = to_processor_messages(req)
     assert len(images) == 1 and messages[1]["content"][0] == {"type": "image", "image": images[0]}
     assert messages[0] == {"role": "system", "content": "You are Noah, a crewmate. Answer in JSON."}
+
+
+def test_probe_stream_never_shifts_the_plays_sampling(tiny_model_dir):
+    """Belief probes draw from their own generator: the play's answers are the same with probes in between."""
+    def run(with_probes: bool) -> list[str]:
+        b = _backend(tiny_model_dir, seed=3)
+
+        async def go():
+            out = []
+            for i in range(3):
+                if with_probes:
+                    await b.complete(_request(f"Probe {i}", image=False, temperature=1.0, max_tokens=10,
+                                              stream="probe"))
+                r = await b.complete(_request(f"Call {i}", image=False, temperature=1.0, max_tokens=10))
+                out.append(r.text)
+            return out
+
+        return asyncio.run(go())
+
+    assert run(False) == run(True)

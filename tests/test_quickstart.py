@@ -21,7 +21,8 @@ def test_quickstart_runs_the_whole_loop(tmp_path, capsys):
             "--set", 'eval_set=["seeds=[101]", "world.game.max_steps=2"]', "--set", "workers=1"]
     assert main(args) == 0
     text = capsys.readouterr().out
-    assert "[5/5]" in text and "quickstart done" in text and "| baseline |" in text
+    assert "[5/5]" in text and "quickstart done" in text and "| baseline |" in text and "| teacher |" in text
+    assert "AUROC" in text.split("Results (pooled")[1]  # the detection metrics next to the win rate
     results = json.loads((out / "eval" / "results.json").read_text())
     assert results and (out / "eval" / "results.png").is_file() and (out / "eval" / "results.md").is_file()
     assert (out / "train" / "all" / "adapter" / "adapter_config.json").is_file()

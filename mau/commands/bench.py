@@ -37,6 +37,14 @@ headless Chromium, and run builds of ``--matches`` (default 1000) and a tenth as
 training path on a Qwen3.5-9B-shaped model with random bf16 weights (nothing downloaded; ``--layers 4
 --vision-depth 2 --device cpu`` for the reduced depth on a CPU), rows of one 640x360 frame and ~2k text tokens;
 tokens/s, peak memory beside the ``mau train --plan`` estimate, MFU (mau.train.bench; docs/training.md).
+
+``probes`` (``mau bench probes``): the same ARIA scripted matches (no frames: the cheapest match, so the worst
+case for the ratio) played with belief probes and the ideal observer off, and both on at the default moments
+(``--roam-every N`` adds roam probes), alternating which goes first: probe calls per match, the ratio of model
+calls with probes to calls without (goal <= 1.5), the median over seeds of the match wall-time ratio on / off
+(goal <= 1.3), and the same ratio within each probed match (its wall time over its wall time less the probes'
+own time: insensitive to load changing between the two plays on a shared machine); the events of both plays are
+checked to be identical.
 """
 
 from __future__ import annotations
@@ -48,8 +56,9 @@ from typing import Any
 from mau.commands.common import Flag
 from mau.options import RunOptions
 
-TARGETS = ("env", "harness", "dataset", "fork", "rl", "view", "train")
-DEFAULT_MATCHES = {"env": 30, "harness": 30, "dataset": 4, "fork": 3, "rl": 1, "view": 1000, "train": 0}
+TARGETS = ("env", "harness", "dataset", "fork", "rl", "view", "train", "probes")
+DEFAULT_MATCHES = {"env": 30, "harness": 30, "dataset": 4, "fork": 3, "rl": 1, "view": 1000, "train": 0,
+                   "probes": 10}
 
 
 FLAGS = [
@@ -74,6 +83,7 @@ FLAGS = [
     Flag("--no-gradient-checkpointing", "train without it (train)", type=bool),
     Flag("--peak-tflops", "the device's dense bf16 peak for MFU (train; default: known GPUs by name, none on "
          "the CPU)", type=float),
+    Flag("--roam-every", "also probe every N roam steps (probes)", type=int),
 ]
 
 
@@ -347,6 +357,50 @@ def bench_dataset(matches: int, seed: int, scale: int = 4, max_steps: int | None
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def bench_probes(matches: int, seed: int, roam_every: int | None = None) -> dict[str, Any]:
+    """Probes on vs off on the same seeds (scripted expert, no frames)."""
+    import asyncio
+    import statistics
+
+    from mau.env.backends import make_world
+    from mau.env.config import WorldConfig
+    from mau.harness.backends import make_backend
+    from mau.harness.config import SeatConfig
+    from mau.harness.match import AriaMatch
+
+    def play(s: int, enabled: bool) -> tuple[float, int, int, list[dict[str, Any]], float]:
+        probes = {"enabled": enabled, "observer": enabled, "roam_every": roam_every if enabled else None}
+        crew = SeatConfig.model_validate({"aria": {"frames": False, "probes": probes}})
+        imp = SeatConfig.model_validate({"aria": {"frames": False, "prompt_style": "deterministic"}})
+        seats = {"crewmate": crew, "imposter": imp}
+        world = make_world(WorldConfig())
+        m = AriaMatch(world, seats, {k: make_backend(v.model) for k, v in seats.items()}, None, f"bench-{s}")
+        r = asyncio.run(m.play(s))
+        pr = m.probe_summary or {}
+        return r.wall_seconds, m.log.n, pr.get("model_probes", 0), world.state.events, pr.get("wall_s", 0.0)
+
+    ratios, inner, calls_off, calls_on, n_probes, same = [], [], 0, 0, [], True
+    for k in range(matches):
+        s = seed + k
+        order = (False, True) if k % 2 == 0 else (True, False)
+        res = {on: play(s, on) for on in order}
+        (w_off, c_off, _, ev_off, _), (w_on, c_on, p_on, ev_on, probe_s) = res[False], res[True]
+        same &= ev_off == ev_on and c_off == c_on
+        ratios.append(w_on / w_off)
+        inner.append(w_on / max(w_on - probe_s, 1e-9))  # the same run with its probes' own time taken out
+        calls_off += c_off
+        calls_on += c_on + p_on
+        n_probes.append(p_on)
+    return {"bench": "probes", "matches": matches, "roam_every": roam_every, "frames": False,
+            "probe_calls_per_match": round(statistics.mean(n_probes), 2),
+            "calls_per_match_off": round(calls_off / matches, 1),
+            "calls_ratio_on_off": round(calls_on / calls_off, 3),
+            "wall_ratio_on_off_median": round(statistics.median(ratios), 3),
+            "wall_ratio_on_off_max": round(max(ratios), 3),
+            "wall_ratio_within_match_median": round(statistics.median(inner), 3),
+            "identical_events": same, "cores": 1}
+
+
 def main(cfg: dict[str, Any], opts: RunOptions = RunOptions()) -> int:
     import json
 
@@ -364,6 +418,9 @@ def main(cfg: dict[str, Any], opts: RunOptions = RunOptions()) -> int:
         print(json.dumps(bench_minecraft(cfg["matches"], cfg["seed"], frames=cfg["frames"] > 0)))
         return 0
     _one_core()
+    if cfg["target"] == "probes":
+        print(json.dumps(bench_probes(cfg["matches"], cfg["seed"], cfg.get("roam_every"))))
+        return 0
     if cfg["target"] == "env":
         print(json.dumps(bench_env(cfg["matches"], cfg["frames"], cfg["seed"])))
     elif cfg["target"] == "fork":

@@ -50,4 +50,15 @@ def main(cfg, opts: RunOptions = RunOptions()) -> int:
             print(f"mau collect: warning: the {role}s' own calls fell back {100 * f['share']:.1f} % of the time "
                   f"({f['fallbacks']} of {f['calls']}; max_fallback_share {100 * cfg.max_fallback_share:.0f} %): "
                   "their matches measure fallbacks, not the models", file=sys.stderr)
+    print(probe_cost_line(out))
     return 0
+
+
+def probe_cost_line(out) -> str:
+    """One line: the belief probes' cost per match (read from the match headers)."""
+    from mau import schema as F
+    from mau.beliefs.metrics import probe_cost
+
+    c = probe_cost([p for p in sorted((out / F.MATCHES_DIR).glob("*")) if (p / F.MATCH_HEADER).is_file()])
+    return (f"probes: {c['probes']} model probe calls in {c['matches']} matches ({c['probes_per_match']:.1f} per "
+            f"match, {c['fallbacks']} fallbacks, {c['tokens']} tokens)")

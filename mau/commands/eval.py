@@ -7,7 +7,8 @@ processes (``--workers``) and appear whole when done, so a killed eval loses not
 ``--shard I/N`` plays one shard (Slurm arrays: slurm/eval.sbatch); ``--report-only`` plays nothing and
 recomputes the report from the run folder (after the shards; the config defaults to the run's config.yaml).
 Writes results.md (crew win rate, ejection recall and precision, imposters ejected, kills and missions per game,
-endings, each with n and a 95% interval; paired comparisons with the baseline), results.csv, results.json,
+endings, each with n and a 95% interval; paired comparisons with the baseline; detection metrics from the
+belief probes with the ideal observer's row, as ``mau beliefs``), results.csv, results.json,
 results.png, and every match folder (collect format: the eval is also data for ``mau dataset``).
 Failures are loud: before the first match every arm's and imposter's model answers one probe request (a dead
 server, a missing adapter or a misnamed model stops the eval in one line); an arm whose own calls fell back
@@ -78,6 +79,9 @@ def main(cfg, opts: RunOptions = RunOptions()) -> int:
         f"shard {r['shard']}: {r['played_now']} played now of {r['shard_matches']}"
     print(f"eval: {r['matches']}/{r['planned']} matches ({what}, {r['wall_s']} s) -> {out}/"
           f"{{{F.RESULTS_MD},{F.RESULTS_CSV},{F.RESULTS_JSON},{F.RESULTS_PNG}}} and {out}/{F.MATCHES_DIR}/")
+    c = r["probe_cost"]
+    print(f"probes: {c['probes']} model probe calls in {c['matches']} matches ({c['probes_per_match']:.1f} per "
+          f"match, {c['fallbacks']} fallbacks, {c['tokens']} tokens)")
     bad = {a: h for a, h in r.get("arm_health", {}).items() if h["over"]}
     for arm, h in bad.items():
         why = "its model never answered" if h["failed"] else f"{100 * h['share']:.1f} % of its own calls fell back"

@@ -3,8 +3,11 @@
 The whole loop on the embedded default, on a CPU, in minutes: build a tiny local Qwen3.5 VLM; collect a small
 RQ2-style grid of expert matches (sim, scripted experts, every pool model against every other, two ARIA cases);
 build the three behaviour-cloning datasets (BCwin, BCvote, BCwin+vote); LoRA-train the tiny model on each;
-evaluate the untrained baseline and the three adapters against scripted imposters on held-out seeds; print the
-results table and where everything was written. ``--config configs/quickstart/learn.yaml`` runs the CPU-scale
+evaluate the untrained baseline and the three adapters against scripted imposters on held-out seeds, each arm's
+model answering only what it was trained on (``arm_modules``, default VOTE: every BC dataset holds vote
+examples), next to the scripted expert (the teacher) as a reference arm; print one table with the crew win rate
+and ejection precision next to the detection metrics of the belief probes, with the ideal observer's row, and
+where everything was written. ``--config configs/quickstart/learn.yaml`` runs the CPU-scale
 experiment of docs/experiments.md instead (a larger collection, full fine-tuning on BCvote, more seeds).
 Needs the ``ml`` extra (``make test`` installs it).
 """
@@ -34,11 +37,18 @@ class QuickstartConfig(Model):
     train_set: list[str] = Field(default_factory=lambda: ["training.max_steps=30", "data.max_eval_examples=64"],
                                  description="--set overrides for every training run.")
     eval_config: str = Field("configs/eval/tiny.yaml", description="Evaluation config (arms are filled in here).")
-    eval_set: list[str] = Field(default_factory=lambda: ["seeds=[101,102,103]", "world.game.max_steps=30"],
-                                description="--set overrides for the evaluation (held-out seeds, match length).")
+    eval_set: list[str] = Field(default_factory=lambda: ["seeds=[101,102,103]", "world.game.max_steps=60"],
+                                description="--set overrides for the evaluation (held-out seeds, match length: long "
+                                            "enough for meetings).")
     arm_modules: list[str] | None = Field(
-        None, description="Modules the arms' model answers (e.g. [vote]); the rest go to the scripted "
-                          "expert. None: all.")
+        default_factory=lambda: ["vote"],
+        description="Modules the arms' model answers (the tuned skill); the rest go to the scripted expert. "
+                    "None: all.")
+    probe_teacher_only: bool = Field(
+        True, description="Probe only the teacher arm: the tiny models were never trained to answer a belief probe "
+                          "(their answers would all fall back, at ~200 generated tokens each).")
+    teacher_arm: bool = Field(True, description="Add the scripted expert (the teacher of the BC data) as an arm "
+                                                "named 'teacher'.")
 
 
 FLAGS = [*config_flags("workers=1"),
@@ -147,18 +157,32 @@ def main(cfg: QuickstartConfig, opts: RunOptions = RunOptions()) -> int:
         # LoRA: the base model plus the adapter; full fine-tuning: the trained model itself
         update = {"adapter": str(path)} if kind == "adapter" else {"model": str(path)}
         arms[f.replace("+", "_")] = arm_model.model_copy(update=update).model_dump(mode="json")
+    if cfg.teacher_arm:  # the reference: what the students imitate (it answers belief probes too)
+        arms["teacher"] = {"backend": "scripted", "model": "scripted-expert"}
     # The list form replaces the config's arms (a mapping would be merged with them).
     over: dict[str, Any] = {"arms": [{"name": k, "model": v} for k, v in arms.items()], "baseline": "baseline",
                             "out": str(eval_dir), "workers": cfg.workers, "resume": True}
     if cfg.arm_modules is not None:
         over["arm_modules"] = cfg.arm_modules
+    if cfg.teacher_arm and cfg.probe_teacher_only:
+        over["probe_arms"] = ["teacher"]
     ecfg = load_config(EvalConfig, cfg.eval_config, _merge_sets(parse_overrides(cfg.eval_set), over))
     eval_main(ecfg, sub)
     timings["eval_s"] = time.perf_counter() - t
+    from mau.beliefs.report import summary_table
+
+    results_file = eval_dir / "results.json"
+    results = json.loads(results_file.read_text()) if results_file.is_file() else None
 
     wall = time.perf_counter() - t0
     done = {"wall_s": round(wall, 1), **{k: round(v, 1) for k, v in timings.items()}}
     (out / "done.json").write_text(json.dumps(done, indent=1))
+    if results is not None:
+        modules = ", ".join(cfg.arm_modules) if cfg.arm_modules else "every module"
+        print(f"\nResults (pooled over imposter models; 95% intervals). Arms' models answer: {modules}; the rest "
+              "is the scripted expert. Detection: belief probes of the arms' models (n/a: an arm not probed, "
+              "or whose answers all fell back) and the ideal observer (docs/evaluation.md).\n")
+        print(summary_table(results))
     print(f"\nquickstart done in {wall / 60:.1f} min -> {out}")
     print(f"  expert matches: {collect_dir}\n  datasets: {out / 'datasets'}\n  adapters: {out / 'train'}\n"
           f"  evaluation: {eval_dir / 'results.md'} (table above), {eval_dir / 'results.png'}")

@@ -62,6 +62,9 @@ class EvalConfig(RunConfig):
     arm_rest_model: ModelConfig = Field(
         default_factory=ModelConfig, description="With arm_modules: the crewmates' model of the other "
                                                  "modules (default the scripted expert).")
+    probe_arms: list[str] | None = Field(
+        None, description="With crewmate_aria.probes.enabled: the arms whose models are probed (e.g. not a model "
+                          "never trained to answer a probe). None: every arm.")
     baseline: str | None = Field(None, description="The arm the others are compared with (paired, same "
                                                    "seeds); default the first arm.")
     seeds: list[int] | None = Field(None, description="The match seeds, shared by every arm and imposter "
@@ -105,6 +108,9 @@ class EvalConfig(RunConfig):
     def _check(self) -> "EvalConfig":
         if POOLED in self.imposters:
             raise ValueError(f"imposters: the name {POOLED!r} is reserved for the pooled column; choose another")
+        bad = [a for a in self.probe_arms or [] if a not in self.arms]
+        if bad:
+            raise ValueError(f"probe_arms: {bad[0]!r} is not an arm (arms: {', '.join(self.arms)})")
         if self.baseline is not None and self.baseline not in self.arms:
             raise ValueError(f"baseline: {self.baseline!r} is not an arm (arms: {', '.join(self.arms)})")
         if self.seeds is None and self.n_seeds is None:
@@ -130,7 +136,8 @@ class EvalConfig(RunConfig):
         """What defines the matches: shards, resumed runs and the report must agree on it. Where a model is
         served and how it is reached (``ModelConfig.identity``) may differ (a restarted server on another node),
         and so may the report's settings."""
-        d = self.model_dump(mode="json", include={"arm_modules", "crewmate_aria", "imposter_aria", "world"})
+        d = self.model_dump(mode="json", include={"arm_modules", "crewmate_aria", "imposter_aria", "world",
+                                                  "probe_arms"})
         d["arms"] = {name: m.identity() for name, m in self.arms.items()}
         d["imposters"] = {name: m.identity() for name, m in self.imposters.items()}
         d["arm_rest_model"] = self.arm_rest_model.identity()
@@ -172,6 +179,9 @@ def plan(cfg: EvalConfig) -> list[EvalMatch]:
 def seats_for(cfg: EvalConfig, m: EvalMatch) -> dict[str, SeatConfig]:
     """The six crewmate seats play the arm's model (for arm_modules only, if given), the two imposter seats the
     fixed model."""
-    return {"crewmate": SeatConfig(model=cfg.arms[m.arm], aria=cfg.crewmate_aria, modules=cfg.arm_modules,
+    aria = cfg.crewmate_aria
+    if cfg.probe_arms is not None and m.arm not in cfg.probe_arms and aria.probes.enabled:
+        aria = aria.model_copy(update={"probes": aria.probes.model_copy(update={"enabled": False})})
+    return {"crewmate": SeatConfig(model=cfg.arms[m.arm], aria=aria, modules=cfg.arm_modules,
                                    rest_model=cfg.arm_rest_model),
             "imposter": SeatConfig(model=cfg.imposters[m.imposter], aria=cfg.imposter_aria)}

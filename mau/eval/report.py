@@ -28,9 +28,14 @@ def compute(cfg: EvalConfig, out: Path, planned: int) -> dict[str, Any]:
     models = {"arms": {k: _describe(v) for k, v in cfg.arms.items()},
               "imposters": {k: _describe(v) for k, v in cfg.imposters.items()}}
     health = arm_health(ms, cfg.max_fallback_share)
+    from mau.beliefs import metrics as B
+
+    detection = B.evaluate(B.load_run(out), cfg.baseline_arm, cfg.bootstrap_resamples, cfg.bootstrap_seed,
+                           pooled=POOLED, rows=list(cfg.arms), imposters=list(cfg.imposters))
+    cost = B.probe_cost([p for p in sorted((out / F.MATCHES_DIR).glob("*")) if (p / F.MATCH_HEADER).is_file()])
     return {F.FORMAT: RESULTS_FORMAT, F.FORMAT_VERSION: RESULTS_VERSION, "planned": planned,
             "seeds": cfg.seed_list(), "models": models, "max_fallback_share": cfg.max_fallback_share,
-            "arm_health": health, **res}
+            "arm_health": health, **res, "detection": detection, "probe_cost": cost}
 
 
 def _describe(model) -> str:
@@ -65,6 +70,10 @@ def rows_csv(res: dict[str, Any]) -> str:
                         e["method"]])
         for outcome, k in c["endings"].items():
             w.writerow([c["arm"], c["imposter"], f"ending:{outcome}", k, "", "", c["matches"], "count"])
+    from mau.beliefs.report import csv_rows
+
+    for row in csv_rows(res["detection"]) if res.get("detection") else []:
+        w.writerow([*row[:3], *_nums(*row[3:6]), row[6], row[7]])
     for p in res["paired"]:
         w.writerow([p["arm"], p["imposter"], "paired_diff_crew_win_rate", *_nums(p["diff"], p["ci_low"], p["ci_high"]),
                     p["n_pairs"], "paired_bootstrap"])
@@ -150,6 +159,13 @@ def markdown(res: dict[str, Any]) -> str:
             lines.append(f"| {p['arm']} | {p['imposter']} | {n} | {100 * p['arm_wins'] / n:.1f} | "
                          f"{100 * p['baseline_wins'] / n:.1f} | {diff} | {p['arm_better']} / "
                          f"{p['baseline_better']} / {p['ties']} | {p['p_mcnemar']:.3g} |")
+    from mau.beliefs.report import markdown as detection_markdown
+
+    if res.get("detection"):
+        c = res["probe_cost"]
+        lines += ["", detection_markdown(res["detection"]), "",
+                  f"Probe cost: {c['probes']} model probes in {c['matches']} matches ({c['probes_per_match']:.1f} "
+                  f"per match, {c['fallbacks']} fallbacks, {c['tokens']} tokens)."]
     b = res["bootstrap"]
     lines += ["", f"Bootstrap: {b['resamples']} resamples, seed {b['seed']}. Precision is undefined (n=0) where "
               "an arm ejected nobody. Method details: docs/evaluation.md.", ""]
@@ -157,50 +173,26 @@ def markdown(res: dict[str, Any]) -> str:
 
 
 # -- plot (Pillow only: no plotting library needed) -----------------------------------------------------------
-_PALETTE = [(76, 114, 176), (221, 132, 82), (85, 168, 104), (196, 78, 82), (129, 114, 179), (147, 120, 96),
-            (218, 139, 195), (140, 140, 140), (204, 185, 116), (100, 181, 205)]
+HEADLINE_PLOT = (("crew_win_rate", "Crew win rate"), ("ejection_precision", "Ejection precision"),
+                 ("ejection_recall", "Ejection recall"))
+DETECTION_PLOT = (("auroc", "AUROC of P(imposter)"), ("brier", "Brier score (lower is better)"),
+                  ("top2_hit_rate", "Top-2 hit rate"), ("detection_rate", "Detection rate"),
+                  ("time_to_detection", "Time to detection (fraction of match)"))
 
 
 def plot(res: dict[str, Any]):
-    """Crew win rate per arm, grouped by imposter model, with the 95% Wilson intervals as error bars."""
-    from PIL import Image, ImageDraw
+    """Every headline metric, one panel each: bars per arm (and the ideal observer in the detection panels)
+    grouped by imposter model, with their 95% intervals as error bars (Pillow only)."""
+    from mau.beliefs.report import headline_panels
 
     arms, cols = res["arms"], res["columns"]
-    cell = {(c["arm"], c["imposter"]): c["metrics"]["crew_win_rate"] for c in res["cells"]}
-    bar, gap, left, top, plot_h = 26, 36, 56, 60 + 16 * ((len(arms) + 2) // 3), 260
-    group_w = len(arms) * bar + gap
-    width = max(left + len(cols) * group_w + 20, 8 + min(3, len(arms)) * 170, 440)
-    img = Image.new("RGB", (width, top + plot_h + 60), "white")
-    d = ImageDraw.Draw(img)
-    d.text((8, 6), "Crew win rate (%) by arm and imposter model; error bars: 95% Wilson interval", fill="black")
-    for k, arm in enumerate(arms):  # legend, three arms per row
-        x, y = 8 + (k % 3) * 170, 26 + 16 * (k // 3)
-        d.rectangle([x, y + 2, x + 10, y + 12], fill=_PALETTE[k % len(_PALETTE)])
-        d.text((x + 14, y), arm[:24], fill="black")
-
-    def ypos(v: float) -> float:
-        return top + plot_h * (1 - v)
-
-    for t in range(0, 101, 25):  # axis and grid
-        y = ypos(t / 100)
-        d.line([left, y, width - 10, y], fill=(225, 225, 225))
-        d.text((left - 28, y - 6), f"{t:3d}", fill="black")
-    d.line([left, top, left, top + plot_h], fill="black")
-    for g, imp in enumerate(cols):
-        x0 = left + 12 + g * group_w
-        for k, arm in enumerate(arms):
-            e = cell[(arm, imp)]
-            x = x0 + k * bar
-            if e["value"] is None:
-                d.text((x + 4, ypos(0) - 14), "-", fill="black")
-                continue
-            d.rectangle([x, ypos(e["value"]), x + bar - 4, ypos(0)], fill=_PALETTE[k % len(_PALETTE)])
-            cx = x + (bar - 4) / 2
-            lo, hi = ypos(e["ci_low"]), ypos(e["ci_high"])
-            d.line([cx, lo, cx, hi], fill="black", width=1)
-            d.line([cx - 4, lo, cx + 4, lo], fill="black")
-            d.line([cx - 4, hi, cx + 4, hi], fill="black")
-            d.text((x, top + plot_h + 4 + 11 * (k % 2)), f"n={e['n']}", fill=(90, 90, 90))  # staggered: no overlap
-        label = "all (pooled)" if imp == POOLED else f"vs {imp}"
-        d.text((x0, top + plot_h + 30), label[: max(8, group_w // 6)], fill="black")
-    return img
+    cell = {(c["arm"], c["imposter"]): c["metrics"] for c in res["cells"]}
+    panels = [(title, [(imp, [(arm, cell[(arm, imp)][name]) for arm in arms]) for imp in cols])
+              for name, title in HEADLINE_PLOT]
+    det = res.get("detection") or {"rows": [], "cells": []}
+    dcell = {(c["row"], c["imposter"]): c["metrics"] for c in det["cells"]}
+    if det["rows"]:
+        panels += [(title, [(imp, [(r, dcell[(r, imp)][name]) for r in det["rows"] if (r, imp) in dcell])
+                            for imp in cols]) for name, title in DETECTION_PLOT]
+    return headline_panels(panels, "Eval: value per arm (and the ideal observer) by imposter model; "
+                                   "error bars: 95% intervals (docs/evaluation.md)")

@@ -50,7 +50,8 @@ class AriaAgent:
 
     # -- one call ------------------------------------------------------------------------------------------
     async def call(self, module: str, obs: dict[str, Any], flagged: str | None = None,
-                   **extra: str) -> dict[str, Any]:
+                   context: dict[str, Any] | None = None, **extra: str) -> dict[str, Any]:
+        """``context``: request context for the backend only (never in the prompt), e.g. the ideal observer."""
         ctx = M.Context(obs, self.rooms, suspicion=self.suspicion.dump(), flagged=flagged)
         views = M.MODULES[module].images if self.aria.frames and obs["alive"] else ()
         frames: list[Frame] = [self.frames.get(self.name, v) for v in views]
@@ -65,8 +66,8 @@ class AriaAgent:
         return await self.caller.call(agent=self.name, role=self.role, module=module, obs=obs, messages=messages,
                                       frames=frames, backend=backend, model=model, ctx=ctx,
                                       temperature=self.aria.module_temperature.get(module),
-                                      extra_context={"extra": extra, "strategy": self.strategy}, t_start=t_start,
-                                      source=source)
+                                      extra_context={"extra": extra, "strategy": self.strategy, **(context or {})},
+                                      t_start=t_start, source=source)
 
     def _narrate(self, answer: dict[str, Any]) -> str | None:
         """Imposters' private one-line note of intent: the reasoning behind the action."""
@@ -184,8 +185,10 @@ class AriaAgent:
             self.memory.note(f"I cast suspicion on {ans['suspicion_cast_on']} in a meeting.")
         return Action("speak", text=ans["response_text"] or None)
 
-    async def vote(self, obs: dict[str, Any]) -> Action:
-        ans = await self.call(M.VOTE, obs)
+    async def vote(self, obs: dict[str, Any], observer: dict[str, Any] | None = None) -> Action:
+        """``observer``: the ideal observer's beliefs for the observer_vote temperament of the scripted expert
+        (request context only: never in the prompt)."""
+        ans = await self.call(M.VOTE, obs, context={"observer": observer} if observer else None)
         return Action("vote", target=ans["vote_target"])
 
     async def after_meeting(self, obs: dict[str, Any], outcome: str) -> dict[str, Any]:

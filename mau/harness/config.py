@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
+from mau.beliefs.config import ProbeConfig
 from mau.config import Model
 from mau.harness.backends.base import ModelConfig
 
@@ -51,6 +52,8 @@ class AriaConfig(Model):
     module_temperature: dict[str, float] = Field(
         default_factory=lambda: dict(PAPER_MODULE_TEMPERATURE),
         description="Per-module temperature overrides (the paper's harness); other modules use the seat's.")
+    probes: ProbeConfig = Field(default_factory=ProbeConfig,
+                                description="Crewmates: belief probes and the ideal observer (docs/harness.md).")
 
 
 class SeatConfig(Model):

@@ -45,6 +45,8 @@ class AriaMatch:
         self.frames = FrameStore(world, folder)
         self.memory_dumps: list[dict[str, Any]] = []
         self._rest: dict[str, ModelBackend] = {}
+        self.beliefs = None  # the match's belief probes (mau.beliefs.probe), made at start()
+        self.probe_summary: dict[str, Any] | None = None
 
     def _seat(self, name: str, role: str) -> str:
         return name if name in self.seats else role
@@ -95,6 +97,9 @@ class AriaMatch:
                 builders[key] = PromptBuilder(seat.aria, w.cfg, w.map)
             self.agents[p.name] = AriaAgent(p.name, p.role, roster, seat, self.backends[key], builders[key],
                                             self.caller, self.frames, rooms, rest_backend=self._rest_backend(key))
+        from mau.beliefs.probe import BeliefProbes
+
+        self.beliefs = BeliefProbes(w, self.agents, self.match_id, self.folder, rooms)
         self.meetings_done = 0
 
     async def advance(self) -> None:
@@ -108,11 +113,13 @@ class AriaMatch:
                     agents[p.name].after_meeting(w.observe(p.name, agents[p.name].aria.state), outcome)
                     for p in st.players if p.active))
                 self.memory_dumps += [{"meeting": self.meetings_done, F.STEP: st.step, **d} for d in dumps]
+            await self.beliefs.point()
             active = [p.name for p in st.players if p.active]
             obs = {n: w.observe(n, agents[n].aria.state) for n in active}
             chosen = await asyncio.gather(*(agents[n].roam(obs[n]) for n in active))
             w.step(dict(zip(active, chosen)))
         elif st.phase == DISCUSSION:
+            await self.beliefs.point()
             speaker = st.meeting.speaker
             action = await agents[speaker].speak(w.observe(speaker, agents[speaker].aria.state))
             w.step({speaker: action})
@@ -121,13 +128,17 @@ class AriaMatch:
                 await asyncio.gather(*(agents[n].listen(w.observe(n, agents[n].aria.state), speaker, action.text)
                                        for n in listeners))
         elif st.phase == VOTING:
+            await self.beliefs.point()
             active = [p.name for p in st.players if p.active]
-            votes = await asyncio.gather(*(agents[n].vote(w.observe(n, agents[n].aria.state)) for n in active))
+            obs = {n: w.observe(n, agents[n].aria.state) for n in active}
+            hints = {n: self.beliefs.vote_hint(n, obs[n]) for n in active}
+            votes = await asyncio.gather(*(agents[n].vote(obs[n], hints[n]) for n in active))
             w.step(dict(zip(active, votes)))
 
     async def finish(self) -> MatchResult:
         st = self.world.state
         self.log.close()
+        self.probe_summary = self.beliefs.close()
         self.frames.close()
         for b in self._rest.values():
             await b.aclose()
@@ -139,5 +150,8 @@ class AriaMatch:
                            None)
 
     def header_extra(self) -> dict[str, Any]:
-        return {F.MATCH_ID: self.match_id, "calls": self.log.summary(), "frames_saved": self.frames.saved,
-                "seats": {k: v.model_dump(mode="json") for k, v in self.seats.items()}}
+        extra = {F.MATCH_ID: self.match_id, "calls": self.log.summary(), "frames_saved": self.frames.saved,
+                 "seats": {k: v.model_dump(mode="json") for k, v in self.seats.items()}}
+        if self.probe_summary is not None:
+            extra[F.HEADER_PROBES] = self.probe_summary
+        return extra

@@ -1,6 +1,7 @@
 """Start-up probes: before the first match, every distinct model of a run answers one request, so that an
 unreachable server, a misnamed model or LoRA module (HTTP 404), a missing adapter or model path fails the run
-at once, in one line, instead of turning every answer of every match into a fallback.
+at once, in one line, instead of turning every answer of every match into a fallback. (Not the belief probes
+of ``mau.beliefs.probe``, whose requests have module ``probe``: these have module ``startup``.)
 
 - ``openai``: one short chat request (no retries, at most 30 s); any error is fatal.
 - ``hf``: the model and the adapter must exist: a local folder with ``config.json`` (or a hub id ``org/name``
@@ -43,7 +44,7 @@ async def _probe_openai(label: str, cfg: ModelConfig) -> None:
     quick = cfg.model_copy(update={"max_retries": 0, "timeout_s": min(cfg.timeout_s, 30.0), "concurrency": 1})
     backend = make_backend(quick)
     try:
-        r = await backend.complete(ModelRequest(messages=PROBE_MESSAGES, module="probe", agent="probe",
+        r = await backend.complete(ModelRequest(messages=PROBE_MESSAGES, module="startup", agent="startup",
                                                 json_mode=cfg.json_mode, max_tokens=min(cfg.max_tokens, 64)))
     finally:
         await backend.aclose()

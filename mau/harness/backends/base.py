@@ -42,6 +42,7 @@ class ModelRequest:
     temperature: float | None = None  # None: the seat's configured temperature
     max_tokens: int | None = None
     context: dict[str, Any] = field(default_factory=dict)  # structured inputs (the scripted expert reads these)
+    stream: str = "play"  # the RNG stream: belief probes ("probe") never draw from the play's stream
 
 
 @dataclass

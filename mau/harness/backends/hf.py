@@ -66,6 +66,7 @@ class Backend(ModelBackend):
         self._eos_ids: list[int] = []
         self._load_error: str | None = None
         self._rng: Any = None  # torch.Generator seeded with config.seed: draws one seed per generate
+        self._rngs: dict[str, Any] = {}  # other streams' generators (belief probes)
         self._pending: list[_Pending] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._flush_scheduled = False
@@ -192,7 +193,7 @@ class Backend(ModelBackend):
         except Exception as e:
             return [ModelResponse(text=None, error=str(e), model=self.model_id) for _ in requests]
         with self._gen_lock:  # one batch at a time (a second event loop may share this backend)
-            groups: dict[float, list[_Prepared]] = {}
+            groups: dict[tuple[str, float], list[_Prepared]] = {}
             for i, r in enumerate(requests):
                 try:
                     p = self._prepare(i, r)
@@ -200,15 +201,16 @@ class Backend(ModelBackend):
                     out[i] = ModelResponse(text=None, error=f"hf: bad request: {type(e).__name__}: {e}",
                                            model=self.model_id)
                     continue
-                groups.setdefault(p.temperature, []).append(p)
+                groups.setdefault((r.stream, p.temperature), []).append(p)
             self._generate_groups(groups, out)
         return [r if r is not None else ModelResponse(text=None, error="hf: no answer",
                                                       model=self.model_id) for r in out]
 
-    def _generate_groups(self, groups: dict[float, list[_Prepared]], out: list[ModelResponse | None]) -> None:
-        for temperature, group in groups.items():
+    def _generate_groups(self, groups: dict[tuple[str, float], list[_Prepared]],
+                         out: list[ModelResponse | None]) -> None:
+        for (stream, temperature), group in groups.items():
             try:
-                for p, resp in zip(group, self._generate(group, temperature)):
+                for p, resp in zip(group, self._generate(group, temperature, stream)):
                     out[p.index] = resp
             except Exception as e:
                 for p in group:
@@ -222,7 +224,17 @@ class Backend(ModelBackend):
         temperature = request.temperature if request.temperature is not None else self.config.temperature
         return _Prepared(index, text, images, request.max_tokens or self.config.max_tokens, float(temperature))
 
-    def _generate(self, group: list[_Prepared], temperature: float) -> list[ModelResponse]:
+    def _stream_rng(self, stream: str) -> Any:
+        """The play's generator, or another stream's own (belief probes): a probe never shifts the play's draws."""
+        if stream == "play":
+            return self._rng
+        import torch
+
+        if stream not in self._rngs:
+            self._rngs[stream] = torch.Generator().manual_seed(self.config.seed * 1_000_003 + sum(map(ord, stream)))
+        return self._rngs[stream]
+
+    def _generate(self, group: list[_Prepared], temperature: float, stream: str = "play") -> list[ModelResponse]:
         import torch
 
         proc, model = self._processor, self._model
@@ -239,7 +251,7 @@ class Backend(ModelBackend):
         else:
             gen_kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
         gen_kwargs["eos_token_id"] = eos_ids = self._eos_ids
-        seed = int(torch.randint(0, 2**62, (1,), generator=self._rng))
+        seed = int(torch.randint(0, 2**62, (1,), generator=self._stream_rng(stream)))
         devices = [torch.device(self._device).index or 0] if self._device.startswith("cuda") else []
         with torch.random.fork_rng(devices=devices), torch.inference_mode():
             torch.manual_seed(seed)  # generate() samples from the global RNG; forked so others are untouched

@@ -7,6 +7,7 @@ No model, no network."""
 
 from __future__ import annotations
 
+import copy
 import json
 import time
 from typing import Any
@@ -38,10 +39,28 @@ class Backend(ModelBackend):
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         t0 = time.perf_counter()
-        answer = self.answer(self._brain(request), request.module, request.context)
+        if request.module == "probe":  # a belief probe reads a copy of the brain: the play is untouched
+            answer = self.probe(self._brain(request), request.context)
+        else:
+            answer = self.answer(self._brain(request), request.module, request.context)
         text = json.dumps(answer)
         return ModelResponse(text=text, latency_s=time.perf_counter() - t0, prompt_tokens=0,
                              completion_tokens=0, model=self.config.model)
+
+    @staticmethod
+    def probe(brain: ScriptedBrain, context: dict[str, Any]) -> dict[str, Any]:
+        """P(imposter) from the brain's suspicions (kills it saw: 1; otherwise 0.1 + suspicion, capped at 1),
+        computed on a copy after reading the transcript so far; no random draw."""
+        b = copy.copy(brain)  # read_transcript writes suspicion and evidence: the probe gets its own dicts
+        b.suspicion, b.evidence = dict(brain.suspicion), dict(brain.evidence)
+        obs = context["obs"]
+        if obs.get("meeting"):
+            b.read_transcript(obs)
+        known = set(b.live_known(obs))
+        cands = context["candidates"]
+        bel = {n: 1.0 if n in known else min(1.0, 0.1 + b.suspicion.get(n, 0.0)) for n in cands}
+        top = [n for n, _ in sorted(bel.items(), key=lambda kv: (-kv[1], kv[0]))[:2]]
+        return {"beliefs": bel, "top2": top}
 
     @staticmethod
     def answer(brain: ScriptedBrain, module: str, context: dict[str, Any]) -> dict[str, Any]:
@@ -78,6 +97,13 @@ class Backend(ModelBackend):
             text, on = brain.speech(obs)
             return {"response_text": text, "suspicion_cast_on": on or NONE, "reasoning": "say what I know"}
         if module == M.VOTE:
+            hint = context.get("observer")
+            if hint and obs["role"] != "imposter":  # the observer_vote temperament (docs/harness.md)
+                brain.read_transcript(obs)
+                bel = hint["beliefs"]
+                top = max(sorted(bel), key=lambda n: bel[n]) if bel else None
+                target = top if top is not None and bel[top] >= hint["threshold"] else M.SKIP
+                return {"vote_target": target, "reasoning": "the ideal observer's posterior"}
             return {"vote_target": brain.vote(obs), "reasoning": "the evidence"}
         if module == M.REFLECT:
             return brain.reflect(obs)

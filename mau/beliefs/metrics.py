@@ -1,0 +1,338 @@
+"""Detection metrics from probe files (``probes.jsonl``) and the truth of each match folder.
+
+Per row (an arm's model probes, or the ideal observer) x imposter model, pooled over the matches of the cell:
+AUROC of P(imposter) against the truth, Brier score, expected calibration error (10 equal-width bins), top-2
+hit rate, detection rate, time to detection and detection lead; each with a match-level percentile bootstrap
+interval (matches resampled with replacement, the metric recomputed on the pooled probes). Fallback probes
+carry no beliefs and are left out of every metric (they are counted in ``probe_fallback_share``), never
+scored as 0.5. Definitions: docs/evaluation.md, "Detection".
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mau import schema as F
+from mau.errors import MauError
+from mau.matchdir import iter_events, read_header
+
+IDEAL_ROW = "ideal observer"
+# metric -> (title, what n counts, lower is better)
+DETECTION_METRICS: dict[str, tuple[str, str, bool]] = {
+    "auroc": ("AUROC of P(imposter) against the truth", "(probe, player) pairs", False),
+    "brier": ("Brier score (lower is better)", "(probe, player) pairs", True),
+    "ece": ("Expected calibration error, 10 bins (lower is better)", "(probe, player) pairs", True),
+    "top2_hit_rate": ("Top-2 hit rate (%): probes whose top two hold a true imposter", "probes", False),
+    "detection_rate": ("Detection rate (%): (crewmate, imposter) pairs detected", "(crewmate, imposter) pairs", False),
+    "time_to_detection": ("Time to detection (fraction of the match; detected pairs)", "detected pairs", True),
+    "detection_lead": ("Detection lead: time to detection minus ejection time (negative: before)", "pairs", True),
+    "probe_fallback_share": ("Probe fallback share (%): probes without usable beliefs", "probes asked", True),
+}
+PERCENT_METRICS = {"top2_hit_rate", "detection_rate", "probe_fallback_share"}
+HEADLINE = ("auroc", "brier", "top2_hit_rate", "time_to_detection")
+
+
+def read_probes(folder: str | Path) -> list[dict[str, Any]]:
+    """The probe records of a match folder ([] when it has none); refuses a version it does not know."""
+    path = Path(folder) / F.PROBES_FILE
+    if not path.is_file():
+        return []
+    out = []
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            r = json.loads(line)
+            v = r.get(F.PROBES_VERSION_FIELD)
+            if v != F.PROBES_FORMAT_VERSION:
+                raise MauError(f"{path}:{n}: probe format_version {v!r} is not {F.PROBES_FORMAT_VERSION}; "
+                               "read it with the mau version that wrote it")
+            out.append(r)
+    return out
+
+
+@dataclass
+class MatchBeliefs:
+    """One match's probes of one source, reduced to what the metrics need."""
+
+    match_id: str
+    row: str
+    imposter: str
+    seed: int
+    p: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    y: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    top2_hits: int = 0
+    top2_n: int = 0
+    ttd: list[float | None] = field(default_factory=list)  # per (crewmate, imposter): None = censored
+    leads: list[float] = field(default_factory=list)
+    asked: int = 0
+    fallbacks: int = 0
+
+
+def _group(h: dict[str, Any]) -> tuple[str, str]:
+    g = h.get(F.GRID, {})
+    arm = h.get(F.ARM) or g.get(F.CREWMATE_MODEL) or "match"
+    return str(arm), str(g.get(F.EVAL_IMPOSTER) or g.get(F.IMPOSTER_MODEL) or "-")
+
+
+def match_beliefs(folder: str | Path) -> dict[str, MatchBeliefs]:
+    """{"model": ..., "ideal": ...} for a match folder (only the sources it has)."""
+    h = read_header(folder)
+    roles = h[F.ROLES]
+    ticks = max(1, int(h.get(F.TICKS) or 1))
+    arm, imp = _group(h)
+    ejected_at = {e[F.EJECTED]: e[F.TICK] / ticks for e in iter_events(folder)
+                  if e[F.TYPE] == F.EV_EJECTION and e.get(F.EJECTED)}
+    out: dict[str, MatchBeliefs] = {}
+    by_source: dict[str, list[dict[str, Any]]] = {}
+    for r in read_probes(folder):
+        by_source.setdefault(r[F.PROBE_SOURCE], []).append(r)
+    for source, recs in by_source.items():
+        mb = MatchBeliefs(h.get(F.MATCH_ID) or Path(folder).name, arm if source == "model" else IDEAL_ROW, imp,
+                          int(h[F.SEED]))
+        mb.asked = len(recs)
+        ok = [r for r in recs if not r[F.FALLBACK] and r[F.PROBE_BELIEFS] is not None]
+        mb.fallbacks = mb.asked - len(ok)
+        ps, ys = [], []
+        for r in ok:
+            for name, v in r[F.PROBE_BELIEFS].items():
+                ps.append(float(v))
+                ys.append(roles.get(name) == "imposter")
+            if any(roles.get(c) == "imposter" for c in r[F.PROBE_CANDIDATES]):
+                mb.top2_n += 1
+                mb.top2_hits += any(roles.get(t) == "imposter" for t in r[F.PROBE_TOP2] or [])
+        mb.p, mb.y = np.asarray(ps, float), np.asarray(ys, float)
+        _detections(mb, ok, roles, ticks, ejected_at)
+        out[source] = mb
+    return out
+
+
+def _detections(mb: MatchBeliefs, recs: list[dict[str, Any]], roles: dict[str, str], ticks: int,
+                ejected_at: dict[str, float]) -> None:
+    """Time to detection per (crewmate, imposter): the first probe from which the imposter stays in the
+    crewmate's top two at every later probe that asks about it; censored (None) if its last probe misses it."""
+    imposters = [n for n, r in roles.items() if r == "imposter"]
+    by_agent: dict[str, list[dict[str, Any]]] = {}
+    for r in recs:
+        by_agent.setdefault(r[F.AGENT], []).append(r)
+    for rs in by_agent.values():
+        rs = sorted(rs, key=lambda r: r[F.PROBE_SEQ])
+        for imp in imposters:
+            seq = [r for r in rs if imp in r[F.PROBE_CANDIDATES]]
+            if not seq:
+                continue
+            start = None
+            for r in seq:
+                if imp in (r[F.PROBE_TOP2] or []):
+                    start = r if start is None else start
+                else:
+                    start = None
+            if start is None:
+                mb.ttd.append(None)
+                continue
+            t = start[F.TICK] / ticks
+            mb.ttd.append(t)
+            if imp in ejected_at:
+                mb.leads.append(t - ejected_at[imp])
+
+
+# -- the metrics on pooled probes -----------------------------------------------------------------------------
+def auroc(p: np.ndarray, y: np.ndarray) -> float | None:
+    """Mann-Whitney AUROC with ties counted half; None without both classes."""
+    n1 = float(y.sum())
+    n0 = len(y) - n1
+    if n1 == 0 or n0 == 0:
+        return None
+    _, inv, counts = np.unique(p, return_inverse=True, return_counts=True)
+    avg = np.cumsum(counts) - (counts - 1) / 2.0  # average 1-based rank of each distinct value
+    r = avg[inv]
+    return float((r[y == 1].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
+
+
+def brier(p: np.ndarray, y: np.ndarray) -> float | None:
+    return float(np.mean((p - y) ** 2)) if len(p) else None
+
+
+def ece(p: np.ndarray, y: np.ndarray, bins: int = 10) -> float | None:
+    """Sum over equal-width bins of (bin share) x |mean P - imposter frequency|; P = 1 falls in the last bin."""
+    if not len(p):
+        return None
+    b = np.minimum((p * bins).astype(int), bins - 1)
+    total = 0.0
+    for k in range(bins):
+        m = b == k
+        if m.any():
+            total += m.mean() * abs(p[m].mean() - y[m].mean())
+    return float(total)
+
+
+def _pool(ms: list[MatchBeliefs]) -> tuple[np.ndarray, np.ndarray]:
+    if not ms:
+        return np.zeros(0), np.zeros(0)
+    return np.concatenate([m.p for m in ms]), np.concatenate([m.y for m in ms])
+
+
+def _ratio(a: float, b: float) -> float | None:
+    return a / b if b else None
+
+
+def _pairs_metric(fn: Callable[[np.ndarray, np.ndarray], float | None]) -> Callable:
+    def f(ms: list[MatchBeliefs]) -> tuple[float | None, int]:
+        p, y = _pool(ms)
+        return fn(p, y), len(p)
+    return f
+
+
+def _top2(ms: list[MatchBeliefs]) -> tuple[float | None, int]:
+    n = sum(m.top2_n for m in ms)
+    return _ratio(sum(m.top2_hits for m in ms), n), n
+
+
+def _detection_rate(ms: list[MatchBeliefs]) -> tuple[float | None, int]:
+    ttd = [t for m in ms for t in m.ttd]
+    return _ratio(sum(t is not None for t in ttd), len(ttd)), len(ttd)
+
+
+def _ttd(ms: list[MatchBeliefs]) -> tuple[float | None, int]:
+    det = [t for m in ms for t in m.ttd if t is not None]
+    return (float(np.mean(det)) if det else None), len(det)
+
+
+def _lead(ms: list[MatchBeliefs]) -> tuple[float | None, int]:
+    leads = [x for m in ms for x in m.leads]
+    return (float(np.mean(leads)) if leads else None), len(leads)
+
+
+def _fallback_share(ms: list[MatchBeliefs]) -> tuple[float | None, int]:
+    asked = sum(m.asked for m in ms)
+    return _ratio(sum(m.fallbacks for m in ms), asked), asked
+
+
+_METRIC_FNS: dict[str, Callable[[list[MatchBeliefs]], tuple[float | None, int]]] = {
+    "auroc": _pairs_metric(auroc), "brier": _pairs_metric(brier), "ece": _pairs_metric(ece),
+    "top2_hit_rate": _top2, "detection_rate": _detection_rate, "time_to_detection": _ttd,
+    "detection_lead": _lead, "probe_fallback_share": _fallback_share,
+}
+
+
+def _values(ms: list[MatchBeliefs], only: str | None = None) -> dict[str, tuple[float | None, int]]:
+    """Every metric (or ``only`` one) on the pooled probes of ``ms``, with its n."""
+    names = [only] if only else list(_METRIC_FNS)
+    return {k: _METRIC_FNS[k](ms) for k in names}
+
+
+def _interval(samples: list[float | None]) -> tuple[float | None, float | None]:
+    s = np.asarray([x for x in samples if x is not None], float)
+    if s.size == 0:
+        return None, None
+    lo, hi = np.percentile(s, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
+def cell(ms: list[MatchBeliefs], resamples: int = 2000, seed: int = 0) -> dict[str, dict[str, Any]]:
+    """Every metric of a cell with its match-level bootstrap interval."""
+    point = _values(ms)
+    boot: dict[str, list[float | None]] = {k: [] for k in point}
+    if ms:
+        idx = np.random.default_rng(seed).integers(0, len(ms), size=(resamples, len(ms)))
+        for row in idx:
+            for k, (v, _) in _values([ms[i] for i in row]).items():
+                boot[k].append(v)
+    out = {}
+    for k, (v, n) in point.items():
+        lo, hi = _interval(boot[k]) if v is not None else (None, None)
+        out[k] = {"value": v, "ci_low": lo, "ci_high": hi, "n": n, "method": "bootstrap"}
+    return out
+
+
+def paired_diff(a: dict[Any, MatchBeliefs], b: dict[Any, MatchBeliefs], metric: str, resamples: int = 2000,
+                seed: int = 0) -> dict[str, Any]:
+    """metric(a) - metric(b) over the keys both have (same seed and imposter model, or the same match), with a
+    paired bootstrap over the keys."""
+    keys = sorted(set(a) & set(b), key=str)
+
+    def diff(ks: list[Any]) -> float | None:
+        va = _values([a[k] for k in ks], metric)[metric][0]
+        vb = _values([b[k] for k in ks], metric)[metric][0]
+        return None if va is None or vb is None else va - vb
+
+    d = diff(keys) if keys else None
+    lo = hi = None
+    if d is not None:
+        idx = np.random.default_rng(seed).integers(0, len(keys), size=(resamples, len(keys)))
+        lo, hi = _interval([diff([keys[i] for i in row]) for row in idx])
+    return {"metric": metric, "n_pairs": len(keys), "diff": d, "ci_low": lo, "ci_high": hi,
+            "method": "paired_bootstrap"}
+
+
+def load_run(run: str | Path) -> list[MatchBeliefs]:
+    """Every source of every finished match of a run folder (or of one match folder)."""
+    run = Path(run)
+    if (run / F.MATCH_HEADER).is_file():
+        folders = [run]
+    else:
+        base = run / F.MATCHES_DIR
+        folders = sorted(p for p in base.iterdir() if not p.name.startswith(".")
+                         and (p / F.MATCH_HEADER).is_file()) if base.is_dir() else []
+    out = []
+    for f in folders:
+        out += list(match_beliefs(f).values())
+    return out
+
+
+def evaluate(ms: list[MatchBeliefs], baseline: str | None = None, resamples: int = 2000,
+             seed: int = 0, pooled: str = "all", rows: list[str] | None = None,
+             imposters: list[str] | None = None) -> dict[str, Any]:
+    """Cells per row x imposter model (plus pooled when several), the ideal observer last; paired comparisons of
+    each row with the baseline (pairs: imposter model and seed) and with the ideal observer (pairs: matches).
+    ``rows`` / ``imposters``: their order (default: sorted, as found)."""
+    found = {m.row for m in ms if m.row != IDEAL_ROW}
+    order = [r for r in (rows or sorted(found)) if r != IDEAL_ROW]
+    rows = order + [r for r in sorted(found) if r not in order]
+    rows += [IDEAL_ROW] if any(m.row == IDEAL_ROW for m in ms) else []
+    imps = list(imposters) if imposters else sorted({m.imposter for m in ms})
+    columns = imps + ([pooled] if len(imps) > 1 else [])
+
+    def of(row: str, imp: str) -> list[MatchBeliefs]:
+        return [m for m in ms if m.row == row and (imp == pooled or m.imposter == imp)]
+
+    cells = [{"row": r, "imposter": i, "matches": len(of(r, i)), "metrics": cell(of(r, i), resamples, seed)}
+             for r in rows for i in columns]
+    paired: list[dict[str, Any]] = []
+    models = [r for r in rows if r != IDEAL_ROW]
+    base = baseline if baseline in models else (models[0] if models else None)
+    ideal_by_match = {m.match_id: m for m in ms if m.row == IDEAL_ROW}
+    for r in models:
+        for i in columns:
+            mine = {(m.imposter, m.seed): m for m in of(r, i)}
+            if r != base and base is not None:
+                theirs = {(m.imposter, m.seed): m for m in of(base, i)}
+                for k in HEADLINE:
+                    paired.append({"row": r, "versus": base, "imposter": i,
+                                   **paired_diff(mine, theirs, k, resamples, seed)})
+            same = {m.match_id: m for m in of(r, i)}
+            for k in HEADLINE:
+                paired.append({"row": r, "versus": IDEAL_ROW, "imposter": i,
+                               **paired_diff(same, ideal_by_match, k, resamples, seed)})
+    return {"rows": rows, "columns": columns, "baseline": base, "cells": cells, "paired": paired,
+            "matches": len({m.match_id for m in ms}), "bootstrap": {"resamples": resamples, "seed": seed}}
+
+
+def probe_cost(folders: list[Path]) -> dict[str, float]:
+    """Probe calls and tokens per match, from the match headers (collect and eval print it)."""
+    n = probes = fb = tokens = 0
+    for f in folders:
+        pr = read_header(f).get(F.HEADER_PROBES) or {}
+        n += 1
+        probes += pr.get("model_probes", 0)
+        fb += pr.get("fallbacks", 0)
+        tokens += pr.get("prompt_tokens", 0) + pr.get("completion_tokens", 0)
+    return {"matches": n, "probes": probes, "fallbacks": fb, "tokens": tokens,
+            "probes_per_match": probes / n if n else 0.0}
+

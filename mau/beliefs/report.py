@@ -1,0 +1,235 @@
+"""The detection report: markdown tables, CSV rows, and the PNG plots (belief curves over a match, calibration),
+drawn with Pillow only. Used by ``mau beliefs`` and by the eval report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from mau import schema as F
+from mau.beliefs.metrics import DETECTION_METRICS, IDEAL_ROW, PERCENT_METRICS, MatchBeliefs, read_probes
+
+PALETTE = [(76, 114, 176), (221, 132, 82), (85, 168, 104), (196, 78, 82), (129, 114, 179), (147, 120, 96),
+           (218, 139, 195), (140, 140, 140), (204, 185, 116), (100, 181, 205)]
+
+
+def fmt(e: dict[str, Any], percent: bool) -> str:
+    if e["value"] is None:
+        return f"undefined (n={e['n']})"
+    k, d = (100.0, 1) if percent else (1.0, 3)
+    lo = "?" if e["ci_low"] is None else f"{e['ci_low'] * k:.{d}f}"
+    hi = "?" if e["ci_high"] is None else f"{e['ci_high'] * k:.{d}f}"
+    return f"{e['value'] * k:.{d}f} [{lo}, {hi}] n={e['n']}"
+
+
+def markdown(det: dict[str, Any], title: str = "## Detection (belief probes)", level: str = "###") -> str:
+    rows, cols = det["rows"], det["columns"]
+    cell = {(c["row"], c["imposter"]): c for c in det["cells"]}
+    intro = (f"Probe records of {det['matches']} matches. Rows: each arm's model (its crewmates' answers to the "
+             f"belief probe) and the {IDEAL_ROW} (the exact posterior from what each crewmate perceived, same "
+             "moments). Value [95% match-level bootstrap interval] n. Fallback probes are excluded from every "
+             "metric. Definitions: docs/evaluation.md, \"Detection\".")
+    lines = [title, "", intro]
+    if not rows:
+        return "\n".join(lines + ["", "No probe records in these matches."])
+    head = "| row | " + " | ".join("all imposters (pooled)" if i == "all" else f"vs {i}" for i in cols) + " |"
+    for name, (t, n_what, _) in DETECTION_METRICS.items():
+        lines += ["", f"{level} {t}", "", f"n = {n_what}.", "", head, "|---" * (len(cols) + 1) + "|"]
+        for r in rows:
+            lines.append(f"| {r} | " + " | ".join(fmt(cell[(r, i)]["metrics"][name], name in PERCENT_METRICS)
+                                                 for i in cols) + " |")
+    if det["paired"]:
+        what = ("Difference row minus versus (same seed and imposter model for arms; the same matches for the "
+                "ideal observer), 95% interval of a paired bootstrap.")
+        lines += ["", f"{level} Paired comparisons", "", what, "",
+                  "| row | versus | imposter | metric | pairs | difference [95% CI] |", "|---" * 6 + "|"]
+        for p in det["paired"]:
+            d = "undefined" if p["diff"] is None else \
+                f"{p['diff']:+.3f} [{_s(p['ci_low'])}, {_s(p['ci_high'])}]"
+            lines.append(f"| {p['row']} | {p['versus']} | {p['imposter']} | {p['metric']} | {p['n_pairs']} | {d} |")
+    return "\n".join(lines)
+
+
+def _s(x: float | None) -> str:
+    return "?" if x is None else f"{x:+.3f}"
+
+
+def csv_rows(det: dict[str, Any]) -> list[list[Any]]:
+    """(arm, imposter, metric, value, ci_low, ci_high, n, method) rows, as the eval's results.csv."""
+    out = []
+    for c in det["cells"]:
+        for name, e in c["metrics"].items():
+            out.append([c["row"], c["imposter"], name, e["value"], e["ci_low"], e["ci_high"], e["n"], e["method"]])
+    for p in det["paired"]:
+        out.append([p["row"], p["imposter"], f"paired_diff_{p['metric']}_vs_{p['versus']}", p["diff"], p["ci_low"],
+                    p["ci_high"], p["n_pairs"], p["method"]])
+    return out
+
+
+# -- plots ------------------------------------------------------------------------------------------------------
+def calibration_plot(ms: list[MatchBeliefs], bins: int = 10):
+    """Reliability diagram: per row, the imposter frequency of each P(imposter) bin against the bin's mean P."""
+    import numpy as np
+    from PIL import Image, ImageDraw
+
+    rows = sorted({m.row for m in ms}, key=lambda r: (r == IDEAL_ROW, r))
+    size, left, top = 320, 50, 40 + 16 * len(rows)
+    img = Image.new("RGB", (left + size + 30, top + size + 50), "white")
+    d = ImageDraw.Draw(img)
+    d.text((8, 6), "Calibration: imposter frequency by P(imposter) bin (10 bins)", fill="black")
+
+    def xy(px: float, py: float) -> tuple[float, float]:
+        return left + px * size, top + (1 - py) * size
+
+    d.rectangle([left, top, left + size, top + size], outline="black")
+    d.line([*xy(0, 0), *xy(1, 1)], fill=(200, 200, 200))
+    for t in (0, 0.5, 1):
+        d.text((xy(t, 0)[0] - 8, top + size + 4), f"{t:g}", fill="black")
+        d.text((left - 24, xy(0, t)[1] - 6), f"{t:g}", fill="black")
+    d.text((left + size / 2 - 50, top + size + 20), "mean P(imposter)", fill="black")
+    for k, r in enumerate(rows):
+        col = PALETTE[k % len(PALETTE)]
+        d.rectangle([8, 24 + 16 * k, 18, 34 + 16 * k], fill=col)
+        d.text((22, 22 + 16 * k), r[:40], fill="black")
+        sel = [m for m in ms if m.row == r]
+        p = np.concatenate([m.p for m in sel]) if sel else np.zeros(0)
+        y = np.concatenate([m.y for m in sel]) if sel else np.zeros(0)
+        if not len(p):
+            continue
+        b = np.minimum((p * bins).astype(int), bins - 1)
+        pts = [xy(p[b == i].mean(), y[b == i].mean()) for i in range(bins) if (b == i).any()]
+        if len(pts) > 1:
+            d.line([c for pt in pts for c in pt], fill=col, width=2)
+        for x, yy in pts:
+            d.ellipse([x - 3, yy - 3, x + 3, yy + 3], fill=col)
+    return img
+
+
+def belief_curves(folder: str | Path, agent: str | None = None):
+    """P(imposter) of each player over the probes of one crewmate of one match: model (left) and ideal
+    observer (right); true imposters in red. ``agent`` default: the crewmate with the most model probes."""
+    from PIL import Image, ImageDraw
+
+    from mau.matchdir import read_header
+
+    roles = read_header(folder)[F.ROLES]
+    recs = read_probes(folder)
+    if agent is None:
+        counts: dict[str, int] = {}
+        for r in recs:
+            counts[r[F.AGENT]] = counts.get(r[F.AGENT], 0) + 2 * (r[F.PROBE_SOURCE] == "model") + 1
+        agent = max(sorted(counts), key=lambda a: counts[a]) if counts else None
+    w, h, left, top = 300, 220, 40, 40
+    img = Image.new("RGB", (2 * (left + w) + 20, top + h + 60), "white")
+    d = ImageDraw.Draw(img)
+    d.text((8, 6), f"Belief curves of {agent} ({Path(folder).name[:60]}); red: true imposters", fill="black")
+    for panel, source in enumerate(("model", "ideal")):
+        x0 = panel * (left + w) + left
+        rs = sorted((r for r in recs if r[F.AGENT] == agent and r[F.PROBE_SOURCE] == source),
+                    key=lambda r: r[F.PROBE_SEQ])
+        d.rectangle([x0, top, x0 + w, top + h], outline="black")
+        d.text((x0, top - 14), f"{source} ({len(rs)} probes)", fill="black")
+        d.text((x0 - 20, top - 4), "1", fill="black")
+        d.text((x0 - 20, top + h - 8), "0", fill="black")
+        ok = [r for r in rs if r[F.PROBE_BELIEFS] is not None]
+        if not ok:
+            continue
+        names = sorted({n for r in ok for n in r[F.PROBE_BELIEFS]})
+        xs = {r[F.PROBE_SEQ]: x0 + (w * i / max(1, len(ok) - 1)) for i, r in enumerate(ok)}
+        for k, n in enumerate(names):
+            imp = roles.get(n) == "imposter"
+            col = (200, 30, 30) if imp else [c for c in PALETTE if c != (196, 78, 82)][k % (len(PALETTE) - 1)]
+            pts = [(xs[r[F.PROBE_SEQ]], top + h * (1 - r[F.PROBE_BELIEFS][n])) for r in ok if n in r[F.PROBE_BELIEFS]]
+            if len(pts) > 1:
+                d.line([c for pt in pts for c in pt], fill=col, width=3 if imp else 1)
+            for x, y in pts:
+                d.ellipse([x - 2, y - 2, x + 2, y + 2], fill=col)
+            if pts:
+                d.text((pts[-1][0] - 40, pts[-1][1] - 11 - 9 * (k % 2)), n[:8], fill=col)
+        d.text((x0, top + h + 6), "probe moments in order ->", fill=(90, 90, 90))
+    return img
+
+
+def headline_panels(panels: list[tuple[str, list[tuple[str, list[tuple[str, dict[str, Any]]]]]]], title: str):
+    """A grid of bar panels, one per metric: groups (imposter columns) of bars (rows) with 95% intervals.
+    ``panels``: [(metric title, [(group, [(row, estimate)])])]; values outside [0, 1] are clipped to the axis."""
+    from PIL import Image, ImageDraw
+
+    pw, ph, per_row = 330, 220, 3
+    n = len(panels)
+    rows_n = (n + per_row - 1) // per_row
+    names: list[str] = []
+    for _, groups in panels:
+        for _, bars in groups:
+            for r, _ in bars:
+                if r not in names:
+                    names.append(r)
+    legend_h = 18 * ((len(names) + 2) // 3) + 24
+    img = Image.new("RGB", (per_row * pw + 10, legend_h + rows_n * ph + 10), "white")
+    d = ImageDraw.Draw(img)
+    d.text((8, 4), title, fill="black")
+    for k, r in enumerate(names):
+        x, y = 8 + (k % 3) * 200, 22 + 18 * (k // 3)
+        d.rectangle([x, y + 2, x + 10, y + 12], fill=PALETTE[k % len(PALETTE)])
+        d.text((x + 14, y), r[:28], fill="black")
+    for p, (t, groups) in enumerate(panels):
+        ox, oy = 10 + (p % per_row) * pw, legend_h + (p // per_row) * ph
+        left, top, hh, ww = ox + 30, oy + 22, ph - 60, pw - 50
+        d.text((ox, oy + 4), t[:52], fill="black")
+        d.line([left, top, left, top + hh], fill="black")
+        for v in (0, 0.5, 1):
+            yy = top + hh * (1 - v)
+            d.line([left, yy, left + ww, yy], fill=(225, 225, 225))
+            d.text((ox, yy - 6), f"{v:g}", fill="black")
+        nb = max(1, sum(len(b) for _, b in groups))
+        bw = max(6, min(26, (ww - 10 * len(groups)) // nb))
+        x = left + 6
+        for g, bars in groups:
+            gx = x
+            for r, e in bars:
+                col = PALETTE[names.index(r) % len(PALETTE)]
+                if e["value"] is not None:
+                    v = min(1.0, max(0.0, e["value"]))
+                    d.rectangle([x, top + hh * (1 - v), x + bw - 3, top + hh], fill=col)
+                    if e["ci_low"] is not None and e["ci_high"] is not None:
+                        cx = x + (bw - 3) / 2
+                        lo = top + hh * (1 - min(1.0, max(0.0, e["ci_low"])))
+                        hi = top + hh * (1 - min(1.0, max(0.0, e["ci_high"])))
+                        d.line([cx, lo, cx, hi], fill="black")
+                        d.line([cx - 3, lo, cx + 3, lo], fill="black")
+                        d.line([cx - 3, hi, cx + 3, hi], fill="black")
+                else:
+                    d.text((x, top + hh - 12), "-", fill="black")
+                x += bw
+            d.text((gx, top + hh + 4), ("pooled" if g == "all" else g)[:max(4, (x - gx) // 6)], fill="black")
+            x += 10
+    return img
+
+
+def summary_table(res: dict[str, Any]) -> str:
+    """One compact table of an eval's results: per arm, the vote-level metrics next to the detection metrics,
+    and the ideal observer's row (it plays nothing: no win rate). Pooled over imposter models."""
+    col = "all" if "all" in res["columns"] else res["columns"][0]
+    cell = {c["arm"]: c["metrics"] for c in res["cells"] if c["imposter"] == col}
+    det = res.get("detection") or {"cells": [], "rows": []}
+    dcell = {c["row"]: c["metrics"] for c in det["cells"] if c["imposter"] == col}
+
+    def short(e: dict[str, Any] | None, percent: bool) -> str:
+        if e is None:
+            return "-"
+        if e["value"] is None:
+            return f"n/a (n={e['n']})"
+        k, d = (100.0, 0) if percent else (1.0, 2)
+        lo = "?" if e["ci_low"] is None else f"{e['ci_low'] * k:.{d}f}"
+        hi = "?" if e["ci_high"] is None else f"{e['ci_high'] * k:.{d}f}"
+        return f"{e['value'] * k:.{d}f} [{lo}, {hi}]"
+
+    lines = ["| arm | crew win % | ejection precision % | fallback % (calls) | AUROC | Brier | top-2 hit % | "
+             "probe fallback % |", "|---" * 8 + "|"]
+    for r in list(res["arms"]) + ([IDEAL_ROW] if IDEAL_ROW in dcell else []):
+        m, dm = cell.get(r), dcell.get(r)
+        lines.append(f"| {r} | {short(m and m['crew_win_rate'], True)} | "
+                     f"{short(m and m['ejection_precision'], True)} | {short(m and m['fallback_share'], True)} | "
+                     f"{short(dm and dm['auroc'], False)} | {short(dm and dm['brier'], False)} | "
+                     f"{short(dm and dm['top2_hit_rate'], True)} | {short(dm and dm['probe_fallback_share'], True)} |")
+    return "\n".join(lines)
