@@ -120,3 +120,16 @@ def test_the_production_eval_config_serves_the_baseline_without_lora_and_with_a_
     assert adapter_arms(cfg) == ["bcwin", "bcvote", "bcwin+vote"] and cfg.adapter_guard
     assert cfg.arms["baseline"].base_url not in lora_urls and cfg.imposters["qwen35-9b"].base_url not in lora_urls
     assert {m.api_key_env for m in [*cfg.arms.values(), *cfg.imposters.values()]} == {"VLLM_API_KEY"}
+
+
+def test_a_scripted_baseline_checks_no_arm():
+    """The scripted expert answers observations, not prompts: with it as the baseline there is no base model to
+    compare with (it used to crash the eval on the guard's first prompt)."""
+    from mau.config import load_config
+    from mau.eval.config import EvalConfig
+    from mau.eval.guard import adapter_arms, check_adapter_arms
+
+    cfg = load_config(EvalConfig, "configs/eval/smoke.yaml",
+                      {"arms": {"scripted-b": {"backend": "openai", "base_url": "http://127.0.0.1:9/v1"}}})
+    assert cfg.arms[cfg.baseline or next(iter(cfg.arms))].backend == "scripted"
+    assert adapter_arms(cfg) == [] and check_adapter_arms(cfg) == []

@@ -4,7 +4,9 @@ Identical answers to every prompt mean the adapter is not active: vLLM silently 
 Qwen3.5 adapter whose weight names lack the ``language_model`` segment (vLLM issue 49354), and a wrong
 ``--lora-modules`` name or a zero adapter look the same from outside. The eval then stops with one line, before
 any match is played. An adapter arm is any arm other than the baseline whose model differs from the
-baseline's (another served model name, or an ``adapter`` path on the hf backend); scripted arms are skipped.
+baseline's (another served model name, or an ``adapter`` path on the hf backend); scripted arms are skipped, and
+with a scripted baseline no arm is checked (no base model to compare with; the scripted expert answers structured
+observations, not prompts).
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ def adapter_arms(cfg: Any) -> list[str]:
     """The arms the guard checks (see the module docstring)."""
     base_name = cfg.baseline or next(iter(cfg.arms))
     base = cfg.arms[base_name]
+    if base.backend == "scripted":
+        return []
     out = []
     for name, m in cfg.arms.items():
         if name == base_name or m.backend == "scripted":
