@@ -1,0 +1,27 @@
+"""The configs of the CPU GRPO experiment (docs/experiments.md) load, and its chain is consistent: the GRPO
+stage starts from the BC stage's output and reads the collection, and no evaluation seed is a training seed."""
+
+from __future__ import annotations
+
+from mau.collect.run import CollectConfig
+from mau.config import load_config
+from mau.eval.config import EvalConfig
+from mau.rl.config import RLConfig
+from mau.train.config import TrainConfig
+
+C = "configs/{}/grpo_cpu.yaml"
+OUT = {"collect": "runs/exp14/collect", "train": "runs/exp14/train", "rl": "runs/exp14/rl"}
+
+
+def test_grpo_cpu_chain() -> None:
+    collect = load_config(CollectConfig, C.format("collect"))
+    train = load_config(TrainConfig, C.format("train"))
+    rl = load_config(RLConfig, C.format("rl"))
+    ev = load_config(EvalConfig, C.format("eval"))
+    assert train.lora.full_finetune and rl.policy.path == OUT["train"] + "/model" and rl.policy.adapter is None
+    assert rl.decisions.runs == [OUT["collect"]] and rl.decisions.modules == ["vote"]
+    assert ev.arms["bc"].model == OUT["train"] + "/model" and ev.arms["grpo"].model == OUT["rl"] + "/model"
+    assert ev.arm_modules == ["vote"] and ev.crewmate_aria.module_temperature["vote"] == 0
+    held_out = set(ev.seeds or [])
+    assert held_out and not held_out & set(collect.grid.seeds or [])
+    assert held_out <= set(rl.decisions.exclude_seeds)
