@@ -226,10 +226,13 @@ def summary_table(res: dict[str, Any]) -> str:
 
     lines = ["| arm | crew win % | ejection precision % | fallback % (calls) | AUROC | Brier | top-2 hit % | "
              "probe fallback % |", "|---" * 8 + "|"]
+    failed = {a for a, h in res.get("arm_health", {}).items() if h.get("failed")}
     for r in list(res["arms"]) + ([IDEAL_ROW] if IDEAL_ROW in dcell else []):
         m, dm = cell.get(r), dcell.get(r)
-        lines.append(f"| {r} | {short(m and m['crew_win_rate'], True)} | "
-                     f"{short(m and m['ejection_precision'], True)} | {short(m and m['fallback_share'], True)} | "
+        # An arm whose model never answered is not scored: its games measure the fallbacks, not the model.
+        win, prec = (("FAILED", "FAILED") if r in failed else
+                     (short(m and m['crew_win_rate'], True), short(m and m['ejection_precision'], True)))
+        lines.append(f"| {r} | {win} | {prec} | {short(m and m['fallback_share'], True)} | "
                      f"{short(dm and dm['auroc'], False)} | {short(dm and dm['brier'], False)} | "
                      f"{short(dm and dm['top2_hit_rate'], True)} | {short(dm and dm['probe_fallback_share'], True)} |")
     return "\n".join(lines)
