@@ -75,19 +75,27 @@ class ManagedProcess:
     def _stop(self, grace_s: float = 5.0) -> None:
         if self.proc is None:
             return
-        try:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        try:
-            self.proc.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.proc.wait()
+        end_process_group(self.proc, grace_s)
         self._log_f.close()
 
     def __exit__(self, *exc) -> None:
         self._stop()
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def end_process_group(proc: subprocess.Popen, grace_s: float = 5.0) -> None:
+    """End a process started with ``start_new_session=True`` and its whole group: SIGTERM, wait ``grace_s``, then
+    SIGKILL. The group may outlive its leader (xvfb-run's Xvfb, node's workers), so what is left is killed too."""
+    _signal_group(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        _signal_group(proc.pid, signal.SIGKILL)
+        proc.wait()
+    _signal_group(proc.pid, signal.SIGKILL)

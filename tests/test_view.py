@@ -229,7 +229,10 @@ def test_roles_hidden_until_revealed(match, browser, tmp_path, artifacts):
 
 
 def test_belief_curves_only_with_probes(match, browser, tmp_path):
-    index = _site(match, tmp_path / "plain")
+    plain = tmp_path / "plain-match"
+    shutil.copytree(match, plain)
+    (plain / "probes.jsonl").unlink(missing_ok=True)  # the ideal observer writes probes by default (issue 10)
+    index = _site(plain, tmp_path / "plain")
     page = _open(browser, index.as_uri())
     assert page.inner_text("#beliefs-box") == ""
     probed = tmp_path / "probed"

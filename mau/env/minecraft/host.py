@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import time
@@ -24,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from mau.errors import MauError
+from mau.procs import end_process_group
 
 MC_VERSION = "1.21.4"
 HOST_LOG = "minecraft-host.log"
@@ -160,23 +160,7 @@ class MinecraftHost:
             self.sock.close()
             self.sock = None
         if self.proc is not None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-            try:
-                self.proc.wait(timeout=grace_s)
-            except subprocess.TimeoutExpired:
-                try:
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                self.proc.wait()
-            # The group may outlive its leader (xvfb-run's Xvfb, node's workers): end what is left of it.
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            end_process_group(self.proc, grace_s)
             if self.proc.stdin is not None:
                 self.proc.stdin.close()
             self.proc = None
