@@ -111,22 +111,10 @@ class ForkReward:
 
 
 def _processor(base: str, cfg: RLConfig):
-    from transformers import AutoProcessor
+    from mau.train.sft import load_processor
 
-    processor = AutoProcessor.from_pretrained(base)
-    if getattr(processor, "tokenizer", None) is None or not hasattr(processor, "image_processor"):
-        raise MauError(f"AutoProcessor gave {type(processor).__name__}, not a multimodal processor (is torchvision "
-                       "installed and importable?)")
-    hi, lo = cfg.images.max_pixels, cfg.images.min_pixels
-    if hi is not None or lo is not None:
-        size = dict(processor.image_processor.size)
-        if hi is not None:
-            size["longest_edge"] = hi
-            size["shortest_edge"] = min(size.get("shortest_edge") or hi, hi)
-        if lo is not None:
-            size["shortest_edge"] = lo
-        processor.image_processor.size = size
-    processor.tokenizer.padding_side = "left"
+    processor = load_processor(base, cfg)
+    processor.tokenizer.padding_side = "left"  # generation pads on the left
     return processor
 
 

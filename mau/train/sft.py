@@ -106,8 +106,9 @@ def torch_dtype(cfg: TrainConfig) -> Any:
     return getattr(torch, cfg.model.dtype)
 
 
-def load_processor(base: str, cfg: TrainConfig) -> Any:
-    """AutoProcessor with the image-size caps applied (they travel with the processor saved beside the adapter)."""
+def load_processor(base: str, cfg: Any) -> Any:
+    """AutoProcessor with the image-size caps of ``cfg.images`` applied (a train or RL config; they travel with the
+    processor saved beside the adapter)."""
     from transformers import AutoProcessor
 
     try:
