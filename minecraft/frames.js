@@ -5,6 +5,7 @@
 'use strict'
 global.THREE = require('three')
 global.Worker = require('worker_threads').Worker
+const fs = require('fs')
 const THREE = global.THREE
 const { createCanvas } = require('node-canvas-webgl/lib')
 const { Viewer, WorldView } = require('prismarine-viewer/viewer')
@@ -52,10 +53,18 @@ class FrameViewer {
     this.viewer.camera.updateProjectionMatrix()
     const [cx, cz] = cfg.frames.center
     const center = new Vec3(cx, cfg.floor_y, cz)
-    // The server's world holds the whole map; the view distance (chunks) covers it from its centre.
+    // The server's world holds the whole map; the view distance (chunks) covers it from its centre. Only the
+    // columns that hold map blocks are meshed: the empty world around them would cost seconds and draws nothing.
     this.worldView = new WorldView(this.serv.overworld, cfg.frames.view_chunks, center)
     this.viewer.listen(this.worldView)
-    await this.worldView.init(center)
+    this.worldView.lastPos.update(center)
+    const columns = new Map()
+    for (const [x0, x1, , , z0, z1] of cfg.blocks) {
+      for (let cx = Math.floor(x0 / 16); cx <= Math.floor(x1 / 16); cx++) {
+        for (let cz = Math.floor(z0 / 16); cz <= Math.floor(z1 / 16); cz++) columns.set(`${cx},${cz}`, new Vec3(cx * 16, 0, cz * 16))
+      }
+    }
+    for (const pos of columns.values()) await this.worldView.loadChunk(pos)
     await this.viewer.waitForChunksToRender()
     this.figures = {}
     for (const p of cfg.players) {
@@ -66,6 +75,10 @@ class FrameViewer {
     }
     this.gl = this.renderer.getContext()
     this.pixels = Buffer.alloc(this.width * this.height * 4)
+    // Frames go to a file (tmpfs where there is one) that the driver reads: a synchronous write of the
+    // pixels, instead of megabytes through the event loop that also carries the bots' protocol traffic.
+    this.fd = fs.openSync(cfg.frames_file, 'w+')
+    process.on('exit', () => { try { fs.unlinkSync(cfg.frames_file) } catch (e) {} })
   }
 
   // Blocks changed on the server (bodies placed or cleared): re-mesh their sections before the next frame.
@@ -74,7 +87,8 @@ class FrameViewer {
     await this.viewer.waitForChunksToRender()
   }
 
-  // bodies: name -> [x, y, z, mcYaw] of every player drawn; views: names to render from.
+  // figures: name -> [x, y, z, mcYaw] of every player drawn; views: [name, x, y, z, mcYaw] to render from.
+  // Frame i goes to bytes [i * w * h * 4, (i + 1) * w * h * 4) of the frames file (RGBA, rows bottom-up).
   render ({ figures, views }) {
     const t = process.hrtime.bigint()
     for (const [name, g] of Object.entries(this.figures)) {
@@ -87,7 +101,6 @@ class FrameViewer {
     }
     const cam = this.viewer.camera
     const n = this.width * this.height * 4
-    const out = Buffer.alloc(n * views.length)
     views.forEach(([name, x, y, z, yaw], i) => {
       const own = this.figures[name]
       const wasVisible = own ? own.visible : false
@@ -96,11 +109,11 @@ class FrameViewer {
       cam.rotation.set(0, yaw, 0, 'ZYX')
       this.renderer.render(this.viewer.scene, cam)
       this.gl.readPixels(0, 0, this.width, this.height, this.gl.RGBA, this.gl.UNSIGNED_BYTE, this.pixels)
-      this.pixels.copy(out, i * n)
+      fs.writeSync(this.fd, this.pixels, 0, n, i * n)
       if (own) own.visible = wasVisible
     })
     const ms = Number(process.hrtime.bigint() - t) / 1e6
-    return { data: out, width: this.width, height: this.height, count: views.length, ms }
+    return { nbytes: n * views.length, width: this.width, height: this.height, count: views.length, ms }
   }
 }
 

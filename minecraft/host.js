@@ -6,7 +6,10 @@
 // report positions", so a step costs what it computes, never wall-clock game time.
 //
 // Protocol (loopback TCP, the port is written to the ready file): one JSON request per line; one JSON reply per
-// line. A `frames` reply is followed by `nbytes` raw RGB bytes (frames never travel as base64 inside JSON).
+// line. Frames are written as raw RGBA bytes into `cfg.frames_file` (in /dev/shm where there is one); the `frames`
+// reply says how many bytes (frames never travel through the socket or as base64 inside JSON).
+// One host serves many matches (Python pools it): `reset` restores the map's blocks and the bots' physics state
+// to what they were when the host became ready, so a match on a reused host plays as on a fresh one.
 // Usage: node host.js <config.json>   (written by mau/env/minecraft/host.py)
 'use strict'
 const fs = require('fs')
@@ -131,6 +134,25 @@ class Host {
     this.physics = physics
     this.goals = {} // name -> [x, z] or absent
     this.viewer = null
+    this.changed = new Map() // 'x,y,z' -> [x, y, z, the map's state id] of every block set since the last reset
+    this.matches = 0
+    this.initial = {} // name -> the bot's physics state when the host became ready (restored by reset)
+    for (const [name, bot] of Object.entries(bots)) this.initial[name] = physicsState(bot)
+  }
+
+  // A new match on this host: the map's blocks back (bodies' carpets gone), every bot's physics state as at
+  // ready; the driver then teleports the players to their start (as on a fresh host).
+  async reset () {
+    const restore = [...this.changed.values()]
+    this.changed.clear()
+    await this.placeBlocks(restore)
+    for (const [name, bot] of Object.entries(this.bots)) {
+      bot.clearControlStates()
+      setPhysicsState(bot, this.initial[name])
+    }
+    this.matches++
+    log(`match reset (match ${this.matches + 1} on this host; ${restore.length} blocks restored)`)
+    return { positions: this.positions() }
   }
 
   positions () {
@@ -181,7 +203,7 @@ class Host {
         if (route && route.length === 0 && budget < WALK_PER_TICK) continue // stepped onto the last waypoint
         const v = bot.entity.velocity
         if (!(route && route.length) && bot.entity.onGround && Math.abs(v.x) + Math.abs(v.z) < 1e-4) continue // at rest
-        this.physics.simulatePlayer(new PlayerState(bot, bot.controlState), bot.world).apply(bot)
+        this.physics.simulatePlayer(new PlayerState(bot, bot.controlState), this.serv.overworld.sync).apply(bot)
       }
       const t1 = performance.now()
       stepServerTicks(this.serv, 1)
@@ -205,11 +227,22 @@ class Host {
     for (const [x, y, z, name] of blocks) {
       const block = reg.blocksByName[name]
       if (!block) throw new Error(`block ${name} is unknown`)
-      await this.serv.setBlock(this.serv.overworld, new Vec3(x, y, z), block.defaultState)
+      const key = `${x},${y},${z}`
+      if (!this.changed.has(key)) this.changed.set(key, [x, y, z, this.serv.overworld.sync.getBlockStateId(new Vec3(x, y, z))])
       changes.push([x, y, z, block.defaultState])
     }
-    if (this.viewer) await this.viewer.blocksChanged(changes)
+    await this.placeBlocks(changes)
     return {}
+  }
+
+  async placeBlocks (changes) {
+    for (const [x, y, z, state] of changes) await this.serv.setBlock(this.serv.overworld, new Vec3(x, y, z), state)
+    if (this.viewer && changes.length) await this.viewer.blocksChanged(changes)
+  }
+
+  // The server's blocks at `at` ([[x, y, z], ...]) by name (for tests: bodies placed, and gone after reset).
+  blocks ({ at }) {
+    return { blocks: at.map(([x, y, z]) => this.serv.overworld.sync.getBlock(new Vec3(x, y, z)).name) }
   }
 
   // Which bots each bot has in its entity list (what the Minecraft protocol told it), for the join check.
@@ -226,8 +259,10 @@ class Host {
   async frames ({ views, active }) {
     if (!this.viewer) {
       const { FrameViewer } = require('./frames')
+      const t = performance.now()
       this.viewer = new FrameViewer(cfg, this.serv)
       await this.viewer.init()
+      log(`frame viewer ready in ${((performance.now() - t) / 1000).toFixed(2)} s`)
     }
     const figures = {}
     for (const name of active) {
@@ -243,6 +278,23 @@ class Host {
   }
 }
 
+// What prismarine-physics reads from a bot besides its position and yaw (PlayerState), for reset.
+const ENTITY_FIELDS = ['onGround', 'isInWater', 'isInLava', 'isInWeb', 'isCollidedHorizontally', 'isCollidedVertically',
+  'elytraFlying', 'pitch']
+const BOT_FIELDS = ['jumpTicks', 'jumpQueued', 'fireworkRocketDuration']
+function physicsState (bot) {
+  const e = bot.entity
+  const out = { velocity: e.velocity.clone(), entity: {}, bot: {} }
+  for (const k of ENTITY_FIELDS) out.entity[k] = e[k]
+  for (const k of BOT_FIELDS) out.bot[k] = bot[k]
+  return out
+}
+function setPhysicsState (bot, s) {
+  bot.entity.velocity = s.velocity.clone()
+  for (const k of ENTITY_FIELDS) bot.entity[k] = s.entity[k]
+  for (const k of BOT_FIELDS) bot[k] = s.bot[k]
+}
+
 function toMcYawFromPy (yaw) {
   // direction (cos yaw, sin yaw) in (x, z) -> mineflayer yaw
   return mcYawTo(Math.cos(yaw), Math.sin(yaw))
@@ -251,6 +303,7 @@ function toMcYawFromPy (yaw) {
 // The driver (Python) may die without a word (SIGKILL), even before it connects: then exit too. Two signs:
 // stdin (a pipe from the driver) reaches its end, or the driver's pid is gone.
 function watchDriver () {
+  process.on('SIGTERM', () => process.exit(0)) // exit handlers run (the frames file goes)
   process.stdin.on('end', () => { log('driver stdin closed; exiting'); process.exit(0) })
   process.stdin.resume()
   if (cfg.driver_pid) {
@@ -278,7 +331,9 @@ async function main () {
     check()
   }), 30000, 'login positions')
   for (const bot of Object.values(bots)) bot.ready = true
-  const physics = Physics(bots[cfg.players[0].name].registry, bots[cfg.players[0].name].world)
+  // Physics runs on the server's own world (synchronous view), not on each bot's copy: a block placed by the
+  // driver (a body's carpet) counts from the next tick on, never when the protocol happens to deliver it.
+  const physics = Physics(bots[cfg.players[0].name].registry, serv.overworld.sync)
   const host = new Host(serv, bots, physics)
   log(`${cfg.players.length} bots joined`)
 
@@ -308,26 +363,23 @@ async function main () {
 
 async function handle (host, line, sock) {
   let reply
-  let payload = null
   try {
     const req = JSON.parse(line)
     const op = req.op
     if (op === 'step') reply = host.step(req)
     else if (op === 'teleport') reply = host.teleport(req)
+    else if (op === 'reset') reply = await host.reset()
     else if (op === 'set_blocks') reply = await host.setBlocks(req)
     else if (op === 'seen') reply = host.seen()
+    else if (op === 'blocks') reply = host.blocks(req)
     else if (op === 'positions') reply = { positions: host.positions() }
-    else if (op === 'frames') {
-      const r = await host.frames(req)
-      payload = r.data
-      reply = { nbytes: payload.length, width: r.width, height: r.height, count: r.count, ms: r.ms }
-    } else if (op === 'ping') reply = { pong: true }
+    else if (op === 'frames') reply = await host.frames(req)
+    else if (op === 'ping') reply = { pong: true }
     else reply = { error: `unknown op ${op}` }
   } catch (e) {
     reply = { error: String(e && e.stack ? e.stack : e) }
   }
   sock.write(JSON.stringify(reply) + '\n')
-  if (payload) sock.write(payload)
 }
 
 function shutdown (serv, bots, code) {

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from mau.env.config import COLOR_RGB, GameConfig, WorldConfig
-from mau.env.minecraft.host import frames_installed, installed
+from mau.env.minecraft.host import POOL, frames_installed, installed
 from mau.env.state import DISCUSSION, ENDED, OUTCOMES, ROAM
 from mau.errors import MauError
 
@@ -129,6 +129,7 @@ def played():
     from mau.env.runner import play_match
     from mau.env.scripted import ScriptedPolicy
 
+    POOL.close_all()  # a fresh host
     w = _world()
     rec = RulesRecorder(w)
     policies = {p.name: ScriptedPolicy(p.name, w.map, 1) for p in w.cfg.players}
@@ -142,9 +143,9 @@ def test_scripted_match_reaches_an_ending_and_obeys_the_rules(played):
     assert w.state.events[-1]["type"] == "match_end"
     assert rec.kills, "the scripted imposters killed nobody: the rules checks saw nothing"
     rec.check()
-    assert w.host is None  # the host ended with the match
+    assert w.host is None  # the world let go of its host with the match (the pool keeps it for the next)
     log = w.log_files()[0].read_text()
-    assert "8 bots joined" in log
+    assert "8 bots joined" in log and "match reset" not in log
 
 
 def test_rules_recorder_catches_a_kill_out_of_reach(played):
@@ -257,11 +258,13 @@ def test_frames_show_a_player_in_front_not_one_behind_a_wall_and_a_body():
 def test_no_host_outlives_a_match_even_a_failing_one():
     from mau.env.actions import Action
 
+    POOL.close_all()  # no idle host to reuse: this match starts its own
     before = _host_pids()
     w = _world(roles="paper")
     w.reset(0)
     mine = _host_pids() - before
     assert mine
+
     def broken(*args):
         raise RuntimeError("a program fails in the middle of a step")
 
@@ -272,6 +275,7 @@ def test_no_host_outlives_a_match_even_a_failing_one():
     while _host_pids() & mine and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not (_host_pids() & mine)
+    assert not POOL._idle  # a failed match's host is not kept for the next
 
 
 def test_sigint_and_sigkill_of_the_driver_end_the_host(tmp_path):
@@ -409,11 +413,64 @@ def test_pettingzoo_view_runs_on_minecraft():
 
 
 def test_two_runs_of_one_seed_play_the_same_match(played):
-    """The physics is stepped by hand and the policies are seeded: the event logs are identical."""
+    """The physics is stepped by hand and the policies are seeded: the event logs of two fresh hosts are
+    identical."""
     from mau.env.runner import play_match
     from mau.env.scripted import ScriptedPolicy
 
     w1, _, _ = played
+    POOL.close_all()
     w2 = _world()
     play_match(w2, {p.name: ScriptedPolicy(p.name, w2.map, 1) for p in w2.cfg.players}, 1)
+    assert "match reset" not in w2.log_files()[0].read_text()  # a fresh host
     assert w2.state.events == w1.state.events
+
+
+def test_a_reused_host_plays_the_match_a_fresh_one_plays(played):
+    """Matches of one process share a host: the next match resets it (the bodies' carpets go, the bots'
+    physics state as at ready, everyone to the start) and plays exactly as on a fresh host."""
+    from mau.env.runner import play_match
+    from mau.env.scripted import ScriptedPolicy
+
+    fresh, _, _ = played
+    POOL.close_all()
+    w = _world()
+    play_match(w, {p.name: ScriptedPolicy(p.name, w.map, 0) for p in w.cfg.players}, 0)  # bodies, the dead
+    first = w.log_files()[0].read_text()
+    carpets = [[math.floor(b.x), w.map.floor_y, math.floor(b.z)] for b in w.state.bodies]
+    assert carpets, "seed 0 left no body: the reset of carpets is not exercised"
+    (host,) = [h for h, _ in POOL._idle.values()]
+    assert all(name.endswith("_carpet") for name in host.call("blocks", at=carpets)["blocks"])
+    w.reset(1)
+    assert w.host is host
+    assert not any(name.endswith("_carpet") for name in w._call("blocks", at=carpets)["blocks"])
+    play_match(w, {p.name: ScriptedPolicy(p.name, w.map, 1) for p in w.cfg.players}, 1)  # resets it again
+    assert [h for h, _ in POOL._idle.values()] == [host] and host.matches == 3  # one host, three matches
+    second = w.log_files()[0].read_text()
+    assert "match reset" in second and "match reset" not in first and "8 bots joined" in second
+    assert w.state.events == fresh.state.events
+
+
+def test_eval_runs_on_minecraft_with_only_the_backend_changed(tmp_path, capsys):
+    """`mau eval` of the smoke config (scripted arms and imposters) with `--set world.backend=minecraft` and
+    nothing else: every planned match is played on Minecraft (one host for all: workers 1) and reported."""
+    from mau import schema as F
+    from mau.cli import main
+
+    run = tmp_path / "eval"
+    assert main(["eval", "--config", str(ROOT / "configs" / "eval" / "smoke.yaml"), "--out", str(run),
+                 "--workers", "1", "--set", "world.backend=minecraft", "--set", "seeds=[5]",
+                 "--set", "world.game.max_steps=4", "--no-progress"]) == 0
+    assert "4 played now of 4" in capsys.readouterr().out
+    res = json.loads((run / F.RESULTS_JSON).read_text())
+    assert res["matches"] == 4
+    assert {(c["arm"], c["imposter"]) for c in res["cells"]} == {
+        (a, i) for a in ("baseline", "scripted-b") for i in ("scripted-i1", "scripted-i2", "all")}
+    folders = sorted(p for p in (run / F.MATCHES_DIR).iterdir() if (p / F.MATCH_HEADER).is_file())
+    assert len(folders) == 4
+    logs = []
+    for folder in folders:
+        assert json.loads((folder / F.MATCH_HEADER).read_text())["backend"] == "minecraft"
+        assert json.loads((folder / "events.jsonl").read_text().splitlines()[-1])["type"] == "match_end"
+        logs.append((folder / "logs" / "minecraft-host.log").read_text())
+    assert sum("match reset" in log for log in logs) == 3  # one host, started once, reset for each later match

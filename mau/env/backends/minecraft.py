@@ -8,9 +8,11 @@ ticks, emitting as many server ticks; the reported positions become the players'
 what it computes, not game time. The map is built in blocks from the same floor grid, so the map's line of
 sight (used for witnesses and seen bodies) is the blocks' line of sight; frames are drawn from the blocks.
 
-One host process per match: started at ``reset(seed)``, ended when the match ends, on any error inside a step,
-on ``close()`` and at interpreter exit. Its log lives in ``log_dir`` (a temp folder the runner copies into the
-match folder as ``logs/``). See docs/minecraft.md.
+One host process serves the matches of this process one after the other (``mau.env.minecraft.host.POOL``):
+taken at ``reset(seed)`` (a fresh one the first time, else the last match's, reset), handed back when the match
+ends and on ``close()``, ended on any error inside a step, when idle and at interpreter exit. This match's part of
+its log lives in ``log_dir`` (a temp folder the runner copies into the match folder as ``logs/``). See
+docs/minecraft.md.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from mau.env.actions import ActionRun
 from mau.env.config import COLOR_RGB, WorldConfig
 from mau.env.map import GameMap
 from mau.env.minecraft.blocks import carpet, map_blocks
-from mau.env.minecraft.host import MC_VERSION, MinecraftHost, frames_installed
+from mau.env.minecraft.host import HOST_LOG, MC_VERSION, POOL, MinecraftHost, frames_installed
 from mau.env.sim import SimWorld
 from mau.env.state import ENDED, ROAM, GameState, PlayerState
 from mau.errors import MauError
@@ -46,7 +48,7 @@ _LIVE: "weakref.WeakSet[MinecraftWorld]" = weakref.WeakSet()
 @atexit.register
 def _close_all() -> None:
     for w in list(_LIVE):
-        w.close()
+        w._abort()
 
 
 class MinecraftWorld(SimWorld):
@@ -56,6 +58,7 @@ class MinecraftWorld(SimWorld):
         super().__init__(config, game_map)
         self.host: MinecraftHost | None = None
         self.log_dir: Path | None = None
+        self._log_since = 0  # where this match's part of the host's log begins
         self._goals: dict[str, list[tuple[float, float]]] = {}
         self._goal_runs: dict[str, ActionRun] = {}
         self._mc_pos: dict[str, tuple[float, float]] = {}
@@ -89,21 +92,38 @@ class MinecraftWorld(SimWorld):
             shutil.rmtree(self.log_dir, ignore_errors=True)
         state = super().reset(seed)
         self.log_dir = Path(tempfile.mkdtemp(prefix="mau-minecraft-"))
-        self.host = MinecraftHost(self._host_config(), self.log_dir, frames=frames_installed() is None)
-        self.host.__enter__()
+        self.host = POOL.acquire(self._host_config(), frames=frames_installed() is None)
+        self._log_since = self.host.log_size()
         self._mc_pos, self._carpets, self._frames = {}, {}, {}
         try:
-            self._sync_from_rules()
+            if self.host.matches:
+                self._call("reset")  # a reused host: the map's blocks and the bots' state as at ready
+            self._sync_from_rules()  # everyone to the start
         except BaseException:
-            self.close()
+            self._abort()
             raise
         return state
 
     def close(self) -> None:
-        """End the host process group (idempotent). The log stays in ``log_dir``."""
+        """Hand the host back for the next match (idempotent); its part of the log stays in ``log_dir``."""
         if self.host is not None:
-            self.host.close()
-            self.host = None
+            host, self.host = self.host, None
+            self._save_log(host)
+            POOL.release(host)
+
+    def _abort(self) -> None:
+        """End the host's process group now (after an error: it is not reused)."""
+        if self.host is not None:
+            host, self.host = self.host, None
+            self._save_log(host)
+            host.close()
+
+    def _save_log(self, host: MinecraftHost) -> None:
+        if self.log_dir is not None:
+            try:
+                host.write_log(self.log_dir / HOST_LOG, self._log_since)
+            except OSError:
+                pass
 
     def __enter__(self) -> "MinecraftWorld":
         return self
@@ -112,7 +132,10 @@ class MinecraftWorld(SimWorld):
         self.close()
 
     def log_files(self) -> list[Path]:
-        """The host's files of the last match (the runner copies them into the match folder)."""
+        """The host's log of the last match: its start-up, then this match's part (the runner copies it into
+        the match folder)."""
+        if self.host is not None:
+            self._save_log(self.host)
         return sorted(self.log_dir.glob("minecraft-host*.log")) if self.log_dir else []
 
     def snapshot(self) -> dict[str, Any]:
@@ -133,7 +156,7 @@ class MinecraftWorld(SimWorld):
                 self._sync_from_rules()
             return res
         except BaseException:
-            self.close()
+            self._abort()
             raise
 
     # -- rules -> Minecraft --------------------------------------------------------------------------------

@@ -11,11 +11,15 @@ also while it is still starting.
 
 from __future__ import annotations
 
+import atexit
 import json
+import multiprocessing.util
 import os
 import shutil
 import socket
 import subprocess
+import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -70,6 +74,9 @@ class MinecraftHost:
         self.sock: socket.socket | None = None
         self._rfile = None
         self.ready: dict[str, Any] = {}
+        self.frames_file: Path | None = None
+        self.ready_offset = 0
+        self.matches = 0  # matches played on this host (a pooled host serves several)
 
     @property
     def log(self) -> Path:
@@ -83,8 +90,11 @@ class MinecraftHost:
         ready_file = self.log_dir / "minecraft-host.ready.json"
         ready_file.unlink(missing_ok=True)
         cfg_file = self.log_dir / "minecraft-host.config.json"
+        shm = Path("/dev/shm")
+        self.frames_file = (shm if shm.is_dir() and os.access(shm, os.W_OK) else self.log_dir) / \
+            f"mau-minecraft-{os.getpid()}-{self.log_dir.name}.frames"
         cfg_file.write_text(json.dumps({**self.config, "ready_file": str(ready_file), "mc_port": 0,
-                                        "driver_pid": os.getpid()}))
+                                        "driver_pid": os.getpid(), "frames_file": str(self.frames_file)}))
         cmd = [str(node_bin()), str(node_dir() / "host.js"), str(cfg_file)]
         if self.frames:
             # -a: a free display number, so several hosts run at once.
@@ -116,6 +126,20 @@ class MinecraftHost:
         self.sock = socket.create_connection(("127.0.0.1", self.ready["control_port"]), timeout=self.timeout_s)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._rfile = self.sock.makefile("rb")
+        self.ready_offset = self.log_size()
+
+    def log_size(self) -> int:
+        try:
+            return self.log.stat().st_size
+        except OSError:
+            return 0
+
+    def write_log(self, dest: Path, since: int) -> None:
+        """``dest``: the host's start-up lines, then its lines from byte ``since`` on (one match's part of the
+        log of a host that served several)."""
+        data = self.log.read_bytes()
+        part = data[since:] if since > self.ready_offset else data[self.ready_offset:]
+        dest.write_bytes(data[: self.ready_offset] + part)
 
     def tail(self, n: int = 4) -> str:
         try:
@@ -144,9 +168,10 @@ class MinecraftHost:
     def frames_rgb(self, views: list[str], active: list[str]) -> tuple[list[np.ndarray], float]:
         """RGB frames (H x W x 3 uint8) from the eyes of ``views``; and the host's render time in ms."""
         reply = self.call("frames", views=views, active=active)
-        data = self._rfile.read(reply["nbytes"])
+        with open(self.frames_file, "rb") as f:
+            data = f.read(reply["nbytes"])
         if len(data) != reply["nbytes"]:
-            raise MauError(f"the minecraft host sent a short frame; see {self.log}")
+            raise MauError(f"the minecraft host wrote a short frame; see {self.log}")
         w, h = reply["width"], reply["height"]
         arr = np.frombuffer(data, dtype=np.uint8).reshape(reply["count"], h, w, 4)
         # GL rows run bottom-up; drop alpha.
@@ -165,6 +190,79 @@ class MinecraftHost:
                 self.proc.stdin.close()
             self.proc = None
             self._log_f.close()
+        if self.frames_file is not None:
+            self.frames_file.unlink(missing_ok=True)
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+class HostPool:
+    """This process's idle hosts, by configuration. A match that ends hands its host back; the next match with
+    the same host configuration (map, players, frames) takes it and resets it (blocks back, bots' physics state
+    as at ready, everyone teleported to the start) instead of starting a server, 8 bots and the frame viewer
+    again (seconds). So the matches of one collect/eval worker, or of one bench run, share one host. A host
+    idle for ``idle_s`` is ended, and all are at exit (also in multiprocessing workers, which skip atexit)."""
+
+    def __init__(self, idle_s: float = 30.0):
+        self.idle_s = idle_s
+        self._idle: dict[str, tuple[MinecraftHost, threading.Timer]] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(config: dict[str, Any], frames: bool) -> str:
+        return json.dumps([config, frames], sort_keys=True)
+
+    def acquire(self, config: dict[str, Any], frames: bool) -> MinecraftHost:
+        """An idle live host of this configuration (``host.matches`` > 0), else a fresh one (started here)."""
+        with self._lock:
+            entry = self._idle.pop(self.key(config, frames), None)
+        if entry is not None:
+            host, timer = entry
+            timer.cancel()
+            if host.proc is not None and host.proc.poll() is None and host.sock is not None:
+                return host
+            host.close()
+            shutil.rmtree(host.log_dir, ignore_errors=True)
+        host = MinecraftHost(config, tempfile.mkdtemp(prefix="mau-minecraft-host-"), frames=frames)
+        host.__enter__()
+        return host
+
+    def release(self, host: MinecraftHost) -> None:
+        """Keep ``host`` (alive, its match over) for the next match; one idle host per configuration."""
+        host.matches += 1
+        key = self.key(host.config, host.frames)
+        timer = threading.Timer(self.idle_s, self._expire, args=(key, host))
+        timer.daemon = True
+        with self._lock:
+            old = self._idle.pop(key, None)
+            self._idle[key] = (host, timer)
+        timer.start()
+        if old is not None:
+            self._end(*old)
+
+    def _expire(self, key: str, host: MinecraftHost) -> None:
+        with self._lock:
+            entry = self._idle.get(key)
+            if entry is None or entry[0] is not host:
+                return
+            del self._idle[key]
+        self._end(*entry)
+
+    @staticmethod
+    def _end(host: MinecraftHost, timer: threading.Timer) -> None:
+        timer.cancel()
+        host.close()
+        shutil.rmtree(host.log_dir, ignore_errors=True)
+
+    def close_all(self) -> None:
+        """End every idle host (at exit; tests that need a fresh host)."""
+        with self._lock:
+            entries, self._idle = list(self._idle.values()), {}
+        for entry in entries:
+            self._end(*entry)
+
+
+POOL = HostPool()
+atexit.register(POOL.close_all)
+multiprocessing.util.Finalize(None, POOL.close_all, exitpriority=0)
