@@ -9,6 +9,7 @@ const fs = require('fs')
 const THREE = global.THREE
 const { createCanvas } = require('node-canvas-webgl/lib')
 const { Viewer, WorldView } = require('prismarine-viewer/viewer')
+const { WorldRenderer } = require('prismarine-viewer/viewer/lib/worldrenderer')
 const { Vec3 } = require('vec3')
 
 // Minecraft's player model in blocks (1 px = 1/16 block, scaled 0.9375 like the game's): legs, body, arms, head.
@@ -47,6 +48,11 @@ class FrameViewer {
     this.canvas = createCanvas(this.width, this.height)
     this.renderer = new THREE.WebGLRenderer({ canvas: this.canvas })
     this.viewer = new Viewer(this.renderer)
+    // The viewer meshes in 4 worker threads and sends every column to each; one worker does the same work with a
+    // quarter of the copying (the map is meshed once per host: 2.4 s with one worker, 8.4 s with four, measured
+    // on 2 busy cores).
+    for (const w of this.viewer.world.workers) w.terminate()
+    this.viewer.world = new WorldRenderer(this.viewer.scene, 1)
     if (!this.viewer.setVersion(cfg.version)) throw new Error(`the viewer cannot draw ${cfg.version}`)
     this.viewer.camera.fov = cfg.frames.fov_vertical_deg
     this.viewer.camera.near = 0.05

@@ -127,9 +127,34 @@ function teleportBot (bot, x, z, yaw) {
 function mcYawTo (dx, dz) { return Math.atan2(-dx, -dz) }
 function fromMcYaw (yaw) { return Math.atan2(-Math.cos(yaw), -Math.sin(yaw)) }
 
+// The server world's blocks as the physics reads them, each looked up once (a lookup builds a Block object; the
+// physics asks for the same few blocks around every bot every tick). Cleared whenever the driver sets blocks.
+class BlockCache {
+  constructor (world) {
+    this.world = world
+    this.blocks = new Map()
+  }
+
+  getBlock (pos) {
+    const x = Math.floor(pos.x)
+    const y = Math.floor(pos.y)
+    const z = Math.floor(pos.z)
+    const key = `${x},${y},${z}`
+    let b = this.blocks.get(key)
+    if (b === undefined) {
+      b = this.world.getBlock(new Vec3(x, y, z))
+      this.blocks.set(key, b)
+    }
+    return b
+  }
+
+  clear () { this.blocks.clear() }
+}
+
 class Host {
-  constructor (serv, bots, physics) {
+  constructor (serv, bots, physics, world) {
     this.serv = serv
+    this.world = world // what the physics reads the blocks from
     this.bots = bots // name -> bot
     this.physics = physics
     this.goals = {} // name -> [x, z] or absent
@@ -203,7 +228,7 @@ class Host {
         if (route && route.length === 0 && budget < WALK_PER_TICK) continue // stepped onto the last waypoint
         const v = bot.entity.velocity
         if (!(route && route.length) && bot.entity.onGround && Math.abs(v.x) + Math.abs(v.z) < 1e-4) continue // at rest
-        this.physics.simulatePlayer(new PlayerState(bot, bot.controlState), this.serv.overworld.sync).apply(bot)
+        this.physics.simulatePlayer(new PlayerState(bot, bot.controlState), this.world).apply(bot)
       }
       const t1 = performance.now()
       stepServerTicks(this.serv, 1)
@@ -237,6 +262,7 @@ class Host {
 
   async placeBlocks (changes) {
     for (const [x, y, z, state] of changes) await this.serv.setBlock(this.serv.overworld, new Vec3(x, y, z), state)
+    this.world.clear()
     if (this.viewer && changes.length) await this.viewer.blocksChanged(changes)
   }
 
@@ -333,8 +359,9 @@ async function main () {
   for (const bot of Object.values(bots)) bot.ready = true
   // Physics runs on the server's own world (synchronous view), not on each bot's copy: a block placed by the
   // driver (a body's carpet) counts from the next tick on, never when the protocol happens to deliver it.
-  const physics = Physics(bots[cfg.players[0].name].registry, serv.overworld.sync)
-  const host = new Host(serv, bots, physics)
+  const world = new BlockCache(serv.overworld.sync)
+  const physics = Physics(bots[cfg.players[0].name].registry, world)
+  const host = new Host(serv, bots, physics, world)
   log(`${cfg.players.length} bots joined`)
 
   const control = net.createServer((sock) => {

@@ -457,6 +457,7 @@ def test_eval_runs_on_minecraft_with_only_the_backend_changed(tmp_path, capsys):
     from mau import schema as F
     from mau.cli import main
 
+    POOL.close_all()  # the first match starts the host
     run = tmp_path / "eval"
     assert main(["eval", "--config", str(ROOT / "configs" / "eval" / "smoke.yaml"), "--out", str(run),
                  "--workers", "1", "--set", "world.backend=minecraft", "--set", "seeds=[5]",

@@ -6,8 +6,8 @@ medians and ratios.
 ``env``: game seconds simulated per wall second by whole matches of 8 scripted agents without frames (total
 over matches, and the median over matches), and the median time of one 640x360 first-person frame.
 ``mau bench env --backend minecraft --matches 3``: the same on the minecraft backend (installed with
-``make minecraft``), with every active agent's frame rendered at every step (``--frames 0``: none)
-(mau/env/minecraft/bench.py).
+``make minecraft``), with every active agent's frame rendered at every step (``--frames 0``: none); the
+matches share one host, as a collect or eval worker's do (mau/env/minecraft/bench.py).
 
 ``harness`` (``mau bench harness``): against mau's OpenAI-compatible mock server on loopback (a separate
 process, with latency): the ratio of a step's wall time to its slowest call when 8 agents call at once

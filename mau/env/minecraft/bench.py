@@ -2,7 +2,9 @@
 agent's 640x360 first-person frame rendered at every roam decision point (as an ARIA match with vision needs).
 
 Reports game seconds per wall second over the whole matches (start-up of server and bots included) and over
-the steps alone (start-up excluded), the start-up time, and the host's render time per frame.
+the steps alone (start-up excluded), the start-up time, and the host's render time per frame. The matches share
+one host (``mau.env.minecraft.host.POOL``, as the matches of a collect or eval worker do): the first starts it
+(server, map, 8 joins; its first frame starts the frame viewer), the others reset it; both are reported.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ def bench_minecraft(matches: int, seed: int, frames: bool = True) -> dict[str, A
 
     world = make_world(WorldConfig(backend="minecraft"))
     game_s = wall_s = step_wall_s = 0.0
-    startups, outcomes, n_frames, frame_wall = [], {}, 0, 0.0
+    startups, outcomes, n_frames, frame_wall, first_frames_s = [], {}, 0, 0.0, None
     for s in range(seed, seed + matches):
         policies = {p.name: ScriptedPolicy(p.name, world.map, s) for p in world.cfg.players}
         t0 = time.perf_counter()
@@ -34,7 +36,10 @@ def bench_minecraft(matches: int, seed: int, frames: bool = True) -> dict[str, A
                     if p.active:
                         world.render(p.name)
                         n_frames += 1
-                frame_wall += time.perf_counter() - tf
+                if first_frames_s is None:  # the host's frame viewer starts here (once per host)
+                    first_frames_s, n_frames = time.perf_counter() - tf, 0
+                else:
+                    frame_wall += time.perf_counter() - tf
             world.step({p.name: policies[p.name].act(world.observe(p.name)) for p in st.players if p.active})
         t2 = time.perf_counter()
         world.close()
@@ -49,12 +54,14 @@ def bench_minecraft(matches: int, seed: int, frames: bool = True) -> dict[str, A
         "frames_every_step": frames,
         "game_seconds_per_wall_second": round(game_s / wall_s, 2),
         "game_seconds_per_wall_second_steps_only": round(game_s / step_wall_s, 2),
-        "startup_s_median": round(statistics.median(startups), 2),
+        "startup_s_first": round(startups[0], 2),
+        "startup_s_reused_median": round(statistics.median(startups[1:]), 2) if matches > 1 else None,
         "mean_game_seconds_per_match": round(game_s / matches, 1),
         "outcomes": dict(sorted(outcomes.items())),
     }
     if frames and n_frames:
-        out[f"frame_ms_{w}x{h}_host"] = round(statistics.median(world.frame_ms), 2)
-        out[f"frame_ms_{w}x{h}_wall"] = round(1000 * frame_wall / n_frames, 2)
+        out["first_frames_s"] = round(first_frames_s, 2)  # the frame viewer's start, and the first step's frames
+        out[f"frame_ms_{w}x{h}_host"] = round(statistics.median(world.frame_ms[1:]), 2)
+        out[f"frame_ms_{w}x{h}_wall"] = round(1000 * frame_wall / n_frames, 2)  # after the first step's
         out["frames"] = n_frames
     return out
