@@ -9,6 +9,7 @@ one host (``mau.env.minecraft.host.POOL``, as the matches of a collect or eval w
 
 from __future__ import annotations
 
+import shutil
 import statistics
 import time
 from typing import Any
@@ -48,6 +49,8 @@ def bench_minecraft(matches: int, seed: int, frames: bool = True) -> dict[str, A
         wall_s += t2 - t0
         step_wall_s += t2 - t1
         outcomes[st.outcome] = outcomes.get(st.outcome, 0) + 1
+    if world.log_dir is not None:  # the last match's host log (a bench writes no match folder)
+        shutil.rmtree(world.log_dir, ignore_errors=True)
     w, h = world.config.frames.width, world.config.frames.height
     out: dict[str, Any] = {
         "bench": "env", "backend": "minecraft", "matches": matches, "agents": world.cfg.num_players,
@@ -58,10 +61,16 @@ def bench_minecraft(matches: int, seed: int, frames: bool = True) -> dict[str, A
         "startup_s_reused_median": round(statistics.median(startups[1:]), 2) if matches > 1 else None,
         "mean_game_seconds_per_match": round(game_s / matches, 1),
         "outcomes": dict(sorted(outcomes.items())),
+        # where the time goes: the sub-steps' round trips to the host (walking the bots), and in them the
+        # host's physics (prismarine-physics and the walk along the waypoints)
+        "substeps": world.substep_s[0],
+        "substeps_wall_s": round(world.substep_s[1], 2),
+        "substeps_physics_s_in_host": round(world.substep_s[2], 2),
     }
     if frames and n_frames:
         out["first_frames_s"] = round(first_frames_s, 2)  # the frame viewer's start, and the first step's frames
         out[f"frame_ms_{w}x{h}_host"] = round(statistics.median(world.frame_ms[1:]), 2)
         out[f"frame_ms_{w}x{h}_wall"] = round(1000 * frame_wall / n_frames, 2)  # after the first step's
+        out["frames_wall_s"] = round(frame_wall, 2)
         out["frames"] = n_frames
     return out
