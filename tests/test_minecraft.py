@@ -451,6 +451,25 @@ def test_a_reused_host_plays_the_match_a_fresh_one_plays(played):
     assert w.state.events == fresh.state.events
 
 
+def test_an_idle_host_in_the_pool_is_ended():
+    """A host handed back and not taken again within ``idle_s`` is ended (process group gone)."""
+    from mau.env.minecraft.host import HostPool
+
+    w = _world()
+    pool = HostPool(idle_s=0.5)
+    before = _host_pids()
+    host = pool.acquire(w._host_config(), frames=False)
+    mine = _host_pids() - before
+    assert mine and host.matches == 0
+    pool.release(host)
+    assert host.proc is not None and pool.acquire(w._host_config(), frames=False) is host  # taken again at once
+    pool.release(host)
+    deadline = time.monotonic() + 15
+    while (_host_pids() & mine or host.proc is not None) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not (_host_pids() & mine) and host.proc is None and not pool._idle
+
+
 def test_eval_runs_on_minecraft_with_only_the_backend_changed(tmp_path, capsys):
     """`mau eval` of the smoke config (scripted arms and imposters) with `--set world.backend=minecraft` and
     nothing else: every planned match is played on Minecraft (one host for all: workers 1) and reported."""
