@@ -6,7 +6,10 @@ and readiness is a JSON file the host writes once the server listens, the map is
 joined (ports: the server and the control socket bind port 0, so parallel matches never clash). A timeout or
 an early exit raises with the log's last lines. On exit (normal, error, SIGINT) the whole group is ended; if
 Python dies without exiting (SIGKILL), the host sees its stdin pipe end (or Python's pid gone) and exits by itself,
-also while it is still starting.
+also while it is still starting. Frames come back through a file (``frames_file``, in /dev/shm where there is one).
+
+``POOL`` (a ``HostPool``) keeps this process's idle hosts, so that the matches of one process share one host
+(the backend resets it between matches; docs/minecraft.md, "One host, many matches").
 """
 
 from __future__ import annotations
@@ -137,9 +140,10 @@ class MinecraftHost:
     def write_log(self, dest: Path, since: int) -> None:
         """``dest``: the host's start-up lines, then its lines from byte ``since`` on (one match's part of the
         log of a host that served several)."""
-        data = self.log.read_bytes()
-        part = data[since:] if since > self.ready_offset else data[self.ready_offset:]
-        dest.write_bytes(data[: self.ready_offset] + part)
+        with open(self.log, "rb") as f:
+            head = f.read(self.ready_offset)
+            f.seek(max(since, self.ready_offset))
+            dest.write_bytes(head + f.read())
 
     def tail(self, n: int = 4) -> str:
         try:
