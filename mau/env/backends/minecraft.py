@@ -10,9 +10,9 @@ sight (used for witnesses and seen bodies) is the blocks' line of sight; frames 
 
 One host process serves the matches of this process one after the other (``mau.env.minecraft.host.POOL``):
 taken at ``reset(seed)`` (a fresh one the first time, else the last match's, reset), handed back when the match
-ends and on ``close()``, ended on any error inside a step, when idle and at interpreter exit. This match's part of
-its log lives in ``log_dir`` (a temp folder the runner copies into the match folder as ``logs/``). See
-docs/minecraft.md.
+ends; ended on any error inside a step, by ``close()`` before the match ended, when idle and at interpreter
+exit. This match's part of its log lives in ``log_dir`` (a temp folder the runner copies into the match folder
+as ``logs/``). See docs/minecraft.md.
 """
 
 from __future__ import annotations
@@ -107,8 +107,12 @@ class MinecraftWorld(SimWorld):
         return state
 
     def close(self) -> None:
-        """Hand the host back for the next match (idempotent); its part of the log stays in ``log_dir``."""
-        if self.host is not None:
+        """Let go of the host (idempotent): handed back for the next match when this one has ended, else ended
+        (a match stopped half-way, by an error or by the caller, leaves no host in an unknown state to the
+        next). Its part of the log stays in ``log_dir``."""
+        if self.host is not None and (self.state is None or self.state.phase != ENDED):
+            self._abort()
+        elif self.host is not None:
             host, self.host = self.host, None
             self._save_log(host)
             POOL.release(host)
