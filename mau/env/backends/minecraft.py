@@ -52,6 +52,11 @@ def _close_all() -> None:
         w._abort()
 
 
+def _remove_dirs(dirs: list[Path]) -> None:
+    for d in dirs:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 class MinecraftWorld(SimWorld):
     name = "minecraft"
 
@@ -69,6 +74,10 @@ class MinecraftWorld(SimWorld):
         self.frame_ms: list[float] = []  # host render time per frame, for bench
         self.substep_s = [0, 0.0, 0.0]  # sub-steps, their round trips' wall s, the host's physics s (for bench)
         _LIVE.add(self)
+        # This world's log folder goes with the world (collect and eval build one world per match; the runner
+        # has copied the log into the match folder by then).
+        self._log_dirs: list[Path] = []
+        weakref.finalize(self, _remove_dirs, self._log_dirs)
 
     # -- lifecycle -----------------------------------------------------------------------------------------
     def _host_config(self) -> dict[str, Any]:
@@ -94,6 +103,7 @@ class MinecraftWorld(SimWorld):
             shutil.rmtree(self.log_dir, ignore_errors=True)
         state = super().reset(seed)
         self.log_dir = Path(tempfile.mkdtemp(prefix="mau-minecraft-"))
+        self._log_dirs[:] = [self.log_dir]
         self.host = POOL.acquire(self._host_config(), frames=frames_installed() is None)
         self._log_since = self.host.log_size()
         self._mc_pos, self._carpets, self._frames = {}, {}, {}
