@@ -174,6 +174,7 @@ PROBE_SEQ = "seq"  # the probe moment's number within the match (1, 2, ...)
 PROBE_CANDIDATES = "candidates"  # the players the crewmate believes alive (whom it is asked about)
 PROBE_BELIEFS = "beliefs"  # {name: P(imposter)} normalised to the living imposters; null on a fallback
 PROBE_TOP2 = "top2"
+PROBE_READOUT = "readout"  # model probes: "answer" (asked, JSON) or "vote" (the VOTE answer's scored names)
 HEADER_PROBES = "probes"  # match header: the probes' counts and costs
 
 # -- declared shapes of the central records (writer and readers share them) ---------------------------------------

@@ -185,3 +185,39 @@ def test_probe_stream_never_shifts_the_plays_sampling(tiny_model_dir):
         return asyncio.run(go())
 
     assert run(False) == run(True)
+
+
+
+@pytest.mark.filterwarnings("ignore:.*past_key_values.*:FutureWarning")
+def test_score_equals_the_token_by_token_log_probability(tiny_model_dir):
+    """The vote read-out's score of a continuation (one full forward pass, the tokens after the common prefix)
+    equals the sum of its tokens' log-probabilities fed one at a time through the KV cache; a continuation
+    without a token is an error response, never an exception."""
+    import torch
+
+    b = _backend(tiny_model_dir)
+    req = _request("Who is the imposter?", image=False)
+    b.load()
+    text = b._prepare(0, req).text
+    prefix = '{"vote_target": "'
+    base = b._processor(text=[text + prefix], return_tensors="pt")["input_ids"][0]
+
+    def one_by_one(cont: str) -> float:
+        full = b._processor(text=[text + prefix + cont], return_tensors="pt")["input_ids"]
+        start = next(i for i in range(len(base)) if full[0, i] != base[i]) if not torch.equal(
+            full[0, :len(base)], base) else len(base)
+        total = 0.0
+        with torch.inference_mode():
+            out = b._model(input_ids=full[:, :start], use_cache=True)
+            for i in range(start, full.shape[1]):
+                total += float(torch.log_softmax(out.logits[0, -1].float(), -1)[full[0, i]])
+                out = b._model(input_ids=full[:, i:i + 1], past_key_values=out.past_key_values, use_cache=True)
+        return total
+
+    conts = ['Martin"', 'Noah"', 'Olivia Olivia"']  # different lengths: the batch is padded
+    r = asyncio.run(b.score(req, prefix, conts))
+    assert r.error is None and r.prompt_tokens == len(base) and len(r.logprobs) == 3
+    assert r.logprobs == pytest.approx([one_by_one(c) for c in conts], abs=1e-3)
+    assert len(set(r.logprobs)) == 3
+    bad = asyncio.run(b.score(req, prefix, [""]))
+    assert bad.logprobs is None and "adds no token" in bad.error

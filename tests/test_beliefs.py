@@ -14,11 +14,12 @@ from mau.beliefs import metrics as B
 from mau.beliefs.config import ObserverConfig
 from mau.beliefs.observer import DEAD, EJECTED, NEAR_BODY, WITNESSED_KILL, Evidence, beliefs
 from mau.beliefs.perceive import Perception
-from mau.beliefs.probe import QUESTION, normalise, parse_probe
+from mau.beliefs.probe import QUESTION, VOTE_PREFIX, normalise, parse_probe
+from mau.beliefs.report import markdown
 from mau.env.backends import make_world
 from mau.env.config import WorldConfig
 from mau.harness.backends import make_backend
-from mau.harness.backends.base import ModelBackend, ModelRequest, ModelResponse
+from mau.harness.backends.base import ModelBackend, ModelRequest, ModelResponse, ScoreResponse
 from mau.harness.config import SeatConfig
 from mau.harness.match import AriaMatch
 from mau.harness.modules import ParseError
@@ -213,6 +214,60 @@ def test_probe_failures_are_recorded_fallbacks_excluded_from_metrics(tmp_path):
     assert len(mb.p) == sum(len(r[F.PROBE_BELIEFS]) for r in good)  # fallbacks add no (probe, player) pair
 
 
+class ScoringExpert(ModelBackend):
+    """The scripted expert for play; scores a VOTE read-out as minus the name's length (Ethan, James, ... first)."""
+
+    name = "scoring"
+    can_score = True
+
+    def __init__(self):
+        from mau.harness.backends.base import ModelConfig
+
+        super().__init__(ModelConfig())
+        self.inner = make_backend(ModelConfig())
+        self.scored: list[tuple[ModelRequest, str, list[str]]] = []
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        assert request.module != "probe", "the vote read-out never generates"
+        return await self.inner.complete(request)
+
+    async def score(self, request: ModelRequest, prefix: str, continuations: list[str]) -> ScoreResponse:
+        self.scored.append((request, prefix, continuations))
+        return ScoreResponse([-float(len(c)) for c in continuations], prompt_tokens=10)
+
+
+def test_vote_readout_scores_the_vote_prompt_and_leaves_the_match_unchanged(tmp_path):
+    _, d_off = _play(tmp_path / "off", {"enabled": False, "observer": False}, seed=4)
+    backend = ScoringExpert()
+    _, d = _play(tmp_path / "vote", {"enabled": True, "readout": "vote"}, seed=4, crew_backend=backend)
+    assert (d_off / F.EVENTS_FILE).read_text() == (d / F.EVENTS_FILE).read_text()
+    assert [{**c, F.BACKEND: None} for c in _calls(d_off)] == [{**c, F.BACKEND: None} for c in _calls(d)]
+    model = [r for r in B.read_probes(d) if r[F.PROBE_SOURCE] == "model"]
+    assert model and len(model) == len(backend.scored)
+    for r in model:
+        assert r[F.PROBE_READOUT] == "vote" and not r[F.FALLBACK]
+        text = json.dumps(r[F.MESSAGES])
+        assert QUESTION.split(":")[0] not in text and "vote_target" in text  # the VOTE prompt, no question
+        assert sum(r[F.PROBE_BELIEFS].values()) == pytest.approx(r["n_imposters"], abs=1e-4)
+        raw, cands = r["raw_beliefs"], r[F.PROBE_CANDIDATES]
+        w = {c: 2.718281828459045 ** -(len(c) + 1) for c in cands}
+        assert all(raw[c] == pytest.approx(w[c] / sum(w.values()), abs=1e-5) for c in cands)
+        assert r[F.PROBE_TOP2] == sorted(cands, key=lambda c: (len(c), c))[:2]
+    req, prefix, conts = backend.scored[0]
+    assert prefix == VOTE_PREFIX and req.stream == "probe" and all(c.endswith('"') for c in conts)
+    # a backend that cannot score: every model probe is a recorded fallback that says why, the match unchanged
+    _, d2 = _play(tmp_path / "scripted", {"enabled": True, "readout": "vote"}, seed=4)
+    assert (d_off / F.EVENTS_FILE).read_text() == (d2 / F.EVENTS_FILE).read_text()
+    bad = [r for r in B.read_probes(d2) if r[F.PROBE_SOURCE] == "model"]
+    assert bad and all(r[F.FALLBACK] and "cannot score" in r[F.FALLBACK_REASON] for r in bad)
+    # readout auto: vote where the backend can score, the question elsewhere
+    for backend, readout in ((ScoringExpert(), "vote"), (None, "answer")):
+        _, d3 = _play(tmp_path / f"auto-{readout}", {"enabled": True, "readout": "auto"}, seed=4,
+                      crew_backend=backend)
+        recs = [r for r in B.read_probes(d3) if r[F.PROBE_SOURCE] == "model"]
+        assert recs and all(r[F.PROBE_READOUT] == readout and not r[F.FALLBACK] for r in recs)
+
+
 # -- metrics on a hand-made probe file -----------------------------------------------------------------------------
 def _probe(seq: int, tick: int, beliefs: dict[str, float] | None, top2: list[str] | None,
            source: str = "model") -> dict[str, Any]:
@@ -251,6 +306,10 @@ def test_metrics_on_a_hand_made_probe_file(tmp_path):
     assert v["time_to_detection"] == ap(0.1)
     assert v["detection_lead"] == ap(0.1 - 0.5)
     assert v["probe_fallback_share"] == ap(0.25)
+    # the report says how each row's beliefs were read (records without the field were asked)
+    det = B.evaluate(B.load_run(d), resamples=50)
+    assert det["readouts"] == {"match": ["answer"]}
+    assert "Read-out (docs/harness.md, \"Belief probes\"): match: answer (" in markdown(det)
 
 
 def test_beliefs_verb_writes_the_report(tmp_path, capsys):

@@ -41,6 +41,11 @@ class ProbeConfig(Model):
     moments: list[Literal["meeting_start", "round_end", "before_vote"]] = Field(
         default_factory=lambda: ["meeting_start", "round_end", "before_vote"],
         description="Meeting moments of a probe: meeting_start, round_end (each round but the last), before_vote.")
+    readout: Literal["answer", "vote", "auto"] = Field(
+        "answer",
+        description="answer: ask the question, parse the JSON answer; vote: no question, score each candidate's "
+                    "name as the target of the agent's VOTE prompt (needs backend hf; for models never taught "
+                    "the question, e.g. BC on votes); auto: vote where the backend can score, else answer.")
     roam_every: int | None = Field(
         None, ge=1, description="Also probe at the start of every N-th roam step (None: never).")
     observer: bool = Field(

@@ -73,6 +73,7 @@ class MatchBeliefs:
     leads: list[float] = field(default_factory=list)
     asked: int = 0
     fallbacks: int = 0
+    readouts: tuple[str, ...] = ()  # model probes: how beliefs were read (answer, vote); the observer: ()
 
 
 def _group(h: dict[str, Any]) -> tuple[str, str]:
@@ -97,6 +98,8 @@ def match_beliefs(folder: str | Path) -> dict[str, MatchBeliefs]:
         mb = MatchBeliefs(h.get(F.MATCH_ID) or Path(folder).name, arm if source == "model" else IDEAL_ROW, imp,
                           int(h[F.SEED]))
         mb.asked = len(recs)
+        if source == "model":
+            mb.readouts = tuple(sorted({r.get(F.PROBE_READOUT) or "answer" for r in recs}))
         ok = [r for r in recs if not r[F.FALLBACK] and r[F.PROBE_BELIEFS] is not None]
         mb.fallbacks = mb.asked - len(ok)
         ps, ys = [], []
@@ -320,7 +323,9 @@ def evaluate(ms: list[MatchBeliefs], baseline: str | None = None, resamples: int
             for k in HEADLINE:
                 paired.append({"row": r, "versus": IDEAL_ROW, "imposter": i,
                                **paired_diff(same, ideal_by_match, k, resamples, seed)})
+    readouts = {r: sorted({x for m in ms if m.row == r for x in m.readouts}) for r in rows if r != IDEAL_ROW}
     return {"rows": rows, "columns": columns, "baseline": base, "cells": cells, "paired": paired,
+            "readouts": readouts,
             "matches": len({m.match_id for m in ms}), "bootstrap": {"resamples": resamples, "seed": seed}}
 
 

@@ -22,13 +22,14 @@ from mau.beliefs.config import ProbeConfig
 from mau.beliefs.perceive import Perception
 from mau.env.state import DISCUSSION, ROAM, VOTING
 from mau.harness.backends.base import ModelRequest
-from mau.harness.modules import Context, ParseError, _name, extract_json
+from mau.harness.modules import VOTE, Context, ParseError, _name, extract_json
 
 PROBE_MODULE = "probe"
 PROBE_STREAM = "probe"
 SOURCE_MODEL, SOURCE_IDEAL = "model", "ideal"
 QUESTION = ("Private question (your answer is seen by nobody and changes nothing in the game): for each other "
             "living player, how likely is it that they are an Imposter? There {are} {k} Imposter{s} among {names}.")
+VOTE_PREFIX = '{"vote_target": "'  # how every VOTE answer opens (the scripted expert's, hence BC targets')
 FORMAT = ('Answer with JSON only: {{"beliefs": {{{example}}}, "top2": ["<most likely Imposter>", '
           '"<second most likely>"]}} with each probability a number from 0 to 1.')
 
@@ -73,6 +74,24 @@ def normalise(raw: dict[str, float], k: int) -> dict[str, float]:
 
 def top_two(beliefs: dict[str, float]) -> list[str]:
     return [n for n, _ in sorted(beliefs.items(), key=lambda kv: (-kv[1], kv[0]))[:2]]
+
+
+def readout_of(cfg: ProbeConfig, backend: Any) -> str:
+    """``answer`` or ``vote``: ``auto`` is vote where the backend can score (hf), answer elsewhere."""
+    if cfg.readout == "auto":
+        return "vote" if getattr(backend, "can_score", False) else "answer"
+    return cfg.readout
+
+
+def vote_beliefs(logprobs: list[float], candidates: list[str], k: int) -> dict[str, Any]:
+    """The ``vote`` read-out: P(the model's VOTE names c), a softmax over the candidates' scores (skip left
+    out), normalised to the living imposters like an answer."""
+    top = max(logprobs)
+    w = [math.exp(lp - top) for lp in logprobs]
+    raw = {c: round(x / sum(w), 6) for c, x in zip(candidates, w)}
+    norm = normalise(raw, k)
+    return {"raw_beliefs": raw, "beliefs": norm, "top2": top_two(norm), "top2_source": "derived",
+            "logprobs": {c: round(lp, 4) for c, lp in zip(candidates, logprobs)}}
 
 
 def parse_probe(text: str | None, candidates: list[str], k: int) -> dict[str, Any]:
@@ -217,9 +236,11 @@ class BeliefProbes:
                                F.PROBE_BELIEFS: None, "raw_beliefs": None, F.PROBE_TOP2: None, "top2_source": None,
                                F.FALLBACK: True, F.FALLBACK_REASON: None, F.ERROR: None, F.LATENCY_S: None,
                                F.PROMPT_TOKENS: None, F.COMPLETION_TOKENS: None, "attempts": 0,
-                               "temperature": self.cfg.temperature, "max_tokens": self.cfg.max_tokens}
+                               "temperature": self.cfg.temperature, "max_tokens": self.cfg.max_tokens,
+                               F.PROBE_READOUT: readout_of(self.cfg, a.backend)}
         try:
-            messages = probe_messages(a, obs, cands, k)
+            vote = readout_of(self.cfg, a.backend) == "vote"
+            messages = a.prompt(VOTE, obs) if vote else probe_messages(a, obs, cands, k)
             rec[F.MESSAGES] = messages
             st = self.world.state
             request = ModelRequest(messages=messages, images=[], module=PROBE_MODULE, agent=a.name,
@@ -229,6 +250,8 @@ class BeliefProbes:
                                             "seed": st.seed, "map": self.world.config.map,
                                             "candidates": cands, "n_imposters": k})
             t1 = time.perf_counter()
+            if vote:
+                return await self._scored(a, request, rec, cands, k, t0, t1)
             resp = await a.backend.complete(request)
             t2 = time.perf_counter()
             rec.update({F.MODEL: resp.model or a.seat.model.model, F.RAW_OUTPUT: resp.text, F.ERROR: resp.error,
@@ -244,6 +267,22 @@ class BeliefProbes:
             rec[F.FALLBACK_REASON] = str(e)
         except Exception as e:  # noqa: BLE001 (a probe never touches the match)
             rec[F.FALLBACK_REASON] = f"probe failed ({type(e).__name__}: {e})"
+        return rec
+
+    async def _scored(self, a, request: ModelRequest, rec: dict[str, Any], cands: list[str], k: int,
+                      t0: float, t1: float) -> dict[str, Any]:
+        """The ``vote`` read-out: the model's probability of naming each candidate in its VOTE answer."""
+        resp = await a.backend.score(request, VOTE_PREFIX, [f'{c}"' for c in cands])
+        t2 = time.perf_counter()
+        rec.update({F.MODEL: resp.model or a.seat.model.model, F.ERROR: resp.error,
+                    F.LATENCY_S: round(resp.latency_s, 4), F.PROMPT_TOKENS: resp.prompt_tokens,
+                    F.COMPLETION_TOKENS: 0, "attempts": 1})
+        if resp.error is not None or resp.logprobs is None:
+            rec[F.FALLBACK_REASON] = resp.error or "no scores"
+        else:
+            rec.update(vote_beliefs(resp.logprobs, cands, k))
+            rec[F.FALLBACK] = False
+        rec[F.HARNESS_MS] = round(((t1 - t0) + (time.perf_counter() - t2)) * 1000, 3)
         return rec
 
     def vote_hint(self, name: str, obs: dict[str, Any]) -> dict[str, Any] | None:

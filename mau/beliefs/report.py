@@ -30,6 +30,11 @@ def markdown(det: dict[str, Any], title: str = "## Detection (belief probes)", l
              "moments). Value [95% match-level bootstrap interval] n. Fallback probes are excluded from every "
              "metric. Definitions: docs/evaluation.md, \"Detection\".")
     lines = [title, "", intro]
+    readouts = {r: x for r, x in det.get("readouts", {}).items() if x}
+    if readouts:
+        lines += ["", "Read-out (docs/harness.md, \"Belief probes\"): " + "; ".join(
+            f"{r}: {' + '.join(x)}" for r, x in readouts.items())
+            + " (answer: the probe question asked; vote: the VOTE answer's scored names)."]
     if not rows:
         return "\n".join(lines + ["", "No probe records in these matches."])
     head = "| row | " + " | ".join("all imposters (pooled)" if i == "all" else f"vs {i}" for i in cols) + " |"

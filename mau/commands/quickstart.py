@@ -45,8 +45,9 @@ class QuickstartConfig(Model):
         description="Modules the arms' model answers (the tuned skill); the rest go to the scripted expert. "
                     "None: all.")
     probe_teacher_only: bool = Field(
-        True, description="Probe only the teacher arm: the tiny models were never trained to answer a belief probe "
-                          "(their answers would all fall back, at ~200 generated tokens each).")
+        False, description="Probe only the teacher arm. Off by default: configs/eval/tiny.yaml sets "
+                           "probes.readout=auto, so the tiny models (never taught the probe question) are read out "
+                           "from their VOTE answer's scored names and the teacher is asked.")
     teacher_arm: bool = Field(True, description="Add the scripted expert (the teacher of the BC data) as an arm "
                                                 "named 'teacher'.")
 

@@ -56,10 +56,7 @@ class AriaAgent:
         views = M.MODULES[module].images if self.aria.frames and obs["alive"] else ()
         frames: list[Frame] = [self.frames.get(self.name, v) for v in views]
         t_start = time.perf_counter()  # harness time starts after the frames (world work, timed on its own)
-        others = [n for n in ctx.alive if n != self.name]
-        skills = self.skills.render() if self.aria.reflection == "meeting" else ""
-        messages = self.builder.messages(module, obs, memory=self.memory.render(), skills=skills, others=others,
-                                         n_images=len(frames), suspicion=self.suspicion.render(others), **extra)
+        messages = self.prompt(module, obs, n_images=len(frames), **extra)
         backend, model, source = self.backend, self.seat.model, "model"
         if self.seat.modules is not None and module not in self.seat.modules and self.rest_backend is not None:
             backend, model, source = self.rest_backend, self.seat.rest_model, "rest"
@@ -68,6 +65,14 @@ class AriaAgent:
                                       temperature=self.aria.module_temperature.get(module),
                                       extra_context={"extra": extra, "strategy": self.strategy, **(context or {})},
                                       t_start=t_start, source=source)
+
+    def prompt(self, module: str, obs: dict[str, Any], n_images: int = 0, **extra: str) -> list[dict[str, Any]]:
+        """The messages of a ``module`` call from the agent's current memory, skills and suspicion (read only:
+        building them changes nothing; belief probes read the VOTE prompt through this)."""
+        others = [n for n in M.Context(obs, self.rooms).alive if n != self.name]
+        skills = self.skills.render() if self.aria.reflection == "meeting" else ""
+        return self.builder.messages(module, obs, memory=self.memory.render(), skills=skills, others=others,
+                                     n_images=n_images, suspicion=self.suspicion.render(others), **extra)
 
     def _narrate(self, answer: dict[str, Any]) -> str | None:
         """Imposters' private one-line note of intent: the reasoning behind the action."""

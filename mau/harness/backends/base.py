@@ -56,6 +56,17 @@ class ModelResponse:
     model: str = ""
 
 
+@dataclass
+class ScoreResponse:
+    """The log-probability of each continuation after the prompt (``ModelBackend.score``); None on failure."""
+
+    logprobs: list[float] | None
+    error: str | None = None
+    latency_s: float = 0.0
+    prompt_tokens: int | None = None
+    model: str = ""
+
+
 # ModelConfig fields about reaching a model (endpoint, key variable, timeouts, limits, prices), not about
 # which model answers.
 TRANSPORT = ("base_url", "api_key_env", "timeout_s", "max_retries", "backoff_s", "concurrency", "device",
@@ -102,12 +113,20 @@ class ModelBackend:
     """Base class. ``complete`` never raises for a model-side failure: it returns a response with ``error``."""
 
     name = "base"
+    can_score = False  # True where ``score`` is implemented (belief probes' readout: auto picks vote)
 
     def __init__(self, config: ModelConfig):
         self.config = config
 
     async def complete(self, request: ModelRequest) -> ModelResponse:  # pragma: no cover - interface
         raise NotImplementedError
+
+    async def score(self, request: ModelRequest, prefix: str, continuations: list[str]) -> ScoreResponse:
+        """log P(prefix + c | prompt) - log P(prefix | prompt) for each continuation ``c``, the answer opening
+        with ``prefix``: a read-out without generation (belief probes' ``readout: vote``). Backends that can
+        score override this; never raises."""
+        return ScoreResponse(None, error=f"backend {self.name!r} cannot score continuations "
+                                         "(probes.readout=vote needs backend hf; use probes.readout=answer)")
 
     async def aclose(self) -> None:
         return None

@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from mau.harness.backends.base import ModelBackend, ModelConfig, ModelRequest, ModelResponse
+from mau.harness.backends.base import ModelBackend, ModelConfig, ModelRequest, ModelResponse, ScoreResponse
 
 _EMPTY_THINK = re.compile(r"^\s*<think>\s*</think>\s*")
 
@@ -54,6 +54,7 @@ class _Prepared:
 
 class Backend(ModelBackend):
     name = "hf"
+    can_score = True
 
     def __init__(self, config: ModelConfig):
         super().__init__(config)
@@ -269,12 +270,72 @@ class Backend(ModelBackend):
                                          model=self.model_id))
         return results
 
+    # ---- scoring (belief probes' vote read-out) ---------------------------------------------------------
+
+    async def score(self, request: ModelRequest, prefix: str, continuations: list[str]) -> ScoreResponse:
+        t0 = time.perf_counter()
+        try:
+            out = await asyncio.to_thread(self._score_sync, request, prefix, continuations)
+        except Exception as e:  # a probe never touches the match: the failure is the answer
+            out = ScoreResponse(None, error=f"hf: score failed: {type(e).__name__}: {e}", model=self.model_id)
+        out.latency_s = time.perf_counter() - t0
+        return out
+
+    def _score_sync(self, request: ModelRequest, prefix: str, continuations: list[str]) -> ScoreResponse:
+        """All continuations in one forward pass, padded on the right (a causal model's logits at the real
+        tokens never see the pads). The tokens scored are those after the longest common prefix of
+        prompt+prefix and prompt+prefix+continuation (a BPE merge across the boundary then counts toward the
+        continuation, the same way for every one)."""
+        import torch
+
+        self.load()
+        with self._gen_lock:
+            p = self._prepare(0, request)
+            proc, model = self._processor, self._model
+            base = proc(text=[p.text + prefix], images=p.images or None, return_tensors="pt")["input_ids"][0]
+            rows = [proc(text=[p.text + prefix + c], images=p.images or None, return_tensors="pt")
+                    for c in continuations]
+            starts = []
+            for c, row in zip(continuations, rows):
+                ids = row["input_ids"][0]
+                n = min(len(base), len(ids))
+                start = next((i for i in range(n) if int(base[i]) != int(ids[i])), n)
+                if start >= len(ids):
+                    raise ValueError(f"continuation {c!r} adds no token")
+                starts.append(start)
+            batch = _pad_right(rows, self._processor.tokenizer.pad_token_id)
+            with torch.inference_mode():
+                logits = model(**batch.to(self._device)).logits.float()
+            logprobs: list[float] = []
+            for r, (row, start) in enumerate(zip(rows, starts)):
+                ids = row["input_ids"][0]
+                lp = torch.log_softmax(logits[r, start - 1:len(ids) - 1], dim=-1)
+                logprobs.append(float(lp.gather(1, ids[start:, None].to(lp.device)).sum()))
+        return ScoreResponse(logprobs, prompt_tokens=int(len(base)), model=self.model_id)
+
     async def aclose(self) -> None:
         for task in list(self._tasks):
             await asyncio.gather(task, return_exceptions=True)
         with self._load_lock:
             self._model = self._processor = None
         return None
+
+
+def _pad_right(rows: list[Any], pad_id: int) -> Any:
+    """One batch from single-row processor outputs: per-token tensors padded on the right (pad id, mask 0),
+    the rest (pixel values, image grids) concatenated."""
+    import torch
+    from transformers import BatchFeature
+
+    width = max(r["input_ids"].shape[1] for r in rows)
+    out: dict[str, Any] = {}
+    for key in rows[0].keys():
+        parts = [r[key] for r in rows]
+        if key == "input_ids" or (parts[0].dim() == 2 and parts[0].shape == rows[0]["input_ids"].shape):
+            fill = pad_id if key == "input_ids" else 0
+            parts = [torch.nn.functional.pad(t, (0, width - t.shape[1]), value=fill) for t in parts]
+        out[key] = torch.cat(parts, dim=0)
+    return BatchFeature(out)
 
 
 def to_processor_messages(request: ModelRequest) -> tuple[list[dict[str, Any]], list[Any]]:
