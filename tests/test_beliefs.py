@@ -371,6 +371,8 @@ def test_summary_table_puts_detection_next_to_win_rate_with_the_observer_row():
     # An arm whose model never answered is marked failed, not scored (its fallback share stays visible).
     res["arm_health"] = {"a": {"failed": True, "over": True}}
     assert summary_table(res).splitlines()[2].startswith("| a | FAILED | FAILED | 50 [25, 75] |")
+    res["detection"]["readouts"] = {"a": ["vote"]}
+    assert summary_table(res).splitlines()[-1].startswith("Probe read-out: a: vote (")
 
 
 def test_probe_arms_turn_model_probes_off_for_the_other_arms():

@@ -25,3 +25,20 @@ def test_grpo_cpu_chain() -> None:
     held_out = set(ev.seeds or [])
     assert held_out and not held_out & set(collect.grid.seeds or [])
     assert held_out <= set(rl.decisions.exclude_seeds)
+
+
+def test_detect_cpu_chain() -> None:
+    """The detection experiment: train reads the collection's BCvote, eval compares the untrained model with the
+    trained one, both read out by the vote read-out, on seeds never collected."""
+    d = "configs/{}/detect_cpu.yaml"
+    collect = load_config(CollectConfig, d.format("collect"))
+    train = load_config(TrainConfig, d.format("train"))
+    ev = load_config(EvalConfig, d.format("eval"))
+    assert train.lora.full_finetune and train.data.dataset == "runs/detect/datasets/bcvote"
+    assert ev.arms["untrained"].model == train.model.path and ev.arms["bc"].model == "runs/detect/train/model"
+    assert ev.baseline_arm == "untrained" and ev.arm_modules == ["vote"]
+    assert ev.crewmate_aria.probes.enabled and ev.crewmate_aria.probes.readout == "vote"
+    assert ev.crewmate_aria.module_temperature["vote"] == 0
+    held_out = set(ev.seeds or [])
+    assert len(held_out) == 40 and not held_out & set(collect.grid.seeds or [])
+    assert len(collect.grid.seeds or []) == collect.grid.repetitions == 120

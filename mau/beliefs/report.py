@@ -240,4 +240,8 @@ def summary_table(res: dict[str, Any]) -> str:
         lines.append(f"| {r} | {win} | {prec} | {short(m and m['fallback_share'], True)} | "
                      f"{short(dm and dm['auroc'], False)} | {short(dm and dm['brier'], False)} | "
                      f"{short(dm and dm['top2_hit_rate'], True)} | {short(dm and dm['probe_fallback_share'], True)} |")
+    readouts = {r: x for r, x in det.get("readouts", {}).items() if x}
+    if readouts:
+        lines += ["", "Probe read-out: " + "; ".join(f"{r}: {' + '.join(x)}" for r, x in readouts.items())
+                  + " (answer: asked the probe question; vote: its VOTE answer's scored names)."]
     return "\n".join(lines)
