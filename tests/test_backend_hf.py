@@ -221,3 +221,22 @@ def test_score_equals_the_token_by_token_log_probability(tiny_model_dir):
     assert len(set(r.logprobs)) == 3
     bad = asyncio.run(b.score(req, prefix, [""]))
     assert bad.logprobs is None and "adds no token" in bad.error
+
+
+def test_concurrent_loads_leave_later_models_tied(tiny_model_dir, tiny_adapter_dir):
+    """Two backends loading at once (an eval's arms, each in a worker thread) must not leave transformers'
+    loading state behind: a model built afterwards in the process still ties its embeddings."""
+    import torch
+    from transformers import Qwen3_5ForConditionalGeneration
+
+    from mau.train import shapes
+
+    base, tuned = _backend(tiny_model_dir), _backend(tiny_model_dir, adapter=str(tiny_adapter_dir))
+
+    async def go():
+        return await asyncio.gather(base.complete(_request(image=False)), tuned.complete(_request(image=False)))
+
+    assert all(r.error is None for r in asyncio.run(go()))
+    with torch.device("meta"):
+        m = Qwen3_5ForConditionalGeneration(shapes.hf_config(shapes.QWEN3_5_9B_CONFIG))
+    assert m.lm_head.weight is m.model.language_model.embed_tokens.weight

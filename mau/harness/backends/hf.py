@@ -32,6 +32,10 @@ from typing import Any
 from mau.harness.backends.base import ModelBackend, ModelConfig, ModelRequest, ModelResponse, ScoreResponse
 
 _EMPTY_THINK = re.compile(r"^\s*<think>\s*</think>\s*")
+# One from_pretrained at a time in the process: transformers 5.24 keeps loading state in globals, and two
+# backends loading at once (the arms of one eval, each in its worker thread) left it so that models built
+# later in the process came out with untied embeddings (tests/test_backend_hf.py reproduces it).
+_PROCESS_LOAD_LOCK = threading.Lock()
 
 
 @dataclass
@@ -88,7 +92,8 @@ class Backend(ModelBackend):
             if self._load_error is not None:
                 raise RuntimeError(self._load_error)
             try:
-                self._load()
+                with _PROCESS_LOAD_LOCK:
+                    self._load()
             except Exception as e:  # remembered: a bad path does not get better by retrying every call
                 self._load_error = f"hf load failed for {self.model_id!r}: {type(e).__name__}: {e}"
                 raise RuntimeError(self._load_error) from e
