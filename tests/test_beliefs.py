@@ -309,7 +309,7 @@ def test_metrics_on_a_hand_made_probe_file(tmp_path):
     # the report says how each row's beliefs were read (records without the field were asked)
     det = B.evaluate(B.load_run(d), resamples=50)
     assert det["readouts"] == {"match": ["answer"]}
-    assert "Read-out (docs/harness.md, \"Belief probes\"): match: answer (" in markdown(det)
+    assert "Probe read-out: match: answer (" in markdown(det)
 
 
 def test_beliefs_verb_writes_the_report(tmp_path, capsys):

@@ -22,6 +22,15 @@ def fmt(e: dict[str, Any], percent: bool) -> str:
     return f"{e['value'] * k:.{d}f} [{lo}, {hi}] n={e['n']}"
 
 
+def readout_line(det: dict[str, Any]) -> str:
+    """How each row's model beliefs were read (docs/harness.md, "Belief probes"); "" when no row was probed."""
+    readouts = {r: x for r, x in det.get("readouts", {}).items() if x}
+    if not readouts:
+        return ""
+    return ("Probe read-out: " + "; ".join(f"{r}: {' + '.join(x)}" for r, x in readouts.items())
+            + " (answer: asked the probe question; vote: its VOTE answer's scored names, docs/harness.md).")
+
+
 def markdown(det: dict[str, Any], title: str = "## Detection (belief probes)", level: str = "###") -> str:
     rows, cols = det["rows"], det["columns"]
     cell = {(c["row"], c["imposter"]): c for c in det["cells"]}
@@ -30,11 +39,8 @@ def markdown(det: dict[str, Any], title: str = "## Detection (belief probes)", l
              "moments). Value [95% match-level bootstrap interval] n. Fallback probes are excluded from every "
              "metric. Definitions: docs/evaluation.md, \"Detection\".")
     lines = [title, "", intro]
-    readouts = {r: x for r, x in det.get("readouts", {}).items() if x}
-    if readouts:
-        lines += ["", "Read-out (docs/harness.md, \"Belief probes\"): " + "; ".join(
-            f"{r}: {' + '.join(x)}" for r, x in readouts.items())
-            + " (answer: the probe question asked; vote: the VOTE answer's scored names)."]
+    if readout_line(det):
+        lines += ["", readout_line(det)]
     if not rows:
         return "\n".join(lines + ["", "No probe records in these matches."])
     head = "| row | " + " | ".join("all imposters (pooled)" if i == "all" else f"vs {i}" for i in cols) + " |"
@@ -240,8 +246,6 @@ def summary_table(res: dict[str, Any]) -> str:
         lines.append(f"| {r} | {win} | {prec} | {short(m and m['fallback_share'], True)} | "
                      f"{short(dm and dm['auroc'], False)} | {short(dm and dm['brier'], False)} | "
                      f"{short(dm and dm['top2_hit_rate'], True)} | {short(dm and dm['probe_fallback_share'], True)} |")
-    readouts = {r: x for r, x in det.get("readouts", {}).items() if x}
-    if readouts:
-        lines += ["", "Probe read-out: " + "; ".join(f"{r}: {' + '.join(x)}" for r, x in readouts.items())
-                  + " (answer: asked the probe question; vote: its VOTE answer's scored names)."]
+    if readout_line(det):
+        lines += ["", readout_line(det)]
     return "\n".join(lines)
