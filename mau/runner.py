@@ -120,6 +120,15 @@ def backend_for(model_cfg: Any, workers: int = 1) -> Any:
     return BACKENDS[key]
 
 
+def release_unused(model_cfgs: Iterable[Any]) -> None:
+    """Free the worker's cached backends that the next match does not use (their local weights): a worker keeps
+    loaded only what consecutive matches share, never more than one match needs."""
+    keep = {m.model_dump_json() for m in model_cfgs}
+    for key, backend in BACKENDS.items():
+        if key not in keep:
+            backend.release()
+
+
 async def play_and_close(match: Any, seed: int, backends: Iterable[Any]) -> Any:
     """Play ``match``, then close the backends in the same event loop (their HTTP clients belong to it)."""
     try:
@@ -144,6 +153,7 @@ def play_planned(pm: PlannedMatch, matches_dir: str, workers: int = 1) -> MatchD
     from mau.matchdir import MatchWriter
     from mau.provenance import provenance
 
+    release_unused(seat.model for seat in pm.seats.values())
     backends = {side: backend_for(seat.model, workers) for side, seat in pm.seats.items()}
     world = make_world(pm.world)
     writer = MatchWriter(Path(matches_dir) / pm.match_id)

@@ -240,3 +240,37 @@ def test_concurrent_loads_leave_later_models_tied(tiny_model_dir, tiny_adapter_d
     with torch.device("meta"):
         m = Qwen3_5ForConditionalGeneration(shapes.hf_config(shapes.QWEN3_5_9B_CONFIG))
     assert m.lm_head.weight is m.model.language_model.embed_tokens.weight
+
+
+def test_a_closed_backend_answers_the_next_match_without_loading_again(tiny_model_dir):
+    """Collect and eval workers close their cached backends after every match (each match has its own event
+    loop); an hf backend keeps its weights, so the next match does not load them again."""
+    b = _backend(tiny_model_dir)
+
+    async def one_match() -> str | None:
+        try:
+            return (await b.complete(_request(image=False))).text
+        finally:
+            await b.aclose()
+
+    first = asyncio.run(one_match())
+    model = b._model
+    assert model is not None and asyncio.run(one_match()) == first and b._model is model
+
+
+
+def test_a_worker_keeps_only_the_models_its_next_match_uses(tiny_model_dir):
+    """mau.runner.release_unused: before a match, cached backends it does not use free their weights."""
+    from mau import runner
+
+    cfg_a, cfg_b = (ModelConfig(backend="hf", model=str(tiny_model_dir), temperature=0.0, max_tokens=4, seed=s)
+                    for s in (11, 12))
+    a, b = runner.backend_for(cfg_a), runner.backend_for(cfg_b)
+    try:
+        a.load(), b.load()
+        runner.release_unused([cfg_b])
+        assert a._model is None and b._model is not None
+        assert asyncio.run(a.complete(_request(image=False))).error is None  # loads again when called
+    finally:
+        for c in (cfg_a, cfg_b):
+            runner.BACKENDS.pop(c.model_dump_json(), None)

@@ -130,3 +130,7 @@ class ModelBackend:
 
     async def aclose(self) -> None:
         return None
+
+    def release(self) -> None:
+        """Free what the backend holds between matches (local weights); it loads again when next called."""
+        return None

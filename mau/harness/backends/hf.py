@@ -319,11 +319,16 @@ class Backend(ModelBackend):
         return ScoreResponse(logprobs, prompt_tokens=int(len(base)), model=self.model_id)
 
     async def aclose(self) -> None:
+        """Wait for the batches in flight. The model stays loaded: a worker's cached backend (mau.runner) is
+        closed after every match and serves the next one without loading the weights again; drop the backend
+        to free it."""
         for task in list(self._tasks):
             await asyncio.gather(task, return_exceptions=True)
-        with self._load_lock:
-            self._model = self._processor = None
         return None
+
+    def release(self) -> None:
+        with self._load_lock, self._gen_lock:
+            self._model = self._processor = None
 
 
 def _pad_right(rows: list[Any], pad_id: int) -> Any:
