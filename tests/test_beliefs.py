@@ -368,7 +368,7 @@ def test_summary_table_puts_detection_next_to_win_rate_with_the_observer_row():
     assert lines[2] == "| a | 50 [25, 75] | n/a (n=0) | 50 [25, 75] | 0.50 [0.25, 0.75] | 0.50 [0.25, 0.75] | " \
                        "50 [25, 75] | 50 [25, 75] |"
     assert lines[3].startswith(f"| {B.IDEAL_ROW} | - | - | - | 0.50")
-    # An arm whose model never answered is marked failed, not scored (its fallback share stays visible).
+    # An arm without a usable answer is marked failed, not scored (its fallback share stays visible).
     res["arm_health"] = {"a": {"failed": True, "over": True}}
     assert summary_table(res).splitlines()[2].startswith("| a | FAILED | FAILED | 50 [25, 75] |")
     res["detection"]["readouts"] = {"a": ["vote"]}

@@ -55,10 +55,15 @@ def test_fallback_share_counts_the_arms_own_calls_and_fails_the_eval(tmp_path, c
                 "--set", "world.game.max_steps=40"]
         assert main([*argv, "--out", str(tmp_path / "a")]) == 1
         err = capsys.readouterr().err
-        assert "arm scripted-b failed: 100.0 % of its own calls fell back" in err and "baseline" not in err
+        assert "arm scripted-b failed: every one of its" in err and "own calls fell back" in err
+        assert "baseline" not in err
         res = json.loads((tmp_path / "a" / F.RESULTS_JSON).read_text())
         h = res["arm_health"]
         assert h["scripted-b"]["over"] and h["scripted-b"]["share"] == 1.0 and not h["baseline"]["over"]
+        # it answered, but every answer fell back: its games measure the fallback rule, so it is not scored
+        assert h["scripted-b"]["failed"] and h["scripted-b"]["answered"] > 0
+        md = (tmp_path / "a" / F.RESULTS_MD).read_text()
+        assert "| scripted-b | FAILED (no usable answer) |" in md
         share = next(c for c in res["cells"] if c["arm"] == "scripted-b" and c["imposter"] == "all")
         assert share["metrics"]["fallback_share"]["value"] == 1.0
         assert main([*argv, "--out", str(tmp_path / "b"), "--allow-fallbacks"]) == 0
@@ -71,8 +76,9 @@ def test_arm_health_marks_an_arm_that_never_answered_as_failed():
         return MatchStats("m", arm, "i", 0, "TIMEOUT", 2, 0, 0, 0, 0, arm_calls=calls, arm_fallbacks=fb,
                           arm_answered=answered)
 
-    h = arm_health([ms("dead", 10, 10, 0), ms("ok", 10, 1, 10), ms("bad", 10, 6, 10)], 0.5)
+    h = arm_health([ms("dead", 10, 10, 0), ms("ok", 10, 1, 10), ms("bad", 10, 6, 10), ms("all", 10, 10, 10)], 0.5)
     assert h["dead"]["failed"] and h["dead"]["over"]
+    assert h["all"]["failed"] and h["all"]["over"]  # it answered, but every answer fell back: not scored
     assert not h["ok"]["over"] and h["ok"]["share"] == 0.1
     assert h["bad"]["over"] and not h["bad"]["failed"]
 

@@ -240,7 +240,7 @@ def summary_table(res: dict[str, Any]) -> str:
     failed = {a for a, h in res.get("arm_health", {}).items() if h.get("failed")}
     for r in list(res["arms"]) + ([IDEAL_ROW] if IDEAL_ROW in dcell else []):
         m, dm = cell.get(r), dcell.get(r)
-        # An arm whose model never answered is not scored: its games measure the fallbacks, not the model.
+        # An arm without a usable answer is not scored: its games measure the fallback rule, not the model.
         win, prec = (("FAILED", "FAILED") if r in failed else
                      (short(m and m['crew_win_rate'], True), short(m and m['ejection_precision'], True)))
         lines.append(f"| {r} | {win} | {prec} | {short(m and m['fallback_share'], True)} | "

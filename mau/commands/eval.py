@@ -82,9 +82,11 @@ def main(cfg, opts: RunOptions = RunOptions()) -> int:
     c = r["probe_cost"]
     print(f"probes: {c['probes']} model probe calls in {c['matches']} matches ({c['probes_per_match']:.1f} per "
           f"match, {c['fallbacks']} fallbacks, {c['tokens']} tokens)")
+    from mau.eval.report import failure_reason
+
     bad = {a: h for a, h in r.get("arm_health", {}).items() if h["over"]}
     for arm, h in bad.items():
-        why = "its model never answered" if h["failed"] else f"{100 * h['share']:.1f} % of its own calls fell back"
+        why = failure_reason(h) if h["failed"] else f"{100 * h['share']:.1f} % of its own calls fell back"
         print(f"mau eval: warning: arm {arm} failed: {why} (max_fallback_share "
               f"{100 * cfg.max_fallback_share:.0f} %)", file=sys.stderr)
     return 1 if bad and not cfg.allow_fallbacks else 0

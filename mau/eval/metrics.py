@@ -186,8 +186,10 @@ def cell_metrics(ms: list[MatchStats], resamples: int = 2000, seed: int = 0) -> 
 
 
 def arm_health(ms: list[MatchStats], max_share: float) -> dict[str, dict[str, Any]]:
-    """Per arm: its own calls, fallbacks, answers, share; ``failed`` when its model never answered, ``over``
-    when its fallback share exceeds ``max_share`` (the eval then warns and exits non-zero)."""
+    """Per arm: its own calls, fallbacks, answers, share; ``failed`` when its model gave no usable answer (it
+    never answered, or every answer fell back: its games then measure the fallback rule, not the model),
+    ``over`` when failed or its fallback share exceeds ``max_share`` (the eval then warns and exits
+    non-zero)."""
     out: dict[str, dict[str, Any]] = {}
     for m in ms:
         a = out.setdefault(m.arm, {"calls": 0, "fallbacks": 0, "answered": 0})
@@ -196,7 +198,7 @@ def arm_health(ms: list[MatchStats], max_share: float) -> dict[str, dict[str, An
         a["answered"] += m.arm_answered
     for a in out.values():
         a["share"] = a["fallbacks"] / a["calls"] if a["calls"] else None
-        a["failed"] = a["calls"] > 0 and a["answered"] == 0
+        a["failed"] = a["calls"] > 0 and (a["answered"] == 0 or a["fallbacks"] == a["calls"])
         a["over"] = a["failed"] or (a["share"] is not None and a["share"] > max_share)
     return out
 

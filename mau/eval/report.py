@@ -20,6 +20,13 @@ RESULTS_VERSION = 1
 CSV_COLUMNS = ["arm", "imposter", "metric", "value", "ci_low", "ci_high", "n", "method"]
 
 
+def failure_reason(h: dict[str, Any]) -> str:
+    """Why an arm failed, from its ``arm_health`` entry."""
+    if h["answered"] == 0:
+        return "its model never answered"
+    return f"every one of its {h['calls']} own calls fell back"
+
+
 def compute(cfg: EvalConfig, out: Path, planned: int) -> dict[str, Any]:
     """Every number of the report, as one JSON-able dict."""
     ms = load_matches(out)
@@ -114,10 +121,13 @@ def markdown(res: dict[str, Any]) -> str:
              f"arm's model, the two imposter seats the imposter model. Baseline arm: {res['baseline']}.", ""]
     bad = {a: h for a, h in res.get("arm_health", {}).items() if h["over"]}
     for arm, h in bad.items():
-        why = "its model never answered (not scored)" if h["failed"] else \
-            f"{100 * h['share']:.1f} % of its own {h['calls']} calls fell back"
-        lines += [f"**Arm {arm} failed:** {why} (limit {100 * res['max_fallback_share']:.0f} %); its numbers "
-                  "measure fallbacks, not the model.", ""]
+        if h["failed"]:
+            lines += [f"**Arm {arm} failed:** {failure_reason(h)}; it is not scored (its games measure the "
+                      "fallback rule, not the model).", ""]
+        else:
+            lines += [f"**Arm {arm} failed:** {100 * h['share']:.1f} % of its own {h['calls']} calls fell back "
+                      f"(limit {100 * res['max_fallback_share']:.0f} %); its numbers measure fallbacks, not the "
+                      "model.", ""]
     if res["matches"] < res["planned"]:
         lines += [f"**Partial:** {res['planned'] - res['matches']} planned matches are not finished yet; "
                   "rerun with --resume (or wait for the other shards) and then --report-only.", ""]
@@ -131,7 +141,7 @@ def markdown(res: dict[str, Any]) -> str:
         for arm in arms:
             if res.get("arm_health", {}).get(arm, {}).get("failed") and name not in ("fallback_share",
                                                                                       "imposter_fallback_share"):
-                lines.append(f"| {arm} | " + " | ".join("FAILED (the model never answered)" for _ in cols) + " |")
+                lines.append(f"| {arm} | " + " | ".join("FAILED (no usable answer)" for _ in cols) + " |")
                 continue
             lines.append(f"| {arm} | " + " | ".join(_fmt(cell[(arm, i)]["metrics"][name], name in PERCENT)
                                                   for i in cols) + " |")
