@@ -33,3 +33,15 @@ def percentile_interval(samples: Any) -> tuple[float | None, float | None]:
         return None, None
     lo, hi = np.percentile(samples, [2.5, 97.5])
     return float(lo), float(hi)
+
+
+def fmt_estimate(e: dict[str, Any], percent: bool, digits: tuple[int, int] = (1, 3), with_n: bool = True,
+                 undefined: str = "undefined") -> str:
+    """``value [low, high] n=N`` of an estimate dict (value, ci_low, ci_high, n); ``digits``: decimals for
+    percentages and for the rest; an undefined value reads ``<undefined> (n=N)``."""
+    if e["value"] is None:
+        return f"{undefined} (n={e['n']})"
+    k, d = (100.0, digits[0]) if percent else (1.0, digits[1])
+    lo = "?" if e["ci_low"] is None else f"{e['ci_low'] * k:.{d}f}"
+    hi = "?" if e["ci_high"] is None else f"{e['ci_high'] * k:.{d}f}"
+    return f"{e['value'] * k:.{d}f} [{lo}, {hi}]" + (f" n={e['n']}" if with_n else "")

@@ -8,18 +8,14 @@ from typing import Any
 
 from mau import schema as F
 from mau.beliefs.metrics import DETECTION_METRICS, IDEAL_ROW, PERCENT_METRICS, MatchBeliefs, read_probes
+from mau.stats import fmt_estimate
 
 PALETTE = [(76, 114, 176), (221, 132, 82), (85, 168, 104), (196, 78, 82), (129, 114, 179), (147, 120, 96),
            (218, 139, 195), (140, 140, 140), (204, 185, 116), (100, 181, 205)]
 
 
 def fmt(e: dict[str, Any], percent: bool) -> str:
-    if e["value"] is None:
-        return f"undefined (n={e['n']})"
-    k, d = (100.0, 1) if percent else (1.0, 3)
-    lo = "?" if e["ci_low"] is None else f"{e['ci_low'] * k:.{d}f}"
-    hi = "?" if e["ci_high"] is None else f"{e['ci_high'] * k:.{d}f}"
-    return f"{e['value'] * k:.{d}f} [{lo}, {hi}] n={e['n']}"
+    return fmt_estimate(e, percent)
 
 
 def readout_line(det: dict[str, Any]) -> str:
@@ -226,14 +222,7 @@ def summary_table(res: dict[str, Any]) -> str:
     dcell = {c["row"]: c["metrics"] for c in det["cells"] if c["imposter"] == col}
 
     def short(e: dict[str, Any] | None, percent: bool) -> str:
-        if e is None:
-            return "-"
-        if e["value"] is None:
-            return f"n/a (n={e['n']})"
-        k, d = (100.0, 0) if percent else (1.0, 2)
-        lo = "?" if e["ci_low"] is None else f"{e['ci_low'] * k:.{d}f}"
-        hi = "?" if e["ci_high"] is None else f"{e['ci_high'] * k:.{d}f}"
-        return f"{e['value'] * k:.{d}f} [{lo}, {hi}]"
+        return "-" if e is None else fmt_estimate(e, percent, (0, 2), with_n=False, undefined="n/a")
 
     lines = ["| arm | crew win % | ejection precision % | fallback % (calls) | AUROC | Brier | top-2 hit % | "
              "probe fallback % |", "|---" * 8 + "|"]

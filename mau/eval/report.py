@@ -14,6 +14,7 @@ from mau.eval.config import POOLED, EvalConfig
 from mau.eval.metrics import METHODS, METRICS, PERCENT, arm_health, evaluate, load_matches
 from mau.rundir import atomic_write
 from mau.schema import OUTCOMES
+from mau.stats import fmt_estimate
 
 RESULTS_FORMAT = "mau.eval.results"
 RESULTS_VERSION = 1
@@ -99,12 +100,7 @@ def _nums(*xs: float | None) -> list[str]:
 
 # -- markdown -------------------------------------------------------------------------------------------------
 def _fmt(e: dict[str, Any], percent: bool) -> str:
-    if e["value"] is None:
-        return f"undefined (n={e['n']})"
-    k, d = (100.0, 1) if percent else (1.0, 2)
-    lo = "?" if e["ci_low"] is None else f"{e['ci_low'] * k:.{d}f}"
-    hi = "?" if e["ci_high"] is None else f"{e['ci_high'] * k:.{d}f}"
-    return f"{e['value'] * k:.{d}f} [{lo}, {hi}] n={e['n']}"
+    return fmt_estimate(e, percent, (1, 2))
 
 
 def _col(imp: str) -> str:

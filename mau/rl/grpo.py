@@ -167,7 +167,6 @@ def grpo_args(cfg: RLConfig, out: Path, bf16: bool):
 def train_rl(cfg: RLConfig, out: Path) -> dict[str, Any]:
     import torch
     from datasets import Dataset
-    from peft import LoraConfig
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
     from transformers.utils import logging as hf_logging
     from trl import GRPOTrainer
@@ -191,13 +190,7 @@ def train_rl(cfg: RLConfig, out: Path) -> dict[str, Any]:
     bf16 = cfg.grpo.bf16 if cfg.grpo.bf16 is not None else dtype == torch.bfloat16
     processor = _processor(cfg.policy.path, cfg)
     model = _start_model(cfg, dtype)
-    freeze.freeze_vision(model)
-    peft_config = None
-    if cfg.lora.full_finetune:
-        freeze.freeze_all_but_language_model(model)
-    else:
-        peft_config = LoraConfig(r=cfg.lora.r, lora_alpha=cfg.lora.alpha, lora_dropout=cfg.lora.dropout,
-                                 target_modules=cfg.lora.target_modules, task_type="CAUSAL_LM")
+    peft_config = freeze.prepare_for_tuning(model, cfg.lora)
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.yaml").write_text(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False))
     (out / "provenance.json").write_text(json.dumps({**provenance(), "decisions": len(rows)}, indent=1))

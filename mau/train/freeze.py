@@ -138,3 +138,16 @@ def trainable_digests(model: Any) -> dict[str, str]:
 def compare_digests(before: dict[str, str], after: dict[str, str]) -> list[str]:
     """Names whose digest differs, or that appear on one side only."""
     return sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+
+
+def prepare_for_tuning(model: Any, lora: Any) -> Any:
+    """Freeze the vision tower always; with ``lora.full_finetune`` also everything but the language model and
+    return None, else return the PEFT ``LoraConfig`` the trainer wraps the model with (SFT and GRPO alike)."""
+    freeze_vision(model)
+    if lora.full_finetune:
+        freeze_all_but_language_model(model)
+        return None
+    from peft import LoraConfig
+
+    return LoraConfig(r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
+                      target_modules=lora.target_modules, task_type="CAUSAL_LM")

@@ -254,7 +254,6 @@ def build(cfg: TrainConfig, out: Path, resume_from_checkpoint: bool = False,
 
 def _build(cfg: TrainConfig, out: Path, resume_from_checkpoint: bool, callbacks: list[Any] | None) -> Setup:
     import torch
-    from peft import LoraConfig
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
     from transformers.utils import logging as hf_logging
     from trl import SFTTrainer
@@ -271,13 +270,7 @@ def _build(cfg: TrainConfig, out: Path, resume_from_checkpoint: bool, callbacks:
     args = sft_config(cfg, out, has_eval=data.eval is not None, bf16=bf16)
     model = load_model(base, cfg)
 
-    freeze.freeze_vision(model)
-    peft_config = None
-    if cfg.lora.full_finetune:
-        freeze.freeze_all_but_language_model(model)
-    else:
-        peft_config = LoraConfig(r=cfg.lora.r, lora_alpha=cfg.lora.alpha, lora_dropout=cfg.lora.dropout,
-                                 target_modules=cfg.lora.target_modules, task_type="CAUSAL_LM")
+    peft_config = freeze.prepare_for_tuning(model, cfg.lora)
     vision_before = freeze.vision_digests(model)
 
     with warnings.catch_warnings():  # peft 0.21 calls a transformers method that 5.24 marks deprecated
