@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -17,6 +14,7 @@ from mau import schema as F
 from mau.cli import main
 from mau.collect.grid import GridConfig, enumerate_grid, in_shard, parse_shard
 from mau.collect.summary import wilson
+from tests.helpers import finished_matches, kill_group_when
 
 SMOKE = "configs/collect/smoke.yaml"
 FAST = ["--set", "world.game.max_steps=8", "--no-progress"]
@@ -60,8 +58,7 @@ def test_bad_grid_configs_are_refused_with_the_field():
         GridConfig.model_validate({"pool": [{"name": "gpt/4"}]})
 
 
-def _finished(run: Path) -> list[str]:
-    return sorted(p.name for p in (run / F.MATCHES_DIR).iterdir() if (p / F.MATCH_HEADER).is_file())
+_finished = finished_matches
 
 
 def _planned(run: Path) -> list[str]:
@@ -103,13 +100,7 @@ def test_kill_9_then_resume_loses_and_duplicates_nothing(tmp_path):
     cmd = [sys.executable, "-m", "mau", "collect", "--config", SMOKE, "--out", str(run), "--workers", "2",
            "--set", "world.game.max_steps=40", "--no-progress"]
     proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:  # wait until some, not all, matches are done
-        if (run / F.MATCHES_DIR).is_dir() and len(_finished(run)) >= 3:
-            break
-        time.sleep(0.05)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+    kill_group_when(proc, lambda: len(_finished(run)) >= 3, 120)  # some, not all, matches are done
     done_before = _finished(run)
     assert 3 <= len(done_before) < 36
     before = {m: (run / F.MATCHES_DIR / m / F.MATCH_HEADER).read_text() for m in done_before}

@@ -22,6 +22,7 @@ from mau.env.config import COLOR_RGB, GameConfig, WorldConfig
 from mau.env.minecraft.host import POOL, frames_installed, installed
 from mau.env.state import DISCUSSION, ENDED, OUTCOMES, ROAM
 from mau.errors import MauError
+from tests.helpers import finished_matches, kill_group_when
 
 REQUIRED = os.environ.get("MAU_REQUIRE_MINECRAFT") == "1"
 _missing = installed()
@@ -338,8 +339,7 @@ world:
 """
 
 
-def _finished(run: Path) -> set[str]:
-    return {p.parent.name for p in (run / "matches").glob("*/match.json")}
+_finished = finished_matches
 
 
 def test_collect_on_minecraft_two_workers_sigkill_then_resume(tmp_path):
@@ -355,14 +355,8 @@ def test_collect_on_minecraft_two_workers_sigkill_then_resume(tmp_path):
     with open(err, "w") as f:
         proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL, stderr=f, cwd=ROOT,
                                 env={**os.environ, "PYTHONPATH": str(ROOT)})
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:  # until one match is finished, then kill -9 the whole collect
-        assert proc.poll() is None, err.read_text()
-        if (run / "matches").is_dir() and _finished(run):
-            break
-        time.sleep(0.1)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+    # until one match is finished, then kill -9 the whole collect
+    kill_group_when(proc, lambda: bool(_finished(run)), 300, why=err.read_text)
     done = _finished(run)
     assert 1 <= len(done) < 4
     deadline = time.monotonic() + 20

@@ -231,15 +231,16 @@ class BeliefProbes:
     async def _model(self, a, obs: dict[str, Any], common: dict[str, Any], cands: list[str], k: int) -> dict[str, Any]:
         """One probe call; whatever happens, a record (a failure is a recorded fallback, never a crash)."""
         t0 = time.perf_counter()
+        readout = readout_of(self.cfg, a.backend)
         rec: dict[str, Any] = {**common, F.PROBE_SOURCE: SOURCE_MODEL, F.MODEL: a.seat.model.model,
                                F.BACKEND: a.backend.name, F.MESSAGES: None, F.RAW_OUTPUT: None,
                                F.PROBE_BELIEFS: None, "raw_beliefs": None, F.PROBE_TOP2: None, "top2_source": None,
                                F.FALLBACK: True, F.FALLBACK_REASON: None, F.ERROR: None, F.LATENCY_S: None,
                                F.PROMPT_TOKENS: None, F.COMPLETION_TOKENS: None, "attempts": 0,
                                "temperature": self.cfg.temperature, "max_tokens": self.cfg.max_tokens,
-                               F.PROBE_READOUT: readout_of(self.cfg, a.backend)}
+                               F.PROBE_READOUT: readout}
         try:
-            vote = readout_of(self.cfg, a.backend) == "vote"
+            vote = readout == "vote"
             messages = a.prompt(VOTE, obs) if vote else probe_messages(a, obs, cands, k)
             rec[F.MESSAGES] = messages
             st = self.world.state

@@ -228,6 +228,7 @@ class SimWorld:
         players = st.players
         while st.tick < end_tick and st.phase == ROAM:
             dt = min(sub, end_tick - st.tick)
+            self._substep_begin()
             for p in players:
                 if not p.active:
                     continue
@@ -240,11 +241,18 @@ class SimWorld:
             if st.phase != ROAM:
                 self._interrupt_all("a meeting was called")
                 break
+            self._substep_move(dt)
             self.rules.advance_clock(st, dt)
             if st.bodies:
                 self._see_bodies()
             if self.rules.check_end(st):
                 break
+
+    def _substep_begin(self) -> None:
+        """Before a sub-step's action programs run (a backend whose bodies move elsewhere resets here)."""
+
+    def _substep_move(self, ticks: int) -> None:
+        """After the programs, before the clock: move the bodies (the sim's programs move them themselves)."""
 
     def _interrupt_all(self, reason: str) -> None:
         for p in self.state.players:

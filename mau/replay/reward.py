@@ -10,7 +10,6 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from mau import schema as F
 from mau.config import Model
 from mau.replay.session import BranchOutcome
 
@@ -112,7 +111,3 @@ class ForkRewarder:
     def rewards(self, items: list[tuple[str, str, str]]) -> list[tuple[float, dict[str, float], BranchOutcome]]:
         outs = asyncio.run(self.outcomes(items))
         return [(*score(o, self.cfg), o) for o in outs]
-
-
-def decision_key(call: dict[str, Any]) -> str:
-    return call[F.CALL_ID]

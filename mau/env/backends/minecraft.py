@@ -35,7 +35,7 @@ from mau.env.map import GameMap
 from mau.env.minecraft.blocks import carpet, map_blocks
 from mau.env.minecraft.host import HOST_LOG, MC_VERSION, POOL, MinecraftHost, frames_installed
 from mau.env.sim import SimWorld
-from mau.env.state import ENDED, ROAM, GameState, PlayerState
+from mau.env.state import ENDED, GameState, PlayerState
 from mau.errors import MauError
 
 ARRIVED = 1e-3  # the host steps a body exactly onto its waypoint; this only absorbs float rounding
@@ -213,31 +213,15 @@ class MinecraftWorld(SimWorld):
 
     # -- movement: two-phase sub-steps ---------------------------------------------------------------------
     def _advance(self, ticks: int) -> None:
-        st = self.state
-        sub = self.cfg.substep_ticks
-        end_tick = st.tick + ticks
-        while st.tick < end_tick and st.phase == ROAM:
-            dt = min(sub, end_tick - st.tick)
-            self._goals, self._goal_runs = {}, {}
-            for p in st.players:
-                if not p.active:
-                    continue
-                run = self.runs.get(p.name)
-                if run is None or run.status != "running":
-                    continue
-                self._programs[run.action.kind](p, run, dt)
-                if st.phase != ROAM:
-                    break
-            if st.phase != ROAM:
-                self._interrupt_all("a meeting was called")
-                break
-            self._physics(dt)
-            self.rules.advance_clock(st, dt)
-            if st.bodies:
-                self._see_bodies()
-            if self.rules.check_end(st):
-                break
+        """The sim's sub-step loop (its two hooks below), then the bodies follow the rules' teleports."""
+        super()._advance(ticks)
         self._sync_from_rules()
+
+    def _substep_begin(self) -> None:
+        self._goals, self._goal_runs = {}, {}  # the programs of this sub-step set the walking goals
+
+    def _substep_move(self, ticks: int) -> None:
+        self._physics(ticks)
 
     def _physics(self, ticks: int) -> None:
         st = self.state
