@@ -62,6 +62,19 @@ def is_match_dir(path: str | Path) -> bool:
     return (Path(path) / F.MATCH_HEADER).is_file()
 
 
+def finished_matches(path: str | Path) -> list[Path]:
+    """The finished match folders of a run folder (``matches/<id>/`` holding ``match.json``), sorted by name;
+    ``[path]`` for a match folder itself; [] for anything else. Hidden folders (the staging folders of matches
+    in flight, ``.<id>.partial-*``) are not matches. Every reader of a run lists its matches here."""
+    path = Path(path)
+    if is_match_dir(path):
+        return [path]
+    base = path / F.MATCHES_DIR
+    if not base.is_dir():
+        return []
+    return sorted(p for p in base.iterdir() if not p.name.startswith(".") and is_match_dir(p))
+
+
 def read_header(path: str | Path) -> dict[str, Any]:
     """Read and check a match header; refuse a format or version this mau does not know."""
     from mau.formats import read_versioned_header

@@ -176,6 +176,9 @@ PROBE_BELIEFS = "beliefs"  # {name: P(imposter)} normalised to the living impost
 PROBE_TOP2 = "top2"
 PROBE_READOUT = "readout"  # model probes: "answer" (asked, JSON) or "vote" (the VOTE answer's scored names)
 HEADER_PROBES = "probes"  # match header: the probes' counts and costs
+# the detection report (`mau beliefs`; docs/formats.md): tables, their numbers, long format, plots
+BELIEFS_MD, BELIEFS_JSON, BELIEFS_CSV = "beliefs.md", "beliefs.json", "beliefs.csv"
+CALIBRATION_PNG, CURVES_PNG = "calibration.png", "belief_curves.png"
 
 # -- declared shapes of the central records (writer and readers share them) ---------------------------------------
 # TypedDicts carry the keys above as literal names (a TypedDict cannot take constants); tests check that the

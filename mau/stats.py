@@ -1,10 +1,29 @@
-"""Statistics more than one stage reports: the Wilson interval of a proportion and match-level bootstrap
-resampling (collect's summary, eval's metrics)."""
+"""The statistics every report shares: one estimate type (a value with its 95% interval and n), the Wilson
+interval of a proportion, one percentile bootstrap and one paired bootstrap (eval's vote metrics, its
+detection metrics, collect's summary, forks). Seeded: the same data and seed give the same interval.
+"""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
 from typing import Any
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A number with its 95% interval; ``value`` None when undefined (e.g. precision without ejections).
+    ``method`` names the interval (wilson, bootstrap, paired_bootstrap, count)."""
+
+    value: float | None
+    ci_low: float | None
+    ci_high: float | None
+    n: int
+    method: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -33,6 +52,38 @@ def percentile_interval(samples: Any) -> tuple[float | None, float | None]:
         return None, None
     lo, hi = np.percentile(samples, [2.5, 97.5])
     return float(lo), float(hi)
+
+
+def bootstrap(statistic: Callable[[Any], Any], m: int, resamples: int = 2000,
+              seed: int = 0) -> tuple[float | None, float | None]:
+    """The 95% percentile interval of ``statistic`` over ``resamples`` resamples of ``m`` units (matches, or
+    pairs) drawn with replacement. ``statistic`` gets the (resamples, m) index array and returns one value per
+    resample (vectorised, or a list); a resample where it is undefined (None or NaN) is left out."""
+    import numpy as np
+
+    if m == 0:
+        return None, None
+    values = statistic(bootstrap_indices(m, resamples, seed))
+    s = np.asarray([np.nan if v is None else v for v in values], float)
+    return percentile_interval(s[~np.isnan(s)])
+
+
+def paired_bootstrap(a: Mapping[Any, Any], b: Mapping[Any, Any],
+                     diff: Callable[[list[Any], list[Any]], float | None], resamples: int = 2000,
+                     seed: int = 0) -> tuple[list[Any], float | None, float | None, float | None]:
+    """``diff(a's items, b's items)`` over the keys both have (the pairs: same seed and imposter model, or the
+    same match), with the 95% interval of a bootstrap over the pairs. Returns (keys, difference, low, high);
+    the difference is None without pairs or where ``diff`` is undefined (then no interval)."""
+    keys = sorted(set(a) & set(b), key=str)
+
+    def of(ks: list[Any]) -> float | None:
+        return diff([a[k] for k in ks], [b[k] for k in ks])
+
+    d = of(keys) if keys else None
+    if d is None:
+        return keys, None, None, None
+    lo, hi = bootstrap(lambda idx: [of([keys[i] for i in row]) for row in idx], len(keys), resamples, seed)
+    return keys, d, lo, hi
 
 
 def fmt_estimate(e: dict[str, Any], percent: bool, digits: tuple[int, int] = (1, 3), with_n: bool = True,

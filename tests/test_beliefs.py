@@ -1,4 +1,5 @@
-"""Belief probes, the ideal observer and the detection metrics (docs/evaluation.md, "Detection")."""
+"""In-match beliefs (mau/harness/beliefs): belief probes, perception and the ideal observer (docs/harness.md,
+"Belief probes"; docs/evaluation.md, "The ideal observer"). Their metrics: tests/test_detection.py."""
 
 from __future__ import annotations
 
@@ -10,16 +11,15 @@ from typing import Any
 import pytest
 
 from mau import schema as F
-from mau.beliefs import metrics as B
-from mau.beliefs.config import ObserverConfig
-from mau.beliefs.observer import DEAD, EJECTED, NEAR_BODY, WITNESSED_KILL, Evidence, beliefs
-from mau.beliefs.perceive import Perception
-from mau.beliefs.probe import QUESTION, VOTE_PREFIX, normalise, parse_probe
-from mau.beliefs.report import markdown
 from mau.env.backends import make_world
 from mau.env.config import WorldConfig
+from mau.eval import detection as B
 from mau.harness.backends import make_backend
 from mau.harness.backends.base import ModelBackend, ModelRequest, ModelResponse, ScoreResponse
+from mau.harness.beliefs.config import ObserverConfig
+from mau.harness.beliefs.observer import DEAD, EJECTED, NEAR_BODY, WITNESSED_KILL, Evidence, beliefs
+from mau.harness.beliefs.perceive import Perception
+from mau.harness.beliefs.probe import QUESTION, VOTE_PREFIX, normalise, parse_probe
 from mau.harness.config import SeatConfig
 from mau.harness.match import AriaMatch
 from mau.harness.modules import ParseError
@@ -268,74 +268,6 @@ def test_vote_readout_scores_the_vote_prompt_and_leaves_the_match_unchanged(tmp_
         assert recs and all(r[F.PROBE_READOUT] == readout and not r[F.FALLBACK] for r in recs)
 
 
-# -- metrics on a hand-made probe file -----------------------------------------------------------------------------
-def _probe(seq: int, tick: int, beliefs: dict[str, float] | None, top2: list[str] | None,
-           source: str = "model") -> dict[str, Any]:
-    return {F.PROBES_VERSION_FIELD: 1, F.MATCH: "m", F.STEP: 0, F.TICK: tick, F.PROBE_MOMENT: "meeting_start",
-            F.PROBE_SEQ: seq, F.AGENT: "X", F.ROLE: "crewmate", F.PROBE_SOURCE: source,
-            F.PROBE_CANDIDATES: sorted(beliefs) if beliefs else ["A", "B", "C", "D"], F.PROBE_BELIEFS: beliefs,
-            F.PROBE_TOP2: top2, F.FALLBACK: beliefs is None}
-
-
-def _hand_match(folder: Path, probes: list[dict[str, Any]]) -> Path:
-    folder.mkdir(parents=True)
-    roles = {"X": "crewmate", "A": "imposter", "B": "imposter", "C": "crewmate", "D": "crewmate"}
-    (folder / F.MATCH_HEADER).write_text(json.dumps({F.FORMAT: F.MATCH_FORMAT, F.FORMAT_VERSION: 1, F.SEED: 1,
-                                                     F.ROLES: roles, F.TICKS: 1000}))
-    (folder / F.EVENTS_FILE).write_text(json.dumps({F.EVENT_INDEX: 0, F.TICK: 500, F.STEP: 5, F.TYPE: F.EV_EJECTION,
-                                                    "ejected": "A", "role": "imposter"}) + "\n")
-    (folder / F.PROBES_FILE).write_text("".join(json.dumps(p) + "\n" for p in probes))
-    return folder
-
-
-def test_metrics_on_a_hand_made_probe_file(tmp_path):
-    d = _hand_match(tmp_path / "m", [
-        _probe(1, 100, {"A": 0.8, "B": 0.2, "C": 0.6, "D": 0.4}, ["A", "C"]),
-        _probe(2, 400, {"A": 0.9, "B": 0.6, "C": 0.3, "D": 0.2}, ["A", "B"]),
-        _probe(3, 700, None, None),  # a fallback: no beliefs, not scored
-        _probe(4, 800, {"B": 0.7, "C": 0.2, "D": 0.1}, ["C", "D"]),  # A was ejected at tick 500
-    ])
-    c = B.cell(B.load_run(d), resamples=50)
-    v = {k: e["value"] for k, e in c.items()}
-    assert v["auroc"] == ap(25.5 / 30)  # 5 imposter and 6 crewmate scores, ties count half
-    assert v["brier"] == ap(1.64 / 11)
-    assert v["ece"] == ap(2.0 / 11)
-    assert c["auroc"]["n"] == 11  # the fallback adds nothing (never a silent 0.5)
-    assert v["top2_hit_rate"] == ap(2 / 3)
-    assert v["detection_rate"] == ap(0.5)  # A detected from the first probe; B's last probe misses
-    assert v["time_to_detection"] == ap(0.1)
-    assert v["detection_lead"] == ap(0.1 - 0.5)
-    assert v["probe_fallback_share"] == ap(0.25)
-    # the report says how each row's beliefs were read (records without the field were asked)
-    det = B.evaluate(B.load_run(d), resamples=50)
-    assert det["readouts"] == {"match": ["answer"]}
-    assert "Probe read-out: match: answer (" in markdown(det)
-
-
-def test_beliefs_verb_writes_the_report(tmp_path, capsys):
-    from mau.cli import main
-
-    run = tmp_path / "run" / F.MATCHES_DIR
-    _hand_match(run / "m1", [_probe(1, 100, {"A": 0.8, "B": 0.2, "C": 0.6, "D": 0.4}, ["A", "C"]),
-                             _probe(1, 100, {"A": 0.5, "B": 0.5, "C": 0.5, "D": 0.5}, ["A", "B"], "ideal")])
-    assert main(["beliefs", str(tmp_path / "run"), "--resamples", "20"]) == 0
-    out = capsys.readouterr().out
-    assert "ideal observer" in out and "AUROC" in out
-    for name in ("beliefs.md", "beliefs.json", "beliefs.csv", "calibration.png", "belief_curves.png"):
-        assert (tmp_path / "run" / name).is_file()
-    assert main(["beliefs", str(tmp_path / "nope")]) == 2
-
-
-def test_unknown_probe_version_is_refused(tmp_path):
-    from mau.errors import MauError
-
-    p = _probe(1, 100, {"A": 0.8, "B": 0.2, "C": 0.6, "D": 0.4}, ["A", "C"])
-    p[F.PROBES_VERSION_FIELD] = 99
-    d = _hand_match(tmp_path / "m", [p])
-    with pytest.raises(MauError, match="format_version"):
-        B.read_probes(d)
-
-
 def test_observer_vote_temperament_votes_the_observers_top_player(tmp_path):
     _, d = _play(tmp_path / "ov", {"enabled": False, "observer_vote": 0.5}, seed=3)
     ideal = {(r[F.AGENT], r["meeting"]): r for r in B.read_probes(d)
@@ -352,27 +284,6 @@ def test_observer_vote_temperament_votes_the_observers_top_player(tmp_path):
         top = max(sorted(bel), key=lambda n: bel[n])
         assert v[F.PARSED]["vote_target"] == (top if bel[top] >= 0.5 else "skip")
         assert "observer" not in json.dumps(v[F.MESSAGES])  # the hint is never in the prompt
-
-
-def test_summary_table_puts_detection_next_to_win_rate_with_the_observer_row():
-    from mau.beliefs.report import summary_table
-
-    e = {"value": 0.5, "ci_low": 0.25, "ci_high": 0.75, "n": 4, "method": "x"}
-    none = {"value": None, "ci_low": None, "ci_high": None, "n": 0, "method": "x"}
-    vote = {"crew_win_rate": e, "ejection_precision": none, "fallback_share": e}
-    det = {"auroc": e, "brier": e, "top2_hit_rate": e, "probe_fallback_share": e}
-    res = {"arms": ["a"], "columns": ["imp"], "cells": [{"arm": "a", "imposter": "imp", "metrics": vote}],
-           "detection": {"rows": ["a", B.IDEAL_ROW], "cells": [{"row": r, "imposter": "imp", "metrics": det}
-                                                               for r in ("a", B.IDEAL_ROW)]}}
-    lines = summary_table(res).splitlines()
-    assert lines[2] == "| a | 50 [25, 75] | n/a (n=0) | 50 [25, 75] | 0.50 [0.25, 0.75] | 0.50 [0.25, 0.75] | " \
-                       "50 [25, 75] | 50 [25, 75] |"
-    assert lines[3].startswith(f"| {B.IDEAL_ROW} | - | - | - | 0.50")
-    # An arm without a usable answer is marked failed, not scored (its fallback share stays visible).
-    res["arm_health"] = {"a": {"failed": True, "over": True}}
-    assert summary_table(res).splitlines()[2].startswith("| a | FAILED | FAILED | 50 [25, 75] |")
-    res["detection"]["readouts"] = {"a": ["vote"]}
-    assert summary_table(res).splitlines()[-1].startswith("Probe read-out: a: vote (")
 
 
 def test_probe_arms_turn_model_probes_off_for_the_other_arms():

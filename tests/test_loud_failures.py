@@ -1,4 +1,4 @@
-"""Failures cannot pass as results (issue 9, part 5): start-up probes, fallback shares that count an arm's own
+"""Failures cannot pass as results (issue 9, part 5): the preflight check, fallback shares that count an arm's own
 calls, failed arms, a non-zero exit; and `mau dataset` with the same call twice."""
 
 from __future__ import annotations

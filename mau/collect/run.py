@@ -64,7 +64,7 @@ def run_collect(cfg: CollectConfig, out: Path, opts: RunOptions = RunOptions()) 
     """Create (or with --resume join) the run folder, play this shard's missing matches, write the summary."""
     from mau.collect.grid import describe_plan
     from mau.collect.summary import write_summary
-    from mau.harness.probe import probe_models
+    from mau.harness.preflight import preflight_models
 
     planned = plan(cfg)
     if opts.dry_run:
@@ -72,7 +72,7 @@ def run_collect(cfg: CollectConfig, out: Path, opts: RunOptions = RunOptions()) 
         print_plan("collect", out, cfg.shard, planned)
         return None
     # Before the run folder is made: a dead server or a missing adapter stops the run here, in one line.
-    probe_models({f"pool {p.name}": p.model for p in cfg.grid.pool})
+    preflight_models({f"pool {p.name}": p.model for p in cfg.grid.pool})
     run = RunDir(out, "collect run")
     run.open_run(F.RUN_FORMAT, F.RUN_FORMAT_VERSION, cfg.identity(), cfg.resume,
                  dump_yaml(cfg.model_copy(update={"shard": None, "resume": False})),

@@ -9,17 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from mau import schema as F
-from mau.matchdir import read_header
+from mau.matchdir import finished_matches, read_header
 from mau.schema import CREW_OUTCOMES, OUTCOMES
 from mau.stats import wilson  # noqa: F401  (re-exported)
 
 
 def load_headers(run: Path) -> list[dict[str, Any]]:
-    folder = run / F.MATCHES_DIR
-    if not folder.is_dir():
-        return []
-    return [read_header(p) for p in sorted(folder.iterdir())
-            if not p.name.startswith(".") and (p / F.MATCH_HEADER).is_file()]
+    return [read_header(p) for p in finished_matches(run)]
 
 
 def summarize(run: Path, planned: int | None = None) -> dict[str, Any]:

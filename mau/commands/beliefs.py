@@ -5,7 +5,8 @@ arm (or crewmate model) x imposter model, AUROC, Brier score, expected calibrati
 detection rate, time to detection and detection lead, each with a 95% match-level bootstrap interval, the
 ideal observer as the reference row, and paired comparisons (with the baseline arm on the same seeds, and
 with the ideal observer on the same matches). Writes beliefs.md, beliefs.json, beliefs.csv, calibration.png
-and belief_curves.png into --out (default: the first RUN) and prints the tables.
+and belief_curves.png into --out (default: the first RUN) and prints the tables. The numbers are the eval's
+own (``mau.eval.detection``; the report: ``mau.eval.report.write_detection_report``).
 """
 
 from __future__ import annotations
@@ -14,10 +15,6 @@ import argparse
 
 from mau.commands.common import Flag
 from mau.options import RunOptions
-
-BELIEFS_MD, BELIEFS_JSON, BELIEFS_CSV = "beliefs.md", "beliefs.json", "beliefs.csv"
-CALIBRATION_PNG, CURVES_PNG = "calibration.png", "belief_curves.png"
-
 
 FLAGS = [
     Flag("runs", "collect or eval run folders, or match folders", type=list),
@@ -44,43 +41,13 @@ def config_from_args(args: argparse.Namespace) -> argparse.Namespace:
 
 
 def main(args: argparse.Namespace, opts: RunOptions = RunOptions()) -> int:
-    import csv
-    import io
-    import json
     from pathlib import Path
 
-    from mau import schema as F
-    from mau.beliefs import report
-    from mau.beliefs.metrics import evaluate, load_run, read_probes
+    from mau.eval.report import write_detection_report
 
-    ms = []
-    for r in args.runs:
-        ms += load_run(r)
-    det = evaluate(ms, args.baseline, args.resamples, args.seed)
     out = Path(args.out or args.runs[0])
-    out.mkdir(parents=True, exist_ok=True)
-    md = report.markdown(det, title="# Detection report", level="##")
-    (out / BELIEFS_MD).write_text(md + "\n")
-    (out / BELIEFS_JSON).write_text(json.dumps({"runs": args.runs, **det}, indent=1))
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["row", "imposter", "metric", "value", "ci_low", "ci_high", "n", "method"])
-    w.writerows(report.csv_rows(det))
-    (out / BELIEFS_CSV).write_text(buf.getvalue())
-    report.calibration_plot(ms).save(out / CALIBRATION_PNG)
-    match = Path(args.match) if args.match else None
-    if match is None:
-        for r in args.runs:
-            base = Path(r)
-            cands = [base] if (base / F.MATCH_HEADER).is_file() else \
-                sorted(p for p in (base / F.MATCHES_DIR).glob("*") if (p / F.MATCH_HEADER).is_file())
-            match = next((c for c in cands if any(x[F.PROBE_SOURCE] == "model" for x in read_probes(c))),
-                         cands[0] if cands else None)
-            if match is not None:
-                break
-    if match is not None:
-        report.belief_curves(match).save(out / CURVES_PNG)
-    print(md)
-    print(f"beliefs: {det['matches']} matches -> {out}/{{{BELIEFS_MD},{BELIEFS_JSON},{BELIEFS_CSV},"
-          f"{CALIBRATION_PNG}{',' + CURVES_PNG if match is not None else ''}}}")
+    r = write_detection_report(args.runs, out, args.baseline, args.resamples, args.seed,
+                               Path(args.match) if args.match else None)
+    print(r["markdown"])
+    print(f"beliefs: {r['matches']} matches -> {out}/{{{','.join(r['files'])}}}")
     return 0

@@ -8,7 +8,7 @@ Writes the resolved config, provenance, the grid, the match folders and a summar
 model and role, the imposter x crewmate matchup matrix as a table and a plot). Ctrl-C stops within seconds and
 keeps every finished match; ``--max-failures N`` tolerates N failed matches; ``--dry-run`` prints the plan and
 what it will cost (calls, tokens, USD, disk), then the grid (matches per case with each side's harness, the pool,
-the pairings), and writes nothing. Before the first match every pool model answers one probe request (a dead
+the pairings), and writes nothing. Before the first match every pool model answers one preflight request (a dead
 server or a misnamed model stops the run in one line); at the end a side whose own calls fell back more than
 ``max_fallback_share`` (default 50 %) is warned about.
 """
@@ -56,9 +56,9 @@ def main(cfg, opts: RunOptions = RunOptions()) -> int:
 
 def probe_cost_line(out) -> str:
     """One line: the belief probes' cost per match (read from the match headers)."""
-    from mau import schema as F
-    from mau.beliefs.metrics import probe_cost
+    from mau.eval.detection import probe_cost
+    from mau.matchdir import finished_matches
 
-    c = probe_cost([p for p in sorted((out / F.MATCHES_DIR).glob("*")) if (p / F.MATCH_HEADER).is_file()])
+    c = probe_cost(finished_matches(out))
     return (f"probes: {c['probes']} model probe calls in {c['matches']} matches ({c['probes_per_match']:.1f} per "
             f"match, {c['fallbacks']} fallbacks, {c['tokens']} tokens)")

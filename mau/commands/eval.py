@@ -10,7 +10,7 @@ Writes results.md (crew win rate, ejection recall and precision, imposters eject
 endings, each with n and a 95% interval; paired comparisons with the baseline; detection metrics from the
 belief probes with the ideal observer's row, as ``mau beliefs``), results.csv, results.json,
 results.png, and every match folder (collect format: the eval is also data for ``mau dataset``).
-Failures are loud: before the first match every arm's and imposter's model answers one probe request (a dead
+Failures are loud: before the first match every arm's and imposter's model answers one preflight request (a dead
 server, a missing adapter or a misnamed model stops the eval in one line); an arm whose own calls fell back
 more than ``max_fallback_share`` (default 50 %), or whose model never answered, is reported as failed and the
 eval exits 1 (``--allow-fallbacks``: exit 0 anyway).

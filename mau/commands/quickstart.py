@@ -170,7 +170,7 @@ def main(cfg: QuickstartConfig, opts: RunOptions = RunOptions()) -> int:
     ecfg = load_config(EvalConfig, cfg.eval_config, _merge_sets(parse_overrides(cfg.eval_set), over))
     eval_main(ecfg, sub)
     timings["eval_s"] = time.perf_counter() - t
-    from mau.beliefs.report import summary_table
+    from mau.eval.report import summary_table
 
     results_file = eval_dir / "results.json"
     results = json.loads(results_file.read_text()) if results_file.is_file() else None

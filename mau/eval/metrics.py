@@ -17,7 +17,7 @@ Bootstraps are seeded: the same folders give the same report.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -25,9 +25,9 @@ import numpy as np
 
 from mau import schema as F
 from mau.eval.config import POOLED
-from mau.matchdir import iter_events, read_header
+from mau.matchdir import finished_matches, iter_events, read_header
 from mau.schema import CREW_OUTCOMES, IMPOSTER, OUTCOMES
-from mau.stats import bootstrap_indices, percentile_interval, wilson
+from mau.stats import Estimate, bootstrap, paired_bootstrap, wilson
 
 # metric name -> (title, what n counts, interval method); the order of the report's tables
 METRICS: dict[str, tuple[str, str, str]] = {
@@ -113,29 +113,11 @@ def _side_counts(calls: dict[str, Any]) -> dict[str, int]:
 
 
 def load_matches(run: str | Path) -> list[MatchStats]:
-    """Every finished match of a run folder (hidden staging folders are not matches)."""
-    folder = Path(run) / F.MATCHES_DIR
-    if not folder.is_dir():
-        return []
-    return [match_stats(p) for p in sorted(folder.iterdir())
-            if not p.name.startswith(".") and (p / F.MATCH_HEADER).is_file()]
+    """Every finished match of a run folder."""
+    return [match_stats(p) for p in finished_matches(run)]
 
 
-# -- estimates ------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Estimate:
-    """A number with its 95% interval; ``value`` None when undefined (e.g. precision without ejections)."""
-
-    value: float | None
-    ci_low: float | None
-    ci_high: float | None
-    n: int
-    method: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
+# -- estimates (mau.stats.Estimate) ----------------------------------------------------------------------
 def proportion(k: int, n: int) -> Estimate:
     """k/n with its Wilson interval; undefined for n = 0."""
     if n == 0:
@@ -152,10 +134,12 @@ def ratio_bootstrap(num: Iterable[float], den: Iterable[float], resamples: int =
     a, b = np.asarray(list(num), float), np.asarray(list(den), float)
     if b.sum() == 0:
         return Estimate(None, None, None, 0, "bootstrap")
-    idx = bootstrap_indices(len(a), resamples, seed)
-    ns, ds = a[idx].sum(axis=1), b[idx].sum(axis=1)
-    ok = ds > 0
-    lo, hi = percentile_interval(ns[ok] / ds[ok])
+
+    def ratio(idx: np.ndarray) -> np.ndarray:
+        ns, ds = a[idx].sum(axis=1), b[idx].sum(axis=1)
+        return np.divide(ns, ds, out=np.full(len(ds), np.nan), where=ds > 0)
+
+    lo, hi = bootstrap(ratio, len(a), resamples, seed)
     return Estimate(float(a.sum() / b.sum()), lo, hi, int(b.sum()), "bootstrap")
 
 
@@ -164,7 +148,7 @@ def mean_bootstrap(x: Iterable[float], resamples: int = 2000, seed: int = 0) -> 
     a = np.asarray(list(x), float)
     if a.size == 0:
         return Estimate(None, None, None, 0, "bootstrap")
-    lo, hi = percentile_interval(a[bootstrap_indices(len(a), resamples, seed)].mean(axis=1))
+    lo, hi = bootstrap(lambda idx: a[idx].mean(axis=1), len(a), resamples, seed)
     return Estimate(float(a.mean()), lo, hi, int(a.size), "bootstrap")
 
 
@@ -226,18 +210,17 @@ def paired(arm_wins: dict[Any, bool], base_wins: dict[Any, bool], resamples: int
 
     ``diff`` is the arm's crew win rate minus the baseline's on those pairs (mean of the per-pair differences,
     each -1, 0 or +1), with a percentile bootstrap interval over pairs."""
-    keys = sorted(set(arm_wins) & set(base_wins), key=str)
-    d = np.asarray([int(arm_wins[k]) - int(base_wins[k]) for k in keys], float)
-    better, worse = int((d > 0).sum()), int((d < 0).sum())
-    out: dict[str, Any] = {"n_pairs": len(keys), "arm_wins": int(sum(arm_wins[k] for k in keys)),
-                           "baseline_wins": int(sum(base_wins[k] for k in keys)), "arm_better": better,
-                           "baseline_better": worse, "ties": len(keys) - better - worse,
-                           "diff": None, "ci_low": None, "ci_high": None, "method": "paired_bootstrap",
-                           "p_mcnemar": mcnemar_exact(better, worse)}
-    if keys:
-        lo, hi = percentile_interval(d[bootstrap_indices(len(d), resamples, seed)].mean(axis=1))
-        out.update(diff=float(d.mean()), ci_low=lo, ci_high=hi)
-    return out
+    def diff(arm: list[bool], base: list[bool]) -> float:
+        return float(np.mean([int(x) - int(y) for x, y in zip(arm, base)]))
+
+    keys, d, lo, hi = paired_bootstrap(arm_wins, base_wins, diff, resamples, seed)
+    better = sum(arm_wins[k] and not base_wins[k] for k in keys)
+    worse = sum(base_wins[k] and not arm_wins[k] for k in keys)
+    return {"n_pairs": len(keys), "arm_wins": int(sum(arm_wins[k] for k in keys)),
+            "baseline_wins": int(sum(base_wins[k] for k in keys)), "arm_better": better,
+            "baseline_better": worse, "ties": len(keys) - better - worse,
+            "diff": d, "ci_low": lo, "ci_high": hi, "method": "paired_bootstrap",
+            "p_mcnemar": mcnemar_exact(better, worse)}
 
 
 # -- the whole evaluation ---------------------------------------------------------------------------------------

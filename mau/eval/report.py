@@ -1,5 +1,9 @@
 """The eval report, from the run folder's match folders: results.json, results.csv (long format), results.md
-(the paper's Appendix U shape: rows = arms, columns = imposter models) and results.png (Pillow only)."""
+(the paper's Appendix U shape: rows = arms, columns = imposter models) and results.png (``mau.eval.plots``).
+
+Its numbers come from two modules, both over ``mau.stats``: ``mau.eval.metrics`` (wins, ejections, kills,
+missions, fallbacks, the paired comparison) and ``mau.eval.detection`` (the belief probes' detection metrics).
+The detection tables here are also ``mau beliefs``' report."""
 
 from __future__ import annotations
 
@@ -10,8 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from mau import schema as F
+from mau.eval import detection as D
 from mau.eval.config import POOLED, EvalConfig
+from mau.eval.detection import DETECTION_METRICS, IDEAL_ROW, PERCENT_METRICS
 from mau.eval.metrics import METHODS, METRICS, PERCENT, arm_health, evaluate, load_matches
+from mau.matchdir import finished_matches
 from mau.rundir import atomic_write
 from mau.schema import OUTCOMES
 from mau.stats import fmt_estimate
@@ -36,11 +43,9 @@ def compute(cfg: EvalConfig, out: Path, planned: int) -> dict[str, Any]:
     models = {"arms": {k: _describe(v) for k, v in cfg.arms.items()},
               "imposters": {k: _describe(v) for k, v in cfg.imposters.items()}}
     health = arm_health(ms, cfg.max_fallback_share)
-    from mau.beliefs import metrics as B
-
-    detection = B.evaluate(B.load_run(out), cfg.baseline_arm, cfg.bootstrap_resamples, cfg.bootstrap_seed,
+    detection = D.evaluate(D.load_run(out), cfg.baseline_arm, cfg.bootstrap_resamples, cfg.bootstrap_seed,
                            pooled=POOLED, rows=list(cfg.arms), imposters=list(cfg.imposters))
-    cost = B.probe_cost([p for p in sorted((out / F.MATCHES_DIR).glob("*")) if (p / F.MATCH_HEADER).is_file()])
+    cost = D.probe_cost(finished_matches(out))
     return {F.FORMAT: RESULTS_FORMAT, F.FORMAT_VERSION: RESULTS_VERSION, "planned": planned,
             "seeds": cfg.seed_list(), "models": models, "max_fallback_share": cfg.max_fallback_share,
             "arm_health": health, **res, "detection": detection, "probe_cost": cost}
@@ -59,10 +64,45 @@ def write_report(cfg: EvalConfig, out: Path, planned: int) -> dict[str, Any]:
     atomic_write(out / F.RESULTS_JSON, json.dumps(res, indent=1).encode())
     atomic_write(out / F.RESULTS_CSV, rows_csv(res).encode())
     atomic_write(out / F.RESULTS_MD, md.encode())
+    from mau.eval.plots import plot
+
     buf = io.BytesIO()
     plot(res).save(buf, format="PNG")
     atomic_write(out / F.RESULTS_PNG, buf.getvalue())
     return {**res, "markdown": md}
+
+
+def write_detection_report(runs: list[str], out: Path, baseline: str | None = None, resamples: int = 1000,
+                           seed: int = 0, curves_of: Path | None = None) -> dict[str, Any]:
+    """``mau beliefs``: the detection tables of ``runs`` (run or match folders) as beliefs.md, beliefs.json,
+    beliefs.csv, calibration.png and belief_curves.png (of ``curves_of``, default the first match with model
+    probes) in ``out``; returns the numbers with "markdown" and the "files" written."""
+    from mau.eval.plots import belief_curves, calibration_plot
+
+    ms = [mb for r in runs for mb in D.load_run(r)]
+    det = D.evaluate(ms, baseline, resamples, seed)
+    out.mkdir(parents=True, exist_ok=True)
+    md = detection_markdown(det, title="# Detection report", level="##")
+    (out / F.BELIEFS_MD).write_text(md + "\n")
+    (out / F.BELIEFS_JSON).write_text(json.dumps({"runs": [str(r) for r in runs], **det}, indent=1))
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["row", "imposter", "metric", "value", "ci_low", "ci_high", "n", "method"])
+    w.writerows(detection_csv_rows(det))
+    (out / F.BELIEFS_CSV).write_text(buf.getvalue())
+    calibration_plot(ms).save(out / F.CALIBRATION_PNG)
+    files = [F.BELIEFS_MD, F.BELIEFS_JSON, F.BELIEFS_CSV, F.CALIBRATION_PNG]
+    if curves_of is None:
+        for r in runs:
+            cands = finished_matches(r)
+            curves_of = next((c for c in cands if any(x[F.PROBE_SOURCE] == "model" for x in D.read_probes(c))),
+                             cands[0] if cands else None)
+            if curves_of is not None:
+                break
+    if curves_of is not None:
+        belief_curves(curves_of).save(out / F.CURVES_PNG)
+        files.append(F.CURVES_PNG)
+    return {**det, "markdown": md, "files": files}
 
 
 # -- CSV ----------------------------------------------------------------------------------------------------
@@ -78,9 +118,7 @@ def rows_csv(res: dict[str, Any]) -> str:
                         e["method"]])
         for outcome, k in c["endings"].items():
             w.writerow([c["arm"], c["imposter"], f"ending:{outcome}", k, "", "", c["matches"], "count"])
-    from mau.beliefs.report import csv_rows
-
-    for row in csv_rows(res["detection"]) if res.get("detection") else []:
+    for row in detection_csv_rows(res["detection"]) if res.get("detection") else []:
         w.writerow([*row[:3], *_nums(*row[3:6]), row[6], row[7]])
     for p in res["paired"]:
         w.writerow([p["arm"], p["imposter"], "paired_diff_crew_win_rate", *_nums(p["diff"], p["ci_low"], p["ci_high"]),
@@ -165,8 +203,6 @@ def markdown(res: dict[str, Any]) -> str:
             lines.append(f"| {p['arm']} | {p['imposter']} | {n} | {100 * p['arm_wins'] / n:.1f} | "
                          f"{100 * p['baseline_wins'] / n:.1f} | {diff} | {p['arm_better']} / "
                          f"{p['baseline_better']} / {p['ties']} | {p['p_mcnemar']:.3g} |")
-    from mau.beliefs.report import markdown as detection_markdown
-
     if res.get("detection"):
         c = res["probe_cost"]
         lines += ["", detection_markdown(res["detection"]), "",
@@ -178,27 +214,84 @@ def markdown(res: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-# -- plot (Pillow only: no plotting library needed) -----------------------------------------------------------
-HEADLINE_PLOT = (("crew_win_rate", "Crew win rate"), ("ejection_precision", "Ejection precision"),
-                 ("ejection_recall", "Ejection recall"))
-DETECTION_PLOT = (("auroc", "AUROC of P(imposter)"), ("brier", "Brier score (lower is better)"),
-                  ("top2_hit_rate", "Top-2 hit rate"), ("detection_rate", "Detection rate"),
-                  ("time_to_detection", "Time to detection (fraction of match)"))
+# -- the detection tables (the eval's section, and mau beliefs' report) -----------------------------------
+def readout_line(det: dict[str, Any]) -> str:
+    """How each row's model beliefs were read (docs/harness.md, "Belief probes"); "" when no row was probed."""
+    readouts = {r: x for r, x in det.get("readouts", {}).items() if x}
+    if not readouts:
+        return ""
+    return ("Probe read-out: " + "; ".join(f"{r}: {' + '.join(x)}" for r, x in readouts.items())
+            + " (answer: asked the probe question; vote: its VOTE answer's scored names, docs/harness.md).")
 
 
-def plot(res: dict[str, Any]):
-    """Every headline metric, one panel each: bars per arm (and the ideal observer in the detection panels)
-    grouped by imposter model, with their 95% intervals as error bars (Pillow only)."""
-    from mau.beliefs.report import headline_panels
+def detection_markdown(det: dict[str, Any], title: str = "## Detection (belief probes)", level: str = "###") -> str:
+    rows, cols = det["rows"], det["columns"]
+    cell = {(c["row"], c["imposter"]): c for c in det["cells"]}
+    intro = (f"Probe records of {det['matches']} matches. Rows: each arm's model (its crewmates' answers to the "
+             f"belief probe) and the {IDEAL_ROW} (the exact posterior from what each crewmate perceived, same "
+             "moments). Value [95% match-level bootstrap interval] n. Fallback probes are excluded from every "
+             "metric. Definitions: docs/evaluation.md, \"Detection\".")
+    lines = [title, "", intro]
+    if readout_line(det):
+        lines += ["", readout_line(det)]
+    if not rows:
+        return "\n".join(lines + ["", "No probe records in these matches."])
+    head = "| row | " + " | ".join("all imposters (pooled)" if i == "all" else f"vs {i}" for i in cols) + " |"
+    for name, (t, n_what, _) in DETECTION_METRICS.items():
+        lines += ["", f"{level} {t}", "", f"n = {n_what}.", "", head, "|---" * (len(cols) + 1) + "|"]
+        for r in rows:
+            lines.append(f"| {r} | " + " | ".join(fmt_estimate(cell[(r, i)]["metrics"][name], name in PERCENT_METRICS)
+                                                 for i in cols) + " |")
+    if det["paired"]:
+        what = ("Difference row minus versus (same seed and imposter model for arms; the same matches for the "
+                "ideal observer), 95% interval of a paired bootstrap.")
+        lines += ["", f"{level} Paired comparisons", "", what, "",
+                  "| row | versus | imposter | metric | pairs | difference [95% CI] |", "|---" * 6 + "|"]
+        for p in det["paired"]:
+            d = "undefined" if p["diff"] is None else \
+                f"{p['diff']:+.3f} [{_s(p['ci_low'])}, {_s(p['ci_high'])}]"
+            lines.append(f"| {p['row']} | {p['versus']} | {p['imposter']} | {p['metric']} | {p['n_pairs']} | {d} |")
+    return "\n".join(lines)
 
-    arms, cols = res["arms"], res["columns"]
-    cell = {(c["arm"], c["imposter"]): c["metrics"] for c in res["cells"]}
-    panels = [(title, [(imp, [(arm, cell[(arm, imp)][name]) for arm in arms]) for imp in cols])
-              for name, title in HEADLINE_PLOT]
-    det = res.get("detection") or {"rows": [], "cells": []}
-    dcell = {(c["row"], c["imposter"]): c["metrics"] for c in det["cells"]}
-    if det["rows"]:
-        panels += [(title, [(imp, [(r, dcell[(r, imp)][name]) for r in det["rows"] if (r, imp) in dcell])
-                            for imp in cols]) for name, title in DETECTION_PLOT]
-    return headline_panels(panels, "Eval: value per arm (and the ideal observer) by imposter model; "
-                                   "error bars: 95% intervals (docs/evaluation.md)")
+
+def _s(x: float | None) -> str:
+    return "?" if x is None else f"{x:+.3f}"
+
+
+def detection_csv_rows(det: dict[str, Any]) -> list[list[Any]]:
+    """(arm, imposter, metric, value, ci_low, ci_high, n, method) rows, as the eval's results.csv."""
+    out = []
+    for c in det["cells"]:
+        for name, e in c["metrics"].items():
+            out.append([c["row"], c["imposter"], name, e["value"], e["ci_low"], e["ci_high"], e["n"], e["method"]])
+    for p in det["paired"]:
+        out.append([p["row"], p["imposter"], f"paired_diff_{p['metric']}_vs_{p['versus']}", p["diff"], p["ci_low"],
+                    p["ci_high"], p["n_pairs"], p["method"]])
+    return out
+
+
+def summary_table(res: dict[str, Any]) -> str:
+    """One compact table of an eval's results: per arm, the vote-level metrics next to the detection metrics,
+    and the ideal observer's row (it plays nothing: no win rate). Pooled over imposter models."""
+    col = "all" if "all" in res["columns"] else res["columns"][0]
+    cell = {c["arm"]: c["metrics"] for c in res["cells"] if c["imposter"] == col}
+    det = res.get("detection") or {"cells": [], "rows": []}
+    dcell = {c["row"]: c["metrics"] for c in det["cells"] if c["imposter"] == col}
+
+    def short(e: dict[str, Any] | None, percent: bool) -> str:
+        return "-" if e is None else fmt_estimate(e, percent, (0, 2), with_n=False, undefined="n/a")
+
+    lines = ["| arm | crew win % | ejection precision % | fallback % (calls) | AUROC | Brier | top-2 hit % | "
+             "probe fallback % |", "|---" * 8 + "|"]
+    failed = {a for a, h in res.get("arm_health", {}).items() if h.get("failed")}
+    for r in list(res["arms"]) + ([IDEAL_ROW] if IDEAL_ROW in dcell else []):
+        m, dm = cell.get(r), dcell.get(r)
+        # An arm without a usable answer is not scored: its games measure the fallback rule, not the model.
+        win, prec = (("FAILED", "FAILED") if r in failed else
+                     (short(m and m['crew_win_rate'], True), short(m and m['ejection_precision'], True)))
+        lines.append(f"| {r} | {win} | {prec} | {short(m and m['fallback_share'], True)} | "
+                     f"{short(dm and dm['auroc'], False)} | {short(dm and dm['brier'], False)} | "
+                     f"{short(dm and dm['top2_hit_rate'], True)} | {short(dm and dm['probe_fallback_share'], True)} |")
+    if readout_line(det):
+        lines += ["", readout_line(det)]
+    return "\n".join(lines)

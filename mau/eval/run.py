@@ -48,13 +48,13 @@ def run_eval(cfg: EvalConfig, out: Path, opts: RunOptions = RunOptions()) -> dic
         shard, n_shards, _ = shard_of(planned, cfg.shard)
         mine, played, failed = [], 0, 0
     else:
-        from mau.harness.probe import probe_models
+        from mau.harness.preflight import preflight_models
 
         models = {**{f"arm {k}": v for k, v in cfg.arms.items()},
                   **{f"imposter {k}": v for k, v in cfg.imposters.items()}}
         if cfg.arm_modules is not None:
             models["arm_rest_model"] = cfg.arm_rest_model
-        probe_models(models)  # before the run folder: a dead server or a missing adapter stops it in one line
+        preflight_models(models)  # before the run folder: a dead server or a missing adapter stops it in one line
         guard = []
         if cfg.adapter_guard:  # before anything is written or played: a dead adapter must not cost a run
             from mau.eval.guard import check_adapter_arms

@@ -6,9 +6,9 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from mau.beliefs.config import ProbeConfig
 from mau.config import Model
 from mau.harness.backends.base import ModelConfig
+from mau.harness.beliefs.config import ProbeConfig
 
 # The paper's per-call temperatures of its harness (meeting 0.7, vote 0.2, planner and reflector 0.3).
 PAPER_MODULE_TEMPERATURE = {"meeting": 0.7, "vote": 0.2, "plan": 0.3, "plan_short": 0.3, "strategy": 0.3,

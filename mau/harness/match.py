@@ -45,7 +45,7 @@ class AriaMatch:
         self.frames = FrameStore(world, folder)
         self.memory_dumps: list[dict[str, Any]] = []
         self._rest: dict[str, ModelBackend] = {}
-        self.beliefs = None  # the match's belief probes (mau.beliefs.probe), made at start()
+        self.beliefs = None  # the match's belief probes (mau.harness.beliefs.probe), made at start()
         self.probe_summary: dict[str, Any] | None = None
 
     def _seat(self, name: str, role: str) -> str:
@@ -97,7 +97,7 @@ class AriaMatch:
                 builders[key] = PromptBuilder(seat.aria, w.cfg, w.map)
             self.agents[p.name] = AriaAgent(p.name, p.role, roster, seat, self.backends[key], builders[key],
                                             self.caller, self.frames, rooms, rest_backend=self._rest_backend(key))
-        from mau.beliefs.probe import BeliefProbes
+        from mau.harness.beliefs.probe import BeliefProbes
 
         self.beliefs = BeliefProbes(w, self.agents, self.match_id, self.folder, rooms)
         self.meetings_done = 0

@@ -91,14 +91,15 @@ class ReplayConfig(Model):
 
 
 def match_folders(paths: list[str]) -> list[str]:
-    from mau.matchdir import is_match_dir
+    """The finished match folders of ``paths`` (run folders or match folders), in order."""
+    from mau.matchdir import finished_matches, is_match_dir
 
     out = []
     for p in paths:
         if is_match_dir(p):
             out.append(p)
         elif (Path(p) / F.MATCHES_DIR).is_dir():
-            out += sorted(str(m) for m in (Path(p) / F.MATCHES_DIR).iterdir() if is_match_dir(m))
+            out += [str(m) for m in finished_matches(p)]
         else:
             raise MauError(f"{p}: neither a match folder (no {F.MATCH_HEADER}) nor a run folder with {F.MATCHES_DIR}/")
     return out

@@ -3,7 +3,7 @@
 With 2 imposters among the 7 others a crewmate has 21 hypotheses, so Bayes is exact: a uniform prior over the
 k-subsets of the other players, times one likelihood factor per piece of evidence (``likelihood``, with its
 parameters in ``ObserverConfig``). Evidence is plain data (``Evidence``); which evidence a crewmate has is
-decided by ``mau.beliefs.perceive`` from the world, never from prompt text.
+decided by ``mau.harness.beliefs.perceive`` from the world, never from prompt text.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from itertools import combinations
 from typing import Any
 
-from mau.beliefs.config import ObserverConfig
+from mau.harness.beliefs.config import ObserverConfig
 
 # Evidence kinds
 DEAD = "dead"  # a player I know is dead (body seen, kill seen, death announced): victims are crewmates

@@ -17,9 +17,9 @@ import math
 from typing import Any
 
 from mau import schema as F
-from mau.beliefs.config import ObserverConfig
-from mau.beliefs.observer import DEAD, EJECTED, FULL_HOLD, NEAR_BODY, VOTE, WITNESSED_KILL, Evidence
 from mau.env.state import ENDED, ROAM
+from mau.harness.beliefs.config import ObserverConfig
+from mau.harness.beliefs.observer import DEAD, EJECTED, FULL_HOLD, NEAR_BODY, VOTE, WITNESSED_KILL, Evidence
 
 
 class Perception:

@@ -1,5 +1,5 @@
-"""The detection report: markdown tables, CSV rows, and the PNG plots (belief curves over a match, calibration),
-drawn with Pillow only. Used by ``mau beliefs`` and by the eval report."""
+"""The eval's plots, drawn with Pillow only (no plotting library): results.png's bar panels with 95% intervals,
+and the detection report's calibration diagram and belief curves (``mau beliefs``)."""
 
 from __future__ import annotations
 
@@ -7,73 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from mau import schema as F
-from mau.beliefs.metrics import DETECTION_METRICS, IDEAL_ROW, PERCENT_METRICS, MatchBeliefs, read_probes
-from mau.stats import fmt_estimate
+from mau.eval.detection import IDEAL_ROW, MatchBeliefs, read_probes
 
 PALETTE = [(76, 114, 176), (221, 132, 82), (85, 168, 104), (196, 78, 82), (129, 114, 179), (147, 120, 96),
            (218, 139, 195), (140, 140, 140), (204, 185, 116), (100, 181, 205)]
 
 
-def fmt(e: dict[str, Any], percent: bool) -> str:
-    return fmt_estimate(e, percent)
-
-
-def readout_line(det: dict[str, Any]) -> str:
-    """How each row's model beliefs were read (docs/harness.md, "Belief probes"); "" when no row was probed."""
-    readouts = {r: x for r, x in det.get("readouts", {}).items() if x}
-    if not readouts:
-        return ""
-    return ("Probe read-out: " + "; ".join(f"{r}: {' + '.join(x)}" for r, x in readouts.items())
-            + " (answer: asked the probe question; vote: its VOTE answer's scored names, docs/harness.md).")
-
-
-def markdown(det: dict[str, Any], title: str = "## Detection (belief probes)", level: str = "###") -> str:
-    rows, cols = det["rows"], det["columns"]
-    cell = {(c["row"], c["imposter"]): c for c in det["cells"]}
-    intro = (f"Probe records of {det['matches']} matches. Rows: each arm's model (its crewmates' answers to the "
-             f"belief probe) and the {IDEAL_ROW} (the exact posterior from what each crewmate perceived, same "
-             "moments). Value [95% match-level bootstrap interval] n. Fallback probes are excluded from every "
-             "metric. Definitions: docs/evaluation.md, \"Detection\".")
-    lines = [title, "", intro]
-    if readout_line(det):
-        lines += ["", readout_line(det)]
-    if not rows:
-        return "\n".join(lines + ["", "No probe records in these matches."])
-    head = "| row | " + " | ".join("all imposters (pooled)" if i == "all" else f"vs {i}" for i in cols) + " |"
-    for name, (t, n_what, _) in DETECTION_METRICS.items():
-        lines += ["", f"{level} {t}", "", f"n = {n_what}.", "", head, "|---" * (len(cols) + 1) + "|"]
-        for r in rows:
-            lines.append(f"| {r} | " + " | ".join(fmt(cell[(r, i)]["metrics"][name], name in PERCENT_METRICS)
-                                                 for i in cols) + " |")
-    if det["paired"]:
-        what = ("Difference row minus versus (same seed and imposter model for arms; the same matches for the "
-                "ideal observer), 95% interval of a paired bootstrap.")
-        lines += ["", f"{level} Paired comparisons", "", what, "",
-                  "| row | versus | imposter | metric | pairs | difference [95% CI] |", "|---" * 6 + "|"]
-        for p in det["paired"]:
-            d = "undefined" if p["diff"] is None else \
-                f"{p['diff']:+.3f} [{_s(p['ci_low'])}, {_s(p['ci_high'])}]"
-            lines.append(f"| {p['row']} | {p['versus']} | {p['imposter']} | {p['metric']} | {p['n_pairs']} | {d} |")
-    return "\n".join(lines)
-
-
-def _s(x: float | None) -> str:
-    return "?" if x is None else f"{x:+.3f}"
-
-
-def csv_rows(det: dict[str, Any]) -> list[list[Any]]:
-    """(arm, imposter, metric, value, ci_low, ci_high, n, method) rows, as the eval's results.csv."""
-    out = []
-    for c in det["cells"]:
-        for name, e in c["metrics"].items():
-            out.append([c["row"], c["imposter"], name, e["value"], e["ci_low"], e["ci_high"], e["n"], e["method"]])
-    for p in det["paired"]:
-        out.append([p["row"], p["imposter"], f"paired_diff_{p['metric']}_vs_{p['versus']}", p["diff"], p["ci_low"],
-                    p["ci_high"], p["n_pairs"], p["method"]])
-    return out
-
-
-# -- plots ------------------------------------------------------------------------------------------------------
 def calibration_plot(ms: list[MatchBeliefs], bins: int = 10):
     """Reliability diagram: per row, the imposter frequency of each P(imposter) bin against the bin's mean P."""
     import numpy as np
@@ -213,28 +152,25 @@ def headline_panels(panels: list[tuple[str, list[tuple[str, list[tuple[str, dict
     return img
 
 
-def summary_table(res: dict[str, Any]) -> str:
-    """One compact table of an eval's results: per arm, the vote-level metrics next to the detection metrics,
-    and the ideal observer's row (it plays nothing: no win rate). Pooled over imposter models."""
-    col = "all" if "all" in res["columns"] else res["columns"][0]
-    cell = {c["arm"]: c["metrics"] for c in res["cells"] if c["imposter"] == col}
-    det = res.get("detection") or {"cells": [], "rows": []}
-    dcell = {c["row"]: c["metrics"] for c in det["cells"] if c["imposter"] == col}
+# -- results.png -------------------------------------------------------------------------------------------
+HEADLINE_PLOT = (("crew_win_rate", "Crew win rate"), ("ejection_precision", "Ejection precision"),
+                 ("ejection_recall", "Ejection recall"))
+DETECTION_PLOT = (("auroc", "AUROC of P(imposter)"), ("brier", "Brier score (lower is better)"),
+                  ("top2_hit_rate", "Top-2 hit rate"), ("detection_rate", "Detection rate"),
+                  ("time_to_detection", "Time to detection (fraction of match)"))
 
-    def short(e: dict[str, Any] | None, percent: bool) -> str:
-        return "-" if e is None else fmt_estimate(e, percent, (0, 2), with_n=False, undefined="n/a")
 
-    lines = ["| arm | crew win % | ejection precision % | fallback % (calls) | AUROC | Brier | top-2 hit % | "
-             "probe fallback % |", "|---" * 8 + "|"]
-    failed = {a for a, h in res.get("arm_health", {}).items() if h.get("failed")}
-    for r in list(res["arms"]) + ([IDEAL_ROW] if IDEAL_ROW in dcell else []):
-        m, dm = cell.get(r), dcell.get(r)
-        # An arm without a usable answer is not scored: its games measure the fallback rule, not the model.
-        win, prec = (("FAILED", "FAILED") if r in failed else
-                     (short(m and m['crew_win_rate'], True), short(m and m['ejection_precision'], True)))
-        lines.append(f"| {r} | {win} | {prec} | {short(m and m['fallback_share'], True)} | "
-                     f"{short(dm and dm['auroc'], False)} | {short(dm and dm['brier'], False)} | "
-                     f"{short(dm and dm['top2_hit_rate'], True)} | {short(dm and dm['probe_fallback_share'], True)} |")
-    if readout_line(det):
-        lines += ["", readout_line(det)]
-    return "\n".join(lines)
+def plot(res: dict[str, Any]):
+    """Every headline metric, one panel each: bars per arm (and the ideal observer in the detection panels)
+    grouped by imposter model, with their 95% intervals as error bars (Pillow only)."""
+    arms, cols = res["arms"], res["columns"]
+    cell = {(c["arm"], c["imposter"]): c["metrics"] for c in res["cells"]}
+    panels = [(title, [(imp, [(arm, cell[(arm, imp)][name]) for arm in arms]) for imp in cols])
+              for name, title in HEADLINE_PLOT]
+    det = res.get("detection") or {"rows": [], "cells": []}
+    dcell = {(c["row"], c["imposter"]): c["metrics"] for c in det["cells"]}
+    if det["rows"]:
+        panels += [(title, [(imp, [(r, dcell[(r, imp)][name]) for r in det["rows"] if (r, imp) in dcell])
+                            for imp in cols]) for name, title in DETECTION_PLOT]
+    return headline_panels(panels, "Eval: value per arm (and the ideal observer) by imposter model; "
+                                   "error bars: 95% intervals (docs/evaluation.md)")

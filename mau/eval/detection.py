@@ -20,7 +20,8 @@ import numpy as np
 
 from mau import schema as F
 from mau.errors import MauError
-from mau.matchdir import iter_events, read_header
+from mau.matchdir import finished_matches, iter_events, read_header
+from mau.stats import Estimate, bootstrap, paired_bootstrap
 
 IDEAL_ROW = "ideal observer"
 # metric -> (title, what n counts, lower is better)
@@ -230,27 +231,13 @@ def _values(ms: list[MatchBeliefs], only: str | None = None) -> dict[str, tuple[
     return {k: _METRIC_FNS[k](ms) for k in names}
 
 
-def _interval(samples: list[float | None]) -> tuple[float | None, float | None]:
-    s = np.asarray([x for x in samples if x is not None], float)
-    if s.size == 0:
-        return None, None
-    lo, hi = np.percentile(s, [2.5, 97.5])
-    return float(lo), float(hi)
-
-
-def cell(ms: list[MatchBeliefs], resamples: int = 2000, seed: int = 0) -> dict[str, dict[str, Any]]:
-    """Every metric of a cell with its match-level bootstrap interval."""
-    point = _values(ms)
-    boot: dict[str, list[float | None]] = {k: [] for k in point}
-    if ms:
-        idx = np.random.default_rng(seed).integers(0, len(ms), size=(resamples, len(ms)))
-        for row in idx:
-            for k, (v, _) in _values([ms[i] for i in row]).items():
-                boot[k].append(v)
+def cell(ms: list[MatchBeliefs], resamples: int = 2000, seed: int = 0) -> dict[str, Estimate]:
+    """Every metric of a cell with its match-level bootstrap interval (undefined values get none)."""
     out = {}
-    for k, (v, n) in point.items():
-        lo, hi = _interval(boot[k]) if v is not None else (None, None)
-        out[k] = {"value": v, "ci_low": lo, "ci_high": hi, "n": n, "method": "bootstrap"}
+    for k, (v, n) in _values(ms).items():
+        lo, hi = (None, None) if v is None else bootstrap(
+            lambda idx: [_values([ms[i] for i in row], k)[k][0] for row in idx], len(ms), resamples, seed)
+        out[k] = Estimate(v, lo, hi, n, "bootstrap")
     return out
 
 
@@ -258,33 +245,19 @@ def paired_diff(a: dict[Any, MatchBeliefs], b: dict[Any, MatchBeliefs], metric: 
                 seed: int = 0) -> dict[str, Any]:
     """metric(a) - metric(b) over the keys both have (same seed and imposter model, or the same match), with a
     paired bootstrap over the keys."""
-    keys = sorted(set(a) & set(b), key=str)
-
-    def diff(ks: list[Any]) -> float | None:
-        va = _values([a[k] for k in ks], metric)[metric][0]
-        vb = _values([b[k] for k in ks], metric)[metric][0]
+    def diff(xs: list[MatchBeliefs], ys: list[MatchBeliefs]) -> float | None:
+        va, vb = _values(xs, metric)[metric][0], _values(ys, metric)[metric][0]
         return None if va is None or vb is None else va - vb
 
-    d = diff(keys) if keys else None
-    lo = hi = None
-    if d is not None:
-        idx = np.random.default_rng(seed).integers(0, len(keys), size=(resamples, len(keys)))
-        lo, hi = _interval([diff([keys[i] for i in row]) for row in idx])
+    keys, d, lo, hi = paired_bootstrap(a, b, diff, resamples, seed)
     return {"metric": metric, "n_pairs": len(keys), "diff": d, "ci_low": lo, "ci_high": hi,
             "method": "paired_bootstrap"}
 
 
 def load_run(run: str | Path) -> list[MatchBeliefs]:
     """Every source of every finished match of a run folder (or of one match folder)."""
-    run = Path(run)
-    if (run / F.MATCH_HEADER).is_file():
-        folders = [run]
-    else:
-        base = run / F.MATCHES_DIR
-        folders = sorted(p for p in base.iterdir() if not p.name.startswith(".")
-                         and (p / F.MATCH_HEADER).is_file()) if base.is_dir() else []
     out = []
-    for f in folders:
+    for f in finished_matches(run):
         out += list(match_beliefs(f).values())
     return out
 
@@ -305,7 +278,8 @@ def evaluate(ms: list[MatchBeliefs], baseline: str | None = None, resamples: int
     def of(row: str, imp: str) -> list[MatchBeliefs]:
         return [m for m in ms if m.row == row and (imp == pooled or m.imposter == imp)]
 
-    cells = [{"row": r, "imposter": i, "matches": len(of(r, i)), "metrics": cell(of(r, i), resamples, seed)}
+    cells = [{"row": r, "imposter": i, "matches": len(of(r, i)),
+              "metrics": {k: e.to_dict() for k, e in cell(of(r, i), resamples, seed).items()}}
              for r in rows for i in columns]
     paired: list[dict[str, Any]] = []
     models = [r for r in rows if r != IDEAL_ROW]

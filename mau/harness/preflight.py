@@ -1,13 +1,13 @@
-"""Start-up probes: before the first match, every distinct model of a run answers one request, so that an
+"""The preflight check: before the first match, every distinct model of a run answers one request, so that an
 unreachable server, a misnamed model or LoRA module (HTTP 404), a missing adapter or model path fails the run
-at once, in one line, instead of turning every answer of every match into a fallback. (Not the belief probes
-of ``mau.beliefs.probe``, whose requests have module ``probe``: these have module ``startup``.)
+at once, in one line, instead of turning every answer of every match into a fallback. Its requests have module
+``preflight``. ("Probe" in mau means one thing: the belief probes of ``mau.harness.beliefs.probe``.)
 
 - ``openai``: one short chat request (no retries, at most 30 s); any error is fatal.
 - ``hf``: the model and the adapter must exist: a local folder with ``config.json`` (or a hub id ``org/name``
   that is not a local path) and an adapter folder with ``adapter_config.json``. Loading is left to the workers
   (a load here would hold a second copy of the weights).
-- ``scripted``: nothing to probe.
+- ``scripted``: nothing to check.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 from mau.errors import MauError
 from mau.harness.backends.base import ModelConfig, ModelRequest
 
-PROBE_MESSAGES = [{"role": "system", "content": "Answer with one JSON object."},
+PREFLIGHT_MESSAGES = [{"role": "system", "content": "Answer with one JSON object."},
                   {"role": "user", "content": [{"type": "text", "text": 'Reply with {"ok": true}.'}]}]
 
 
@@ -38,13 +38,13 @@ def _check_hf(label: str, cfg: ModelConfig) -> None:
                        "train it (mau train) or fix the path")
 
 
-async def _probe_openai(label: str, cfg: ModelConfig) -> None:
+async def _check_openai(label: str, cfg: ModelConfig) -> None:
     from mau.harness.backends import make_backend
 
     quick = cfg.model_copy(update={"max_retries": 0, "timeout_s": min(cfg.timeout_s, 30.0), "concurrency": 1})
     backend = make_backend(quick)
     try:
-        r = await backend.complete(ModelRequest(messages=PROBE_MESSAGES, module="startup", agent="startup",
+        r = await backend.complete(ModelRequest(messages=PREFLIGHT_MESSAGES, module="preflight", agent="preflight",
                                                 json_mode=cfg.json_mode, max_tokens=min(cfg.max_tokens, 64)))
     finally:
         await backend.aclose()
@@ -53,8 +53,8 @@ async def _probe_openai(label: str, cfg: ModelConfig) -> None:
                        "model / LoRA module name, or check the key variable")
 
 
-def probe_models(models: dict[str, ModelConfig]) -> None:
-    """Probe every distinct model (by label, e.g. 'arm bcwin', 'pool gpt5'); raise ``MauError`` on the first
+def preflight_models(models: dict[str, ModelConfig]) -> None:
+    """Check every distinct model (by label, e.g. 'arm bcwin', 'pool gpt5'); raise ``MauError`` on the first
     that cannot answer."""
     seen: set[str] = set()
     todo: list[tuple[str, ModelConfig]] = []
@@ -69,6 +69,6 @@ def probe_models(models: dict[str, ModelConfig]) -> None:
             todo.append((label, cfg))
     if todo:
         async def run() -> None:
-            await asyncio.gather(*(_probe_openai(label, cfg) for label, cfg in todo))
+            await asyncio.gather(*(_check_openai(label, cfg) for label, cfg in todo))
 
         asyncio.run(run())

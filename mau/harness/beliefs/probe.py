@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from mau import schema as F
-from mau.beliefs import observer as O
-from mau.beliefs.config import ProbeConfig
-from mau.beliefs.perceive import Perception
 from mau.env.state import DISCUSSION, ROAM, VOTING
 from mau.harness.backends.base import ModelRequest
+from mau.harness.beliefs import observer as O
+from mau.harness.beliefs.config import ProbeConfig
+from mau.harness.beliefs.perceive import Perception
 from mau.harness.modules import VOTE, Context, ParseError, _name, extract_json
 
 PROBE_MODULE = "probe"
