@@ -87,9 +87,10 @@ def init_lock(out: Path) -> Iterator[None]:
 class RunDir:
     """A run's folder. ``what`` names the kind in messages ("collect run", "dataset", ...)."""
 
-    def __init__(self, path: str | Path, what: str):
+    def __init__(self, path: str | Path, what: str, flag: str = "--out"):
         self.path = Path(path)
         self.what = what
+        self.flag = flag  # how the user names the folder in messages (--out, output.dir)
 
     @classmethod
     def choose(cls, out: str | None, kind: str, tag: str, what: str) -> "RunDir":
@@ -121,6 +122,25 @@ class RunDir:
             raise MauError(f"--out {self.path}: exists and is not a {self.what} folder; choose an empty or new folder")
         return False
 
+    def require_new(self) -> None:
+        """The guard of runs that start from nothing (rl): the folder must be absent or empty."""
+        if not self.is_empty():
+            raise MauError(f"{self.flag} {self.path}: exists and is not empty; choose a new folder")
+
+    def is_ours(self) -> bool:
+        """A run folder of this kind holds its resolved config (written when the run starts)."""
+        return (self.path / F.RESOLVED_CONFIG).is_file()
+
+    def write_config(self, config_yaml: str, **provenance_extra: Any) -> None:
+        """The run's resolved config and its provenance (code, versions, host, plus ``provenance_extra``), each
+        written atomically: every run folder describes itself."""
+        from mau.provenance import provenance
+
+        self.path.mkdir(parents=True, exist_ok=True)
+        atomic_write(self.path / F.RESOLVED_CONFIG, config_yaml)
+        atomic_write(self.path / F.PROVENANCE_FILE, json.dumps({**provenance(), **provenance_extra}, indent=1,
+                                                               default=str))
+
     # -- runs of matches: header, identity, config, provenance ---------------------------------------------
     def open_run(self, fmt: str, version: int, identity: dict[str, Any], resume: bool, config_yaml: str,
                  planned: list[dict[str, Any]]) -> None:
@@ -134,11 +154,8 @@ class RunDir:
                 self.check_header(fmt, version, identity)
                 return
             self._clear_unfinished_creation()
-            from mau.provenance import provenance
-
             (self.path / F.MATCHES_DIR).mkdir(exist_ok=True)
-            atomic_write(self.path / F.RESOLVED_CONFIG, config_yaml)
-            atomic_write(self.path / F.PROVENANCE_FILE, json.dumps(provenance(), indent=1))
+            self.write_config(config_yaml)
             atomic_write(self.path / F.GRID_FILE, "".join(json.dumps(p) + "\n" for p in planned))
             # The header goes last: a folder with run.json is a complete, resumable run.
             atomic_write(self.path / F.RUN_HEADER, json.dumps(

@@ -6,20 +6,18 @@ tokens, wrapped as ``Qwen3_5Tokenizer`` with the stock Qwen3.5 chat template (th
 ``Qwen3VLProcessor`` (``Qwen2VLImageProcessor``: patch 16, merge 2, temporal patch 2, so one image token per
 32x32 px). The model is ``Qwen3_5ForConditionalGeneration`` with a ~0.5 M-parameter config and the tokenizer's
 own image-token ids. Everything follows from the seed. Heavy imports happen inside the functions.
-It lives outside ``mau.train`` because its training text comes from the game (names, rooms): training itself
-imports neither the world nor the CLI.
+It lives outside ``mau.train`` because its tokenizer's text comes from the game (names and rooms, from
+``mau.env``): ``mau.train`` imports it and never the world (docs/architecture.md). The random LoRA adapter the
+tests put on it is ``tests.ml_fixtures.build_tiny_adapter``.
 """
 
 from __future__ import annotations
 
 import json
 import random
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-from mau.train.config import LANGUAGE_MODEL_LORA_TARGETS
 
 # Qwen3.5's special tokens, in the order they are appended after the BPE vocabulary (as in the real model).
 SPECIAL_TOKENS = [
@@ -201,34 +199,6 @@ def build_tiny_model(out: str | Path, seed: int = 0, vocab_size: int = 800, max_
 
 
 
-
-def build_tiny_adapter(base: str | Path, out: str | Path, seed: int = 0, r: int = 8, scale: float = 0.5) -> int:
-    """A PEFT LoRA adapter (rank ``r``, language model only) for the model at ``base``, with random non-zero
-    ``lora_B`` weights (std ``scale``) so that it changes the model's output; saved with ``save_pretrained``
-    into ``out`` beside the base's processor. ``base`` is recorded as an absolute path. Returns the number of
-    adapter parameters."""
-    import torch
-    from peft import LoraConfig, get_peft_model
-    from transformers import AutoModelForImageTextToText, AutoProcessor
-
-    base = Path(base).resolve()
-    model = AutoModelForImageTextToText.from_pretrained(base, dtype=torch.float32)
-    torch.manual_seed(seed)
-    with warnings.catch_warnings():  # peft 0.21 calls a transformers method that 5.24 marks deprecated
-        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
-        peft_model = get_peft_model(model, LoraConfig(r=r, lora_alpha=2 * r, lora_dropout=0.0,
-                                                      target_modules=LANGUAGE_MODEL_LORA_TARGETS))
-    n = 0
-    with torch.no_grad():
-        for name, p in peft_model.named_parameters():
-            if "lora_" in name:
-                n += p.numel()
-                if "lora_B" in name:  # PEFT initialises B to zero: the adapter would be a no-op
-                    p.normal_(0.0, scale)
-    out = Path(out)
-    peft_model.save_pretrained(out)
-    AutoProcessor.from_pretrained(base).save_pretrained(out)
-    return n
 
 VOTER_NAMES = ["James", "Steve", "Jason", "Michael", "Olivia", "Noah", "Ethan", "Martin"]
 

@@ -78,7 +78,7 @@ def test_a_zero_lora_adapter_on_the_hf_backend_is_caught(tmp_path, request):
     from mau.errors import MauError
     from mau.eval.config import EvalConfig
     from mau.eval.guard import check_adapter_arms
-    from mau.tiny import build_tiny_adapter
+    from tests.ml_fixtures import build_tiny_adapter
 
     model = request.getfixturevalue("tiny_model_dir")
     live = request.getfixturevalue("tiny_adapter_dir")  # random non-zero lora_B: changes the output

@@ -18,7 +18,7 @@ from tests.ml_fixtures import tiny_model_dir  # noqa: E402,F401 - the fixture
 
 
 def test_short_grpo_run_changes_the_adapter_and_logs_rewards(tmp_path, tiny_model_dir):  # noqa: F811
-    from mau.tiny import build_tiny_adapter
+    from tests.ml_fixtures import build_tiny_adapter
 
     match = tmp_path / "match"
     assert main(["play", "--config", "configs/play/aria_scripted.yaml", "--seed", "1", "--out", str(match),

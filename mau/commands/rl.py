@@ -21,17 +21,16 @@ CONFIG = "mau.rl.config:RLConfig"
 
 def main(cfg: RLConfig, opts: RunOptions = RunOptions()) -> int:
     import importlib.util
-    from pathlib import Path
 
     from mau.errors import MauError
-    from mau.rundir import dated_run_dir
+    from mau.rundir import RunDir
 
     missing = [m for m in ("torch", "transformers", "trl", "peft", "datasets") if importlib.util.find_spec(m) is None]
     if missing:
         raise MauError(f"mau rl needs the ml extra ({missing[0]} is missing): pip install -e '.[ml]'")
     from mau.rl.grpo import train_rl
 
-    out = Path(cfg.output.dir or dated_run_dir("rl", opts.tag("rl")))
+    out = RunDir.choose(cfg.output.dir, "rl", opts.tag("rl"), "rl run").path
     s = train_rl(cfg, out)
     print(f"rl steps={s['steps']} decisions={s['decisions']} reward {s['reward_first']} -> {s['reward_last']} "
           f"steps_per_minute={s['steps_per_minute']} forks={s['forks']} trainable_changed={s['trainable_changed']} "

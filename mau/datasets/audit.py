@@ -35,8 +35,8 @@ from typing import Any, Iterable
 
 from mau import schema as F
 from mau.datasets.sources import MatchInfo
-from mau.env.state import IMPOSTER
 from mau.errors import MauError
+from mau.schema import IMPOSTER
 
 # Phrases that state a hidden player's role (each starts with "{name} ", the player); case-insensitive, any run
 # of whitespace between words. The first two are how the harness lists ejections ("Ejected: Olivia (was an Imposter).").

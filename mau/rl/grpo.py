@@ -20,11 +20,11 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from mau import schema as F
+from mau.config import dump_yaml
 from mau.errors import MauError
 from mau.rl.config import RLConfig
+from mau.rundir import RunDir
 
 SUMMARY = "rl.json"
 LOG = "trainer_log.jsonl"
@@ -171,15 +171,14 @@ def train_rl(cfg: RLConfig, out: Path) -> dict[str, Any]:
     from transformers.utils import logging as hf_logging
     from trl import GRPOTrainer
 
-    from mau.provenance import provenance
     from mau.replay.reward import ForkRewarder
     from mau.train import freeze
     from mau.train.sft import log_callback
 
     t0 = time.perf_counter()
     hf_logging.disable_progress_bar()
-    if out.exists() and any(out.iterdir()):
-        raise MauError(f"output.dir {out}: exists and is not empty; choose a new folder")
+    run = RunDir(out, "rl run", flag="output.dir")
+    run.require_new()
     if cfg.lora.full_finetune and cfg.policy.adapter:
         raise MauError("lora.full_finetune with policy.adapter: merge the adapter first (mau train output.merge) and "
                        "give the merged model as policy.path")
@@ -191,9 +190,7 @@ def train_rl(cfg: RLConfig, out: Path) -> dict[str, Any]:
     processor = _processor(cfg.policy.path, cfg)
     model = _start_model(cfg, dtype)
     peft_config = freeze.prepare_for_tuning(model, cfg.lora)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "config.yaml").write_text(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False))
-    (out / "provenance.json").write_text(json.dumps({**provenance(), "decisions": len(rows)}, indent=1))
+    run.write_config(dump_yaml(cfg), decisions=len(rows))
     rewarder = ForkRewarder(cfg.reward)
     reward = ForkReward(rewarder, out / REWARDS_LOG)
     args = grpo_args(cfg, out, bf16)

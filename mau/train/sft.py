@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from mau.config import dump_yaml
 from mau.errors import MauError
+from mau.rundir import RunDir
 from mau.train.config import TrainConfig
 from mau.train.data import BCData, CheckedCollator, CollatorStats, clean_messages, load_bc_data
 
@@ -52,10 +52,10 @@ def checkpoints(out: Path) -> list[Path]:
 def check_run_folder(out: Path, resume: bool) -> bool:
     """Refuse a folder that is not ours or holds a run we were not asked to continue. Returns True when
     training must resume from the folder's last checkpoint."""
-    if not out.exists() or not any(out.iterdir()):
+    run = RunDir(out, "training run", flag="output.dir")
+    if run.is_empty():
         return False
-    ours = (out / "config.yaml").is_file()
-    if not ours:
+    if not run.is_ours():
         raise MauError(f"output.dir {out}: exists and is not a training run folder; choose an empty or new folder")
     ckpts = checkpoints(out)
     if not resume:
@@ -357,7 +357,6 @@ def _wandb_env(cfg: TrainConfig, out: Path) -> None:
 def train(cfg: TrainConfig, out: Path | None = None, callbacks: list[Any] | None = None) -> TrainResult:
     """The whole run into ``out`` (the verb's RunDir; default ``output.dir``): folder checks, build, checks
     before, train (or resume), save, checks after, summary."""
-    from mau.provenance import provenance
     from mau.train import freeze
 
     t0 = time.perf_counter()
@@ -389,11 +388,9 @@ def train(cfg: TrainConfig, out: Path | None = None, callbacks: list[Any] | None
     if main:
         out.mkdir(parents=True, exist_ok=True)
         (out / SUMMARY).unlink(missing_ok=True)  # a resumed run is unfinished until it finishes
-        (out / "config.yaml").write_text(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False))
-        _write_json(out / "provenance.json", {**provenance(), "base_model": setup.base,
-                                              "dataset": str(setup.data.path.resolve()),
-                                              "dataset_filter": setup.data.header.get("filter"),
-                                              "resumed_from": resumed_from})
+        RunDir(out, "training run").write_config(
+            dump_yaml(cfg), base_model=setup.base, dataset=str(setup.data.path.resolve()),
+            dataset_filter=setup.data.header.get("filter"), resumed_from=resumed_from)
 
     output = trainer.train(resume_from_checkpoint=True if resume_ckpt else None)
 
