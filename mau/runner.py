@@ -145,6 +145,53 @@ def match_cost(summary: dict[str, Any], seats: dict[str, SeatConfig]) -> float:
                for r, t in summary["tokens_by_role"].items() if r in prices)
 
 
+class Played(NamedTuple):
+    """What ``play_one`` played: the result, the match folder, and a summary for one printed line."""
+
+    result: Any  # mau.env.runner.MatchResult
+    folder: Path
+    summary: dict[str, Any]
+
+
+def play_one(cfg: PlayConfig, out: Path, progress: bool = False) -> Played:
+    """Play the match of ``cfg`` into the match folder ``out`` (it appears whole, by one rename): ARIA agents in
+    every seat (``policy: aria``, each seat's backend made for this match and closed after it) or the scripted
+    policy. ``mau play`` and every bench that needs a match call this, never the verb."""
+    from mau.env.backends import make_world
+    from mau.env.runner import play_match, write_match
+    from mau.env.scripted import ScriptedPolicy
+    from mau.matchdir import MatchWriter
+    from mau.provenance import provenance
+
+    world = make_world(cfg.world)
+    writer = MatchWriter(out)
+    extra: dict[str, Any] = {}
+    try:
+        if cfg.policy == "aria":
+            from mau.harness.backends import make_backend
+            from mau.harness.match import AriaMatch
+
+            backends = {k: make_backend(s.model) for k, s in cfg.seats.items()}
+            match = AriaMatch(world, cfg.seats, backends, writer.staging, out.name, progress=progress)
+            result = asyncio.run(play_and_close(match, cfg.seed, backends.values()))
+            extra = match.header_extra()
+        else:
+            policies = {p.name: ScriptedPolicy(p.name, world.map, cfg.seed) for p in cfg.world.game.players}
+            result = play_match(world, policies, cfg.seed, cfg.state_mode, writer, frames=cfg.world.frames.save,
+                                topdown=cfg.world.frames.topdown)
+        folder = write_match(writer, world, result, cfg, provenance(), extra)
+    except BaseException:
+        writer.abort()
+        getattr(world, "close", lambda: None)()  # a backend with a process (minecraft) ends it now
+        raise
+    st = world.state
+    summary = {"ejections": len(st.ejections), "kills": sum(1 for p in st.players if p.death_tick is not None),
+               "meetings": st.meetings_held}
+    if extra:
+        summary.update(calls=extra["calls"]["calls"], fallbacks=extra["calls"]["fallbacks"])
+    return Played(result, folder, summary)
+
+
 def play_planned(pm: PlannedMatch, matches_dir: str, workers: int = 1) -> MatchDone:
     """Play one planned ARIA match into ``matches_dir/<match_id>`` (it appears whole, by one rename)."""
     from mau.env.backends import make_world

@@ -292,8 +292,6 @@ def _replicate(src: Any, dst: Any, copies: int) -> None:
 
 def bench_dataset(matches: int, seed: int, scale: int = 4, max_steps: int | None = None,
                   filter: str = "all") -> dict[str, Any]:
-    import contextlib
-    import io
     import json
     import shutil
     import subprocess
@@ -303,9 +301,8 @@ def bench_dataset(matches: int, seed: int, scale: int = 4, max_steps: int | None
     from pathlib import Path
 
     from mau import schema as F
-    from mau.commands.play import PlayConfig
-    from mau.commands.play import main as play_main
     from mau.config import load_config
+    from mau.runner import PlayConfig, play_one
 
     # Write where real runs write (runs/), not /tmp: file creation costs differ a lot between filesystems.
     Path("runs").mkdir(exist_ok=True)
@@ -318,8 +315,7 @@ def bench_dataset(matches: int, seed: int, scale: int = 4, max_steps: int | None
             if max_steps is not None:
                 over["world"] = {"game": {"max_steps": max_steps}}
             cfg = load_config(PlayConfig, "configs/play/aria_scripted.yaml", over)
-            with contextlib.redirect_stdout(io.StringIO()):
-                play_main(cfg)
+            play_one(cfg, Path(cfg.out))
         play_s = time.perf_counter() - t0
         builds = {}
         for factor in (1, scale):
@@ -428,7 +424,7 @@ def main(cfg: dict[str, Any], opts: RunOptions = RunOptions()) -> int:
 
         print(json.dumps(bench_fork(cfg["matches"], cfg["seed"], cfg.get("branches", 200))))
     elif cfg["target"] == "rl":
-        from mau.replay.bench import bench_rl
+        from mau.rl.bench import bench_rl
 
         print(json.dumps(bench_rl(cfg["seed"], cfg.get("rl_steps", 3))))
     elif cfg["target"] == "view":

@@ -23,15 +23,11 @@ CONFIG = "mau.runner:PlayConfig"
 
 
 def main(cfg: PlayConfig, opts: RunOptions = RunOptions()) -> int:
-    import asyncio
     import json
 
-    from mau.env.backends import make_world
-    from mau.env.runner import play_match, write_match
-    from mau.env.scripted import ScriptedPolicy
-    from mau.matchdir import MatchWriter, is_match_dir, read_header
-    from mau.provenance import provenance
+    from mau.matchdir import is_match_dir, read_header
     from mau.rundir import RunDir
+    from mau.runner import play_one
 
     run = RunDir.choose(cfg.out, "play", f"seed{cfg.seed}", "match")
     out = run.path
@@ -43,33 +39,8 @@ def main(cfg: PlayConfig, opts: RunOptions = RunOptions()) -> int:
         h = read_header(out)
         print(f"{h['outcome']} seed={h['seed']} steps={h['steps']} (already finished) -> {out}")
         return 0
-    world = make_world(cfg.world)
-    writer = MatchWriter(out)
-    extra: dict = {}
-    try:
-        if cfg.policy == "aria":
-            from mau.harness.backends import make_backend
-            from mau.harness.match import AriaMatch
-            from mau.runner import play_and_close
-
-            backends = {k: make_backend(s.model) for k, s in cfg.seats.items()}
-            match = AriaMatch(world, cfg.seats, backends, writer.staging, out.name, progress=opts.progress)
-            result = asyncio.run(play_and_close(match, cfg.seed, backends.values()))
-            extra = match.header_extra()
-        else:
-            policies = {p.name: ScriptedPolicy(p.name, world.map, cfg.seed) for p in cfg.world.game.players}
-            result = play_match(world, policies, cfg.seed, cfg.state_mode, writer, frames=cfg.world.frames.save,
-                                topdown=cfg.world.frames.topdown)
-        folder = write_match(writer, world, result, cfg, provenance(), extra)
-    except BaseException:
-        writer.abort()
-        getattr(world, "close", lambda: None)()  # a backend with a process (minecraft) ends it now
-        raise
-    st = world.state
-    summary = {"ejections": len(st.ejections), "kills": sum(1 for p in st.players if p.death_tick is not None),
-               "meetings": st.meetings_held}
-    if extra:
-        summary.update(calls=extra["calls"]["calls"], fallbacks=extra["calls"]["fallbacks"])
-    print(f"{result.outcome} seed={cfg.seed} steps={result.steps} game_s={result.ticks / 20:.0f} "
-          f"wall_s={result.wall_seconds:.2f} {json.dumps(summary)} -> {folder}")
+    p = play_one(cfg, out, opts.progress)
+    r = p.result
+    print(f"{r.outcome} seed={cfg.seed} steps={r.steps} game_s={r.ticks / 20:.0f} "
+          f"wall_s={r.wall_seconds:.2f} {json.dumps(p.summary)} -> {p.folder}")
     return 0

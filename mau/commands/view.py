@@ -9,7 +9,6 @@ match's top-down map with captions instead. The pages and what they show: docs/v
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from pathlib import Path
 
@@ -19,8 +18,6 @@ from mau.commands.common import Flag
 from mau.config import Model
 from mau.errors import ConfigError
 from mau.options import RunOptions
-
-MARKER = ".mau-view"  # a folder with it was written by mau view and may be rebuilt in place
 
 
 class ViewConfig(Model):
@@ -45,40 +42,6 @@ FLAGS = [
 CONFIG = "mau.commands.view:ViewConfig"  # no YAML: the flags are the whole config
 
 
-def _prepare_out(out: Path) -> None:
-    """Rebuild our own site in place; never write into a folder mau view did not make."""
-    if out.exists():
-        if not out.is_dir() or (any(out.iterdir()) and not (out / MARKER).exists()):
-            raise ConfigError(f"--out {out}: exists and was not written by mau view; choose a new folder")
-        shutil.rmtree(out)
-    out.mkdir(parents=True)
-    (out / MARKER).write_text("written by mau view; rebuilt in place by the next mau view into it\n")
-
-
-def build(path: Path, out: Path) -> dict:
-    """Build the site of ``path`` into ``out``; return what was built (kind, counts, seconds)."""
-    from mau import schema as F
-    from mau.view.match import build_match
-    from mau.view.run import build_run, is_run_dir
-    from mau.view.site import copy_assets
-
-    t0 = time.perf_counter()
-    if (path / F.MATCH_HEADER).is_file() or (path / F.EVENTS_FILE).is_file():
-        _prepare_out(out)
-        copy_assets(out)
-        row = build_match(path, out)
-        res = {"kind": "match", "problems": row["problems"]}
-    elif is_run_dir(path):
-        _prepare_out(out)
-        res = {"kind": "run", **build_run(path, out)}
-    else:
-        raise ConfigError(
-            f"{path}: neither a match folder ({F.MATCH_HEADER}) nor a run folder ({F.RUN_HEADER}, "
-            f"{F.MATCHES_DIR}/); give one of those"
-        )
-    return {**res, "site": str(out / "index.html"), "seconds": round(time.perf_counter() - t0, 3)}
-
-
 def main(cfg: ViewConfig, opts: RunOptions = RunOptions()) -> int:
     path = Path(cfg.path)
     if not path.is_dir():
@@ -89,6 +52,8 @@ def main(cfg: ViewConfig, opts: RunOptions = RunOptions()) -> int:
         out = Path(cfg.out or Path("runs") / "view" / f"{path.name}.mp4")
         print(json.dumps(make_video(path, out, cfg.fps)))
         return 0
+    from mau.view.build import build
+
     out = Path(cfg.out or Path("runs") / "view" / path.name)
     res = build(path, out)
     print(json.dumps(res))

@@ -1,4 +1,5 @@
-"""Speed of forks and of GRPO on the CPU (``mau bench fork``, ``mau bench rl``; see mau/commands/bench.py)."""
+"""Speed of forks on the CPU (``mau bench fork``; see mau/commands/bench.py); the matches it forks
+(``voted_matches``) also feed the RL bench (mau/rl/bench.py)."""
 
 from __future__ import annotations
 
@@ -14,21 +15,15 @@ from mau import schema as F
 
 
 def _play_aria(out: Path, seed: int, extra: list[str] | None = None) -> Path:
-    import contextlib
-    import io
-
-    from mau.commands.play import main as play_main
     from mau.config import load_config, parse_overrides
-    from mau.runner import PlayConfig
+    from mau.runner import PlayConfig, play_one
 
     sets = ["seats.crewmate.aria.frames=false", "seats.imposter.aria.frames=false", f"seed={seed}", f"out={out}"]
     cfg = load_config(PlayConfig, "configs/play/aria_scripted.yaml", parse_overrides(sets + (extra or [])))
-    with contextlib.redirect_stdout(io.StringIO()):
-        play_main(cfg)
-    return out
+    return play_one(cfg, out).folder
 
 
-def _voted_matches(tmp: Path, n: int, seed: int) -> list[Path]:
+def voted_matches(tmp: Path, n: int, seed: int) -> list[Path]:
     """``n`` matches (seeds from ``seed`` on) that have a crewmate VOTE."""
     from mau.replay.record import read_match
 
@@ -86,7 +81,7 @@ def bench_fork(matches: int, seed: int, branches: int) -> dict[str, Any]:
     Path("runs").mkdir(exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="bench-fork-", dir="runs"))
     try:
-        rows = [asyncio.run(_fork_one(m, branches)) for m in _voted_matches(tmp, matches, seed)]
+        rows = [asyncio.run(_fork_one(m, branches)) for m in voted_matches(tmp, matches, seed)]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return {"bench": "fork", "decisions": len(rows), "branches_per_decision": branches,
@@ -97,35 +92,3 @@ def bench_fork(matches: int, seed: int, branches: int) -> dict[str, Any]:
             "meeting_end_forks_per_cpu_s_median": statistics.median(r["meeting_end_forks_per_cpu_s"] for r in rows),
             "match_end_forks_per_cpu_s_median": statistics.median(r["match_end_forks_per_cpu_s"] for r in rows),
             "per_decision": rows, "cores": 1}
-
-
-def bench_rl(seed: int, steps: int) -> dict[str, Any]:
-    import contextlib
-    import io
-    import shutil
-    import sys
-
-    from mau.config import load_config, parse_overrides
-    from mau.rl.config import RLConfig
-    from mau.rl.grpo import train_rl
-    from mau.tiny import build_tiny_model, build_voter_model
-
-    Path("runs").mkdir(exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix="bench-rl-", dir="runs"))
-    try:
-        m = _voted_matches(tmp, 1, seed)[0]
-        build_tiny_model(tmp / "tiny", seed=0)
-        voter = build_voter_model(tmp / "tiny", tmp / "voter")
-        cfg = load_config(RLConfig, "configs/rl/tiny.yaml", parse_overrides([
-            f"decisions.runs=[{m}]", f"policy.path={voter}", f"grpo.max_steps={steps}", "output.merge=false"]))
-        with contextlib.redirect_stderr(io.StringIO()) if not sys.stderr.isatty() else contextlib.nullcontext():
-            s = train_rl(cfg, tmp / "rl")
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    g = cfg.grpo
-    return {"bench": "rl", "steps": s["steps"], "train_s": s["train_s"],
-            "s_per_step": round(s["train_s"] / s["steps"], 2),
-            "steps_per_minute": s["steps_per_minute"], "completions_per_step": g.per_device_batch_size,
-            "num_generations": g.num_generations, "max_completion_length": g.max_completion_length,
-            "forks": s["forks"], "fork_seconds": s["fork_seconds"], "model": "tiny Qwen3.5 (0.55 M, voter)",
-            "cores": 1}

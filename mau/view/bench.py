@@ -8,7 +8,6 @@ subprocess: seconds and peak RSS, and their ratio (flat memory: ~1)."""
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
 import shutil
@@ -23,7 +22,7 @@ from typing import Any
 _RUN_CHILD = """
 import json, resource, sys, time
 from pathlib import Path
-from mau.commands.view import build
+from mau.view.build import build
 t0 = time.perf_counter()
 r = build(Path(sys.argv[1]), Path(sys.argv[2]))
 print(json.dumps({"matches": r["matches"], "build_s": time.perf_counter() - t0,
@@ -32,15 +31,11 @@ print(json.dumps({"matches": r["matches"], "build_s": time.perf_counter() - t0,
 
 
 def _play(out: Path, seed: int, over: dict[str, Any]) -> None:
-    from mau.commands.play import PlayConfig
-    from mau.commands.play import main as play_main
     from mau.config import load_config
+    from mau.runner import PlayConfig, play_one
 
     cfg = load_config(PlayConfig, "configs/play/aria_scripted.yaml", {"seed": seed, "out": str(out), **over})
-    from mau.options import RunOptions
-
-    with contextlib.redirect_stdout(io.StringIO()):
-        play_main(cfg, RunOptions(progress=False))
+    play_one(cfg, out)
 
 
 def _run_folder(src: Path, run: Path, n: int) -> None:
@@ -121,7 +116,7 @@ BROWSER_ARGS = [
 
 
 def bench_view(matches: int = 1000, seed: int = 3) -> dict[str, Any]:
-    from mau.commands.view import build
+    from mau.view.build import build
 
     Path("runs").mkdir(exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="bench-view-", dir="runs"))
