@@ -8,7 +8,6 @@ identical continuation.
 
 from __future__ import annotations
 
-import copy
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -22,6 +21,7 @@ from mau.env.observation import observe
 from mau.env.rules import SKIP, Rules
 from mau.env.state import DISCUSSION, ENDED, ROAM, VOTING, Body, GameState, PlayerState
 from mau.env.vision import Vision
+from mau.snapshot import Parts, Restored, Snapshot, freeze, thaw
 
 LOOK_AROUND_TICKS = 40  # a full turn in 2 s
 
@@ -79,17 +79,25 @@ class SimWorld:
     def agents(self) -> list[str]:
         return [p.name for p in self.state.players]
 
-    def snapshot(self) -> dict[str, Any]:
-        """A deep copy of everything that changes: game state, running actions, last results."""
-        snap = copy.deepcopy({"state": self.state, "runs": self.runs, "last_results": self.last_results})
-        snap["tracks"] = tuple(self.tracks)  # lines are never changed once written: shared, not copied
-        return snap
+    # -- snapshots (mau.snapshot) --------------------------------------------------------------------------
+    def parts(self) -> Parts:
+        """What changes: game state, running actions, last results; the event log and the tracks are
+        append-only (their lines are never changed once written); the map, configs and rules never change."""
+        return Parts({"state": self.state, "runs": self.runs, "last_results": self.last_results,
+                      "tracks": self.tracks},
+                     shared=[self, self.map, self.cfg, self.config, self.rules, self.vision],
+                     logs={"events": self.state.events, "tracks": self.tracks})
 
-    def restore(self, snap: dict[str, Any]) -> None:
-        tracks = snap.get("tracks", ())
-        snap = copy.deepcopy({k: v for k, v in snap.items() if k != "tracks"})
-        self.state, self.runs, self.last_results = snap["state"], snap["runs"], snap["last_results"]
-        self.tracks = list(tracks)
+    def restore_parts(self, r: Restored) -> None:
+        c = r.changing
+        self.state, self.runs, self.last_results, self.tracks = c["state"], c["runs"], c["last_results"], c["tracks"]
+
+    def snapshot(self) -> Snapshot:
+        """A copy of everything that changes (restore + the same actions gives an identical continuation)."""
+        return freeze(self.parts())
+
+    def restore(self, snap: Snapshot) -> None:
+        self.restore_parts(thaw(snap))
 
     def observe(self, name: str, mode: str = "ego") -> dict[str, Any]:
         return observe(self, name, mode)

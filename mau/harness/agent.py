@@ -20,6 +20,7 @@ from mau.harness.calls import Caller, FrameStore
 from mau.harness.config import SeatConfig
 from mau.harness.memory import SemanticMemory, SkillMemory, Suspicion, WindowMemory
 from mau.harness.prompting import PromptBuilder
+from mau.snapshot import Parts, Restored
 
 MODE_KINDS = {"mission": ("mission", "fake_mission"), "explore": ("goto", "follow"), "kill": ("kill",),
               "report": ("report",)}
@@ -43,6 +44,15 @@ class AriaAgent:
         self.strategy_step: int | None = None
         self.decided_bodies: set[str] = set()
         self.kills_seen = 0
+
+    def parts(self) -> Parts:
+        """What changes: memory, suspicion, skills, strategy and bookkeeping. The seat, backends, prompt builder,
+        caller, frame store and rooms never change during a match."""
+        return Parts(dict(vars(self)), shared=[self.seat, self.aria, self.backend, self.rest_backend, self.builder,
+                                                self.caller, self.frames, self.rooms])
+
+    def restore_parts(self, r: Restored) -> None:
+        vars(self).update(r.changing)
 
     @property
     def imposter(self) -> bool:

@@ -19,6 +19,7 @@ from typing import Any
 from mau import schema as F
 from mau.harness.backends.base import Frame, ModelBackend, ModelConfig, ModelRequest
 from mau.harness.modules import Context, decide
+from mau.snapshot import Parts, Restored
 
 
 class FrameStore:
@@ -36,6 +37,15 @@ class FrameStore:
         self._queue: queue.Queue | None = None
         self._thread: threading.Thread | None = None
         self._error: OSError | None = None
+
+    def parts(self) -> Parts:
+        """What changes: the frame names given out (a repeated step number gets a new name) and the count saved;
+        rendered frames are a cache, dropped on restore."""
+        return Parts({"names": self._names, "saved": self.saved}, shared=[self])
+
+    def restore_parts(self, r: Restored) -> None:
+        self._names, self.saved = r.changing["names"], r.changing["saved"]
+        self._cache.clear()
 
     def get(self, agent: str, view: str) -> Frame:
         st = self.world.state
@@ -114,6 +124,13 @@ class CallLog:
         self.by_source: dict[tuple[str, str], list[int]] = {}
         self.write_s = 0.0  # time spent serialising and writing records
         self.latencies: list[float] = []  # every call's latency, in order (mau bench harness reads them)
+
+    def parts(self) -> Parts:
+        """The counts change (the open file does not)."""
+        return Parts({k: v for k, v in vars(self).items() if k != "_f"}, shared=[self])
+
+    def restore_parts(self, r: Restored) -> None:
+        vars(self).update(r.changing)
 
     def add(self, record: F.CallRecord, source: str = "model") -> None:
         t0 = time.perf_counter()

@@ -20,6 +20,7 @@ from mau.harness.backends.base import ModelBackend
 from mau.harness.calls import Caller, CallLog, FrameStore
 from mau.harness.config import SeatConfig
 from mau.harness.prompting import PromptBuilder
+from mau.snapshot import Parts, Restored, Snapshot, freeze, thaw
 
 
 def _meeting_outcome(st) -> str:
@@ -37,14 +38,17 @@ class AriaMatch:
     """Everything one ARIA match needs: the world, the seats' backends, the agents, the log and the frames."""
 
     def __init__(self, world, seats: dict[str, SeatConfig], backends: dict[str, ModelBackend],
-                 folder: Path | None, match_id: str, progress: bool = False):
+                 folder: Path | None, match_id: str, progress: bool = False,
+                 rest_backends: dict[str, ModelBackend] | None = None):
+        """``rest_backends``: per seat with ``modules``, the backend of its other modules (default: made from
+        the seat's ``rest_model`` on first use)."""
         self.world, self.seats, self.backends = world, seats, backends
         self.progress = progress  # a bar of steps on stderr (mau play); runs of matches have their own
         self.folder, self.match_id = folder, match_id
         self.log = CallLog(folder)
         self.frames = FrameStore(world, folder)
         self.memory_dumps: list[dict[str, Any]] = []
-        self._rest: dict[str, ModelBackend] = {}
+        self._rest: dict[str, ModelBackend] = dict(rest_backends or {})
         self.beliefs = None  # the match's belief probes (mau.harness.beliefs.probe), made at start()
         self.probe_summary: dict[str, Any] | None = None
 
@@ -148,6 +152,35 @@ class AriaMatch:
                     f.write(json.dumps(d, separators=(",", ":")) + "\n")
         return MatchResult(self.seed, st.outcome, st.end_reason, st.step, st.tick, time.perf_counter() - self._t0,
                            None)
+
+    # -- snapshots (mau.snapshot) --------------------------------------------------------------------------
+    def parts(self) -> Parts:
+        """Everything of the match that changes between two ``advance``s: the world's state, every agent's
+        harness state, the call log's counts, the frames' names, the probes' state; the memory dumps are
+        append-only; seats, backends and the caller never change. Between ``start`` and ``finish`` only."""
+        p = Parts({"meetings_done": self.meetings_done, "memory_dumps": self.memory_dumps},
+                  shared=[self, self.caller, *self.backends.values(), *self._rest.values()],
+                  logs={"dumps": self.memory_dumps})
+        p.nest("world", self.world.parts()).nest("log", self.log.parts()).nest("frames", self.frames.parts())
+        p.nest("probes", self.beliefs.parts())
+        for name, agent in self.agents.items():
+            p.nest(f"agent {name}", agent.parts())
+        return p
+
+    def restore_parts(self, r: Restored) -> None:
+        self.meetings_done, self.memory_dumps = r.changing["meetings_done"], r.changing["memory_dumps"]
+        self.world.restore_parts(r.part("world"))
+        self.log.restore_parts(r.part("log"))
+        self.frames.restore_parts(r.part("frames"))
+        self.beliefs.restore_parts(r.part("probes"))
+        for name, agent in self.agents.items():
+            agent.restore_parts(r.part(f"agent {name}"))
+
+    def snapshot(self) -> Snapshot:
+        return freeze(self.parts())
+
+    def restore(self, snap: Snapshot) -> None:
+        self.restore_parts(thaw(snap))
 
     def header_extra(self) -> dict[str, Any]:
         extra = {F.MATCH_ID: self.match_id, "calls": self.log.summary(), "frames_saved": self.frames.saved,

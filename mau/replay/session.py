@@ -1,18 +1,17 @@
 """One replayed match held in memory: replay it whole, stop at a decision, snapshot the world and every agent's
 harness state between two world steps, restore the snapshot and play a branch from it.
 
-A snapshot is one pickle of everything that changes (game state, running actions, each agent's memory,
-skills, strategy and bookkeeping, the call log's counts, the director's queues, the scripted expert's brains
-and their random streams), with the parts that never change kept by reference (maps, configs, prompt
-builders, backends) and the append-only logs (events, call records, memory dumps) kept as tuples of their
-items, which are never mutated once written. Restoring is one unpickle, so a restore costs about as much as
-the changing state and not the whole history.
+A snapshot composes the snapshots of the state's owners (``mau.snapshot``): the ARIA match's (the world's game
+state and running actions, each agent's memory, skills, strategy and bookkeeping, the call log's counts, the
+frames' names, the probes' state), each live backend's (the scripted expert's brains and their random
+streams) and the director's queues, in one pickle: the parts that never change are kept by reference (maps,
+configs, prompt builders, backends) and the append-only logs (events, call records, memory dumps) as tuples of
+their items, which are never mutated once written. Restoring is one unpickle, so a restore costs about as much
+as the changing state and not the whole history.
 """
 
 from __future__ import annotations
 
-import io
-import pickle
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,25 +21,7 @@ from mau.harness.calls import CallLog
 from mau.harness.config import SeatConfig
 from mau.replay.director import Director, ReachedFork, ReplayBackend
 from mau.replay.record import RecordedMatch
-
-
-class _Pickler(pickle.Pickler):
-    def __init__(self, f, pins: dict[int, Any]):
-        super().__init__(f, protocol=pickle.HIGHEST_PROTOCOL)
-        self.pins = pins
-
-    def persistent_id(self, obj: Any) -> Any:
-        return self.pins.get(id(obj))
-
-
-class _Unpickler(pickle.Unpickler):
-    def __init__(self, f, loads: dict[Any, Any]):
-        super().__init__(f)
-        self.loads = loads
-
-    def persistent_load(self, pid: Any) -> Any:
-        v = self.loads[pid]
-        return list(v) if pid in ("events", "records", "dumps") else v
+from mau.snapshot import Parts, Restored, Snapshot, freeze, thaw
 
 
 class KeepLog(CallLog):
@@ -53,6 +34,15 @@ class KeepLog(CallLog):
     def add(self, record: dict[str, Any], source: str = "model") -> None:
         super().add(record, source)
         self.records.append(record)
+
+    def parts(self) -> Parts:
+        p = super().parts()
+        p.logs["records"] = self.records  # append-only: kept as a tuple, not copied
+        return p
+
+    def restore_parts(self, r: Restored) -> None:
+        super().restore_parts(r)
+        self.records = r.logs["records"]
 
 
 @dataclass
@@ -105,20 +95,20 @@ class Session:
         self.seats = with_frames(seats or rec.seats, frames)
         self.world = make_world(rec.world)
         self.director.world = self.world
-        self.live: list[Any] = []
+        self.live: list[Any] = []  # the seats' own backends (a fork plays on with them)
+        self.wrappers: list[ReplayBackend] = []
 
         def wrap(model) -> ReplayBackend:
             live = make_backend(model) if (live_models or model.backend == "scripted") else None
             if live is not None:
                 self.live.append(live)
-            return ReplayBackend(self.director, live, model.backend)
+            self.wrappers.append(ReplayBackend(self.director, live, model.backend))
+            return self.wrappers[-1]
 
         backends = {k: wrap(s.model) for k, s in self.seats.items()}
-        self.match = AriaMatch(self.world, self.seats, backends, None, rec.match_id)
+        rest = {k: wrap(s.rest_model) for k, s in self.seats.items() if s.modules is not None}
+        self.match = AriaMatch(self.world, self.seats, backends, None, rec.match_id, rest_backends=rest)
         self.match.log = KeepLog()
-        for k, s in self.seats.items():
-            if s.modules is not None:
-                self.match._rest[k] = wrap(s.rest_model)
 
     # -- driving -------------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -159,7 +149,7 @@ class Session:
 
         raise MauError(f"{self.rec.path}: the replay ended without asking {call_id}")
 
-    async def prepare_fork(self, call_id: str) -> dict[str, Any]:
+    async def prepare_fork(self, call_id: str) -> Snapshot:
         """Replay up to the world step of decision ``call_id`` and snapshot there."""
         k = await self.locate(call_id)
         self.director = self._fresh_director()
@@ -172,19 +162,13 @@ class Session:
     def _fresh_director(self) -> Director:
         d = Director(self.rec.calls)
         d.world = self.world
-        for b in self._wrappers():
+        for b in self.wrappers:
             b.director = d
         for s in self.live:  # the scripted expert starts over too
-            if hasattr(s, "_brains"):
-                s._brains.clear()
-                s._match = None
+            s.reset()
         return d
 
-    def _wrappers(self) -> list[ReplayBackend]:
-        return [b for b in list(self.match.backends.values()) + list(self.match._rest.values())
-                if isinstance(b, ReplayBackend)]
-
-    async def branch(self, snap: dict[str, Any], answer: str, horizon: str = "match") -> BranchOutcome:
+    async def branch(self, snap: Snapshot, answer: str, horizon: str = "match") -> BranchOutcome:
         """Restore ``snap`` and play on with ``answer`` in place of the recorded decision, to the end of the
         match (``horizon="match"``) or of the first meeting that ends after the fork (``"meeting"``)."""
         self.restore(snap)
@@ -219,59 +203,29 @@ class Session:
             ejections=[{"name": e[F.EJECTED], "role": e["role"]} for e in ej if e[F.EJECTED]],
             steps=st.step, roles={p.name: p.role for p in st.players})
 
-    # -- snapshots -----------------------------------------------------------------------------------------
-    def _shared(self) -> list[Any]:
-        """Objects a snapshot refers to but never copies: they do not change during a match."""
-        m, w = self.match, self.world
-        shared: list[Any] = [w, w.map, w.cfg, w.config, w.rules, w.vision, m, m.caller, m.frames, m.log,
-                             self.director, self.rec]
-        for a in m.agents.values():
-            shared += [a.seat, a.aria, a.backend, a.rest_backend, a.builder, a.caller, a.frames, a.rooms]
-        for b in self.live:
-            shared += [brain.map for brain in getattr(b, "_brains", {}).values()]
-        return [x for x in shared if x is not None]
+    # -- snapshots ---------------------------------------------------------------------------------------
+    def parts(self) -> Parts:
+        """The match's parts, each live backend's and the director's queues (the record never changes)."""
+        p = Parts({"director": self.director.state(), "advances": self.director.advances},
+                  shared=[self.director, self.rec])
+        p.nest("match", self.match.parts())
+        for i, b in enumerate(self.live):
+            p.nest(f"live {i}", b.parts())
+        return p
 
-    def snapshot(self) -> dict[str, Any]:
-        """The changing state as one pickle. Shared objects are pickled by reference (persistent ids), and the
-        append-only logs (events, call records, memory dumps) as tuples of their items, which are never
-        mutated once written; restoring is one C-speed unpickle plus list copies of those tuples."""
-        m, w = self.match, self.world
-        log = {k: v for k, v in m.log.__dict__.items() if k not in ("_f", "records")}
-        data = {"state": w.state, "runs": w.runs, "last_results": w.last_results,
-                "agents": {n: a.__dict__ for n, a in m.agents.items()}, "meetings_done": m.meetings_done,
-                "log": log, "frame_names": m.frames._names, "frames_saved": m.frames.saved,
-                "director": self.director.state(), "advances": self.director.advances,
-                "brains": {i: (b._brains, b._match) for i, b in enumerate(self.live) if hasattr(b, "_brains")}}
-        shared = self._shared()
-        pins = {id(x): k for k, x in enumerate(shared)}
-        pins[id(w.state.events)] = "events"  # the lists themselves grow: they come back as fresh copies
-        pins[id(m.log.records)] = "records"
-        pins[id(m.memory_dumps)] = "dumps"
-        buf = io.BytesIO()
-        _Pickler(buf, pins).dump(data)
-        return {"blob": buf.getvalue(), "events": tuple(w.state.events), "records": tuple(m.log.records),
-                "dumps": tuple(m.memory_dumps), "shared": shared, "tracks": tuple(getattr(w, "tracks", ()))}
+    def snapshot(self) -> Snapshot:
+        """The changing state as one pickle (``mau.snapshot``); restoring is one unpickle plus list copies of
+        the append-only logs."""
+        return freeze(self.parts())
 
-    def restore(self, snap: dict[str, Any]) -> None:
-        loads: dict[Any, Any] = dict(enumerate(snap["shared"]))
-        loads.update(events=snap["events"], records=snap["records"], dumps=snap["dumps"])
-        s = _Unpickler(io.BytesIO(snap["blob"]), loads).load()
-        m, w = self.match, self.world
-        w.state, w.runs, w.last_results = s["state"], s["runs"], s["last_results"]
-        if hasattr(w, "tracks"):  # the viewer's positions (tracks.jsonl) up to the snapshot
-            w.tracks = list(snap["tracks"])
-        for n, a in m.agents.items():
-            a.__dict__.update(s["agents"][n])
-        m.meetings_done, m.memory_dumps = s["meetings_done"], list(snap["dumps"])
-        m.log.__dict__.update(s["log"])
-        m.log.records = list(snap["records"])
-        m.frames._names, m.frames.saved = s["frame_names"], s["frames_saved"]
-        m.frames._cache.clear()
-        self.director.set_state(s["director"])
-        self.director.advances = s["advances"]
-        for i, (brains, match) in s["brains"].items():
-            self.live[i]._brains, self.live[i]._match = brains, match
+    def restore(self, snap: Snapshot) -> None:
+        r = thaw(snap)
+        self.match.restore_parts(r.part("match"))
+        for i, b in enumerate(self.live):
+            b.restore_parts(r.part(f"live {i}"))
+        self.director.set_state(r.changing["director"])
+        self.director.advances = r.changing["advances"]
 
     async def close(self) -> None:
-        for b in self._wrappers():
+        for b in self.wrappers:
             await b.aclose()

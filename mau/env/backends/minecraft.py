@@ -154,11 +154,11 @@ class MinecraftWorld(SimWorld):
             self._save_log(self.host)
         return sorted(self.log_dir.glob("minecraft-host*.log")) if self.log_dir else []
 
-    def snapshot(self) -> dict[str, Any]:
+    def parts(self, *_: Any):
         raise MauError("world.backend minecraft: snapshot/restore is not supported (the bodies live in another "
                        "process); use world.backend=sim for branching")
 
-    restore = snapshot  # type: ignore[assignment]
+    snapshot = restore = restore_parts = parts  # type: ignore[assignment]
 
     def step(self, actions):
         """The sim's step; any error ends the host before it propagates."""

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import Field
 
 from mau.config import Model
+from mau.snapshot import Parts, Restored
 
 
 @dataclass
@@ -130,6 +131,17 @@ class ModelBackend:
 
     async def aclose(self) -> None:
         return None
+
+    # -- snapshots (mau.snapshot): a backend with state of its own (the scripted expert) overrides these ---------
+    def parts(self) -> Parts:
+        """What of the backend changes during a match: nothing (a model is stateless between calls)."""
+        return Parts(shared=[self])
+
+    def restore_parts(self, r: Restored) -> None:
+        pass
+
+    def reset(self) -> None:
+        """Forget every match played so far (a replay that starts over)."""
 
     def release(self) -> None:
         """Free what the backend holds between matches (local weights); it loads again when next called."""

@@ -16,6 +16,7 @@ from mau.env.map import load_map
 from mau.env.scripted import NONE, ScriptedBrain, temperament_of
 from mau.harness import modules as M
 from mau.harness.backends.base import ModelBackend, ModelRequest, ModelResponse
+from mau.snapshot import Parts, Restored
 
 
 class Backend(ModelBackend):
@@ -25,6 +26,19 @@ class Backend(ModelBackend):
         super().__init__(config)
         self._brains: dict[tuple[str, str], ScriptedBrain] = {}
         self._match: str | None = None
+
+    def parts(self) -> Parts:
+        """The brains of the match being played (their memories, suspicions and random streams) change; their
+        maps do not."""
+        return Parts({"brains": self._brains, "match": self._match},
+                     shared=[self, *(b.map for b in self._brains.values())])
+
+    def restore_parts(self, r: Restored) -> None:
+        self._brains, self._match = r.changing["brains"], r.changing["match"]
+
+    def reset(self) -> None:
+        self._brains.clear()
+        self._match = None
 
     def _brain(self, request: ModelRequest) -> ScriptedBrain:
         ctx = request.context

@@ -23,6 +23,7 @@ from mau.harness.beliefs import observer as O
 from mau.harness.beliefs.config import ProbeConfig
 from mau.harness.beliefs.perceive import Perception
 from mau.harness.modules import VOTE, Context, ParseError, _name, extract_json
+from mau.snapshot import Parts, Restored
 
 PROBE_MODULE = "probe"
 PROBE_STREAM = "probe"
@@ -136,6 +137,13 @@ class ProbeLog:
         self._f = open(folder / F.PROBES_FILE, "w") if folder is not None else None  # noqa: SIM115 (closed at match end)
         self.records: list[dict[str, Any]] = []
 
+    def parts(self) -> Parts:
+        """The records are append-only (the open file does not change)."""
+        return Parts(shared=[self], logs={"records": self.records})
+
+    def restore_parts(self, r: Restored) -> None:
+        self.records = r.logs["records"]
+
     def add(self, record: dict[str, Any]) -> None:
         self.records.append(record)
         if self._f is not None:
@@ -169,6 +177,17 @@ class BeliefProbes:
         self.n = 0  # probe moments so far
         self.wall_s = 0.0
         self._meeting, self._round, self._voted, self._roam = -1, 0, -1, -1
+
+    def parts(self) -> Parts:
+        """What changes: the probe moments so far and each crewmate's perceived evidence; the records are
+        append-only; the world, agents and config are shared."""
+        mine = {k: v for k, v in vars(self).items() if k != "log"}
+        p = Parts(mine, shared=[self.world, self.agents, self.cfg, self.cfg.likelihood, self.rooms])
+        return p.nest("log", self.log.parts())
+
+    def restore_parts(self, r: Restored) -> None:
+        vars(self).update({k: v for k, v in r.changing.items() if k != "log"})
+        self.log.restore_parts(r.part("log"))
 
     async def point(self) -> None:
         """Fire the probes whose moment this is; track perception every time."""
