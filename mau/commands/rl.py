@@ -6,7 +6,8 @@ at that decision with the completion as the answer and playing on (vote named a 
 ejected one, the crew won; a penalty for an unparseable answer; docs/rl.md). Starts from a BC model (a LoRA
 adapter from ``mau train``, merged, is also the KL reference). The run folder holds trainer_log.jsonl (reward
 curve, KL, loss), rewards.jsonl (every completion's reward and terms), the trained adapter, a merged model for
-``mau eval`` and rl.json. Prints one line. Needs the ``ml`` extra.
+``mau eval`` and rl.json. Prints one line. ``--resume`` continues a run from its last checkpoint
+(``grpo.save_steps``), also after a kill. Needs the ``ml`` extra.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from mau.commands.common import Flag, config_flags
 from mau.options import RunOptions
 from mau.rl.config import RLConfig
 
-FLAGS = [*config_flags("grpo.max_steps=5"), Flag("--out", "run folder (output.dir)", key="output.dir")]
+FLAGS = [*config_flags("grpo.max_steps=5"), Flag("--out", "run folder (output.dir)", key="output.dir"),
+         Flag("--resume", "continue the run in --out from its last checkpoint", key="resume", type=bool)]
 CONFIG = "mau.rl.config:RLConfig"
 
 

@@ -80,6 +80,8 @@ class RLOutput(Model):
 class RLConfig(Model):
     """``mau rl``: decision-level GRPO of the crewmate inside the sim."""
 
+    resume: bool = Field(False, description="Continue the run in output.dir from its last checkpoint (also after "
+                                            "a kill; a finished run continues to a larger grpo.max_steps).")
     policy: PolicySection = Field(default_factory=PolicySection, description="The start policy and KL "
                                                                              "reference.")
     lora: LoraSection = Field(default_factory=LoraSection, description="The LoRA trained by GRPO "

@@ -173,12 +173,11 @@ def train_rl(cfg: RLConfig, out: Path) -> dict[str, Any]:
 
     from mau.replay.reward import ForkRewarder
     from mau.train import freeze
-    from mau.train.sft import log_callback
+    from mau.train.sft import check_run_folder, log_callback
 
     t0 = time.perf_counter()
     hf_logging.disable_progress_bar()
-    run = RunDir(out, "rl run", flag="output.dir")
-    run.require_new()
+    resume_ckpt = check_run_folder(out, cfg.resume, cfg.grpo.max_steps, "GRPO run", SUMMARY, "grpo.max_steps")
     if cfg.lora.full_finetune and cfg.policy.adapter:
         raise MauError("lora.full_finetune with policy.adapter: merge the adapter first (mau train output.merge) and "
                        "give the merged model as policy.path")
@@ -190,7 +189,8 @@ def train_rl(cfg: RLConfig, out: Path) -> dict[str, Any]:
     processor = _processor(cfg.policy.path, cfg)
     model = _start_model(cfg, dtype)
     peft_config = freeze.prepare_for_tuning(model, cfg.lora)
-    run.write_config(dump_yaml(cfg), decisions=len(rows))
+    (out / SUMMARY).unlink(missing_ok=True)  # a resumed run is unfinished until it finishes
+    RunDir(out, "GRPO run").write_config(dump_yaml(cfg), decisions=len(rows))
     rewarder = ForkRewarder(cfg.reward)
     reward = ForkReward(rewarder, out / REWARDS_LOG)
     args = grpo_args(cfg, out, bf16)
@@ -206,7 +206,7 @@ def train_rl(cfg: RLConfig, out: Path) -> dict[str, Any]:
     before = freeze.trainable_digests(trainer.model)
     vision_before = freeze.vision_digests(trainer.model)
     t_train = time.perf_counter()
-    trainer.train()
+    trainer.train(resume_from_checkpoint=True if resume_ckpt else None)
     train_s = time.perf_counter() - t_train
     after = freeze.trainable_digests(trainer.model)
     changed = sum(1 for k in before if before[k] != after.get(k))

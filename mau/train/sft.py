@@ -49,21 +49,28 @@ def checkpoints(out: Path) -> list[Path]:
     return sorted(found, key=lambda p: int(p.name[len(CHECKPOINT_PREFIX):]))
 
 
-def check_run_folder(out: Path, resume: bool) -> bool:
-    """Refuse a folder that is not ours or holds a run we were not asked to continue. Returns True when
-    training must resume from the folder's last checkpoint."""
-    run = RunDir(out, "training run", flag="output.dir")
+def check_run_folder(out: Path, resume: bool, max_steps: int | None = None, what: str = "training run",
+                     summary: str = SUMMARY, steps_key: str = "training.max_steps") -> bool:
+    """Refuse a folder that is not ours or holds a run we were not asked to continue (a Trainer's run folder:
+    ``mau train``, ``mau rl``). Returns True when training must resume from the folder's last checkpoint."""
+    run = RunDir(out, what)
     if run.is_empty():
         return False
     if not run.is_ours():
-        raise MauError(f"output.dir {out}: exists and is not a training run folder; choose an empty or new folder")
+        raise MauError(f"output.dir {out}: exists and is not a {what} folder; choose an empty or new folder")
     ckpts = checkpoints(out)
     if not resume:
-        if (out / SUMMARY).is_file():
-            raise MauError(f"output.dir {out}: holds a finished training run; pass --resume to continue it (e.g. "
-                           "to a larger training.max_steps) or choose another output.dir")
-        raise MauError(f"output.dir {out}: holds an unfinished training run ({len(ckpts)} checkpoints); pass "
+        if (out / summary).is_file():
+            raise MauError(f"output.dir {out}: holds a finished {what}; pass --resume to continue it (e.g. "
+                           f"to a larger {steps_key}) or choose another output.dir")
+        raise MauError(f"output.dir {out}: holds an unfinished {what} ({len(ckpts)} checkpoints); pass "
                        "--resume to continue from its last checkpoint, or choose another output.dir")
+    if ckpts and max_steps:
+        done = int(ckpts[-1].name[len(CHECKPOINT_PREFIX):])
+        if done >= max_steps:
+            # The Trainer would run one more step past the end and log "step 21/20"; there is nothing to do.
+            raise MauError(f"output.dir {out}: already trained {done} of {steps_key}={max_steps} steps; raise "
+                           f"{steps_key} to train on")
     return bool(ckpts)
 
 
@@ -364,13 +371,7 @@ def train(cfg: TrainConfig, out: Path | None = None, callbacks: list[Any] | None
     out = Path(out or cfg.output.dir or "")
     if not str(out) or str(out) == ".":
         raise MauError("output.dir is unset: give the run folder (--out DIR)")
-    resume_ckpt = check_run_folder(out, cfg.resume)
-    if resume_ckpt:
-        done = int(checkpoints(out)[-1].name[len(CHECKPOINT_PREFIX):])
-        if cfg.training.max_steps and done >= cfg.training.max_steps:
-            # The Trainer would run one more step past the end and log "step 21/20"; there is nothing to do.
-            raise MauError(f"output.dir {out}: already trained {done} of training.max_steps="
-                           f"{cfg.training.max_steps} steps; raise training.max_steps to train on")
+    resume_ckpt = check_run_folder(out, cfg.resume, cfg.training.max_steps)
     state.wait_for_everyone()  # every process has looked at the folder before the main one writes into it
     _wandb_env(cfg, out)
     main = state.is_main_process
