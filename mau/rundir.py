@@ -87,10 +87,9 @@ def init_lock(out: Path) -> Iterator[None]:
 class RunDir:
     """A run's folder. ``what`` names the kind in messages ("collect run", "dataset", ...)."""
 
-    def __init__(self, path: str | Path, what: str, flag: str = "--out"):
+    def __init__(self, path: str | Path, what: str):
         self.path = Path(path)
         self.what = what
-        self.flag = flag  # how the user names the folder in messages (--out, output.dir)
 
     @classmethod
     def choose(cls, out: str | None, kind: str, tag: str, what: str) -> "RunDir":
@@ -121,11 +120,6 @@ class RunDir:
         elif not self.is_empty():
             raise MauError(f"--out {self.path}: exists and is not a {self.what} folder; choose an empty or new folder")
         return False
-
-    def require_new(self) -> None:
-        """The guard of runs that start from nothing (rl): the folder must be absent or empty."""
-        if not self.is_empty():
-            raise MauError(f"{self.flag} {self.path}: exists and is not empty; choose a new folder")
 
     def is_ours(self) -> bool:
         """A run folder of this kind holds its resolved config (written when the run starts)."""
