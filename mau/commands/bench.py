@@ -35,7 +35,8 @@ headless Chromium, and run builds of ``--matches`` (default 1000) and a tenth as
 
 ``train`` (``mau bench train``, the GPU check; needs the ml extra): a few LoRA SFT steps of the production
 training path on a Qwen3.5-9B-shaped model with random bf16 weights (nothing downloaded; ``--layers 4
---vision-depth 2 --device cpu`` for the reduced depth on a CPU), rows of one 640x360 frame and ~2k text tokens;
+--vision-depth 2 --device cpu`` for the reduced depth on a CPU; ``--dtype float32 --width-divisor 8`` on a CPU
+without native bf16), rows of one 640x360 frame and ~2k text tokens;
 tokens/s, peak memory beside the ``mau train --plan`` estimate, MFU (mau.train.bench; docs/training.md).
 
 ``probes`` (``mau bench probes``): the same ARIA scripted matches (no frames: the cheapest match, so the worst
@@ -80,6 +81,10 @@ FLAGS = [
     Flag("--train-steps", "LoRA SFT steps, one row each; the first is warm-up (train)", type=int, default=4),
     Flag("--text-tokens", "text tokens per synthetic row (train)", type=int, default=2000),
     Flag("--device", "auto: the GPU if there is one (train)", choices=("auto", "cpu"), default="auto"),
+    Flag("--dtype", "bfloat16: the production path; float32: for a CPU without native bf16 (train)",
+         choices=("bfloat16", "float32"), default="bfloat16"),
+    Flag("--width-divisor", "divide the 9B's widths, heads and vocabulary by 1, 2, 4 or 8 (train)", type=int,
+         default=1),
     Flag("--no-gradient-checkpointing", "train without it (train)", type=bool),
     Flag("--peak-tflops", "the device's dense bf16 peak for MFU (train; default: known GPUs by name, none on "
          "the CPU)", type=float),
@@ -401,11 +406,16 @@ def main(cfg: dict[str, Any], opts: RunOptions = RunOptions()) -> int:
     import json
 
     if cfg["target"] == "train":  # the GPU check: all cores (the data loader, the CPU fallback)
+        from mau.errors import MauError
         from mau.train.bench import bench_train
+        from mau.train.shapes import NARROW_DIVISORS
 
+        if cfg["width_divisor"] not in NARROW_DIVISORS:
+            raise MauError(f"--width-divisor {cfg['width_divisor']}: use one of "
+                           f"{', '.join(map(str, NARROW_DIVISORS))}")
         print(json.dumps(bench_train(cfg["layers"], cfg["vision_depth"], cfg["train_steps"], cfg["text_tokens"],
                                      cfg["device"], not cfg["no_gradient_checkpointing"], cfg["peak_tflops"],
-                                     cfg["seed"])))
+                                     cfg["seed"], dtype=cfg["dtype"], width_divisor=cfg["width_divisor"])))
         return 0
     if cfg["target"] == "env" and cfg.get("backend") == "minecraft":
         from mau.env.minecraft.bench import bench_minecraft

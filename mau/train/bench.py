@@ -13,6 +13,7 @@ Heavy imports happen inside the functions.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
@@ -116,22 +117,50 @@ def _peak_tflops(device_name: str) -> float | None:
     return None
 
 
-class RssPeak:
-    """The peak resident memory of this process while running, sampled every 5 ms from /proc/self/statm."""
+def rss_bytes() -> int:
+    """This process's resident memory (/proc/self/statm)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
-    def __init__(self) -> None:
-        self.peak = self.now()
+
+def heap_bytes() -> int | None:
+    """Bytes in use in this process's C heap (glibc ``mallinfo2``: in-use chunks + mmapped blocks, every arena),
+    where torch's CPU tensors live: unlike RSS it leaves out memory freed but kept by the allocator and code
+    pages, so it is the CPU's counterpart of ``torch.cuda.max_memory_allocated``. None without glibc >= 2.33."""
+    fn = _mallinfo2()
+    if fn is None:
+        return None
+    m = fn()
+    return int(m.uordblks + m.hblkhd)
+
+
+@functools.cache
+def _mallinfo2() -> Any:
+    import ctypes
+
+    class Mallinfo2(ctypes.Structure):
+        _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                                   "fsmblks", "uordblks", "fordblks", "keepcost")]
+    try:
+        fn = ctypes.CDLL(None).mallinfo2
+    except (AttributeError, OSError):
+        return None
+    fn.restype = Mallinfo2
+    return fn
+
+
+class Peak:
+    """The peak of ``read()`` (bytes) while running, sampled every 5 ms in a thread."""
+
+    def __init__(self, read: Any) -> None:
+        self.read = read
+        self.peak = read()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    @staticmethod
-    def now() -> int:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
     def _run(self) -> None:
         while not self._stop.is_set():
-            self.peak = max(self.peak, self.now())
+            self.peak = max(self.peak, self.read())
             time.sleep(0.005)
 
     def start(self) -> None:
@@ -140,14 +169,17 @@ class RssPeak:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join()
-        self.peak = max(self.peak, self.now())
+        self.peak = max(self.peak, self.read())
 
 
 def bench_train(layers: int = 32, vision_depth: int = 27, steps: int = 4, text_tokens: int = 2000,
                 device: str = "auto", gradient_checkpointing: bool = True, peak_tflops: float | None = None,
-                seed: int = 0, workdir: str | Path | None = None) -> dict[str, Any]:
+                seed: int = 0, workdir: str | Path | None = None, dtype: str = "bfloat16",
+                width_divisor: int = 1) -> dict[str, Any]:
     """Build, train ``steps`` steps (one row each), measure. The first step (compilation, allocator warm-up,
-    optimizer state) is reported apart and left out of the rates."""
+    optimizer state) is reported apart and left out of the rates. ``dtype`` bfloat16 is the production path (bf16
+    weights, bf16 mixed precision); float32 (fp32 weights, no autocast) is for CPUs without native bf16
+    (mau.train.precision), with ``width_divisor`` > 1 (mau.train.shapes.narrow) to keep a CPU run short."""
     import torch
     from transformers import TrainerCallback
 
@@ -165,34 +197,41 @@ def bench_train(layers: int = 32, vision_depth: int = 27, steps: int = 4, text_t
     work.mkdir(parents=True, exist_ok=True)
     tok = build_tokenizer(seed)
     ids = {t: tok.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
-    d = shapes.config_dict(layers, vision_depth, {
+    d = shapes.narrow(shapes.config_dict(layers, vision_depth, {
         "image_token_id": ids["<|image_pad|>"], "video_token_id": ids["<|video_pad|>"],
         "vision_start_token_id": ids["<|vision_start|>"], "vision_end_token_id": ids["<|vision_end|>"],
-        "eos_token_id": ids["<|im_end|>"], "pad_token_id": ids["<|endoftext|>"]})
+        "eos_token_id": ids["<|im_end|>"], "pad_token_id": ids["<|endoftext|>"]}), width_divisor)
     model_dir = work / "model"  # config + processor only: the weights are built in memory, never written
     shapes.hf_config(d).save_pretrained(model_dir)
     processor = build_processor(tok, max_pixels=640 * 360)
     processor.save_pretrained(model_dir)
     data_dir = write_synthetic_dataset(work / "data", tok, rows=steps, text_tokens=text_tokens, seed=seed)
 
-    over = {"model": {"path": str(model_dir), "device": "auto" if cuda else "cpu", "dtype": "bfloat16"},
+    over = {"model": {"path": str(model_dir), "device": "auto" if cuda else "cpu", "dtype": dtype},
             "data": {"dataset": str(data_dir), "eval_split": None, "filter": None},
             "training": {"max_steps": steps, "gradient_accumulation_steps": 1, "per_device_batch_size": 1,
                          "logging_steps": 1, "save_steps": 10**6, "eval_at_end": False, "dataloader_num_workers": 0,
-                         "gradient_checkpointing": gradient_checkpointing, "warmup": 0},
+                         "gradient_checkpointing": gradient_checkpointing, "warmup": 0,
+                         "bf16": dtype == "bfloat16"},
             "output": {"dir": str(work / "run")}, "logging": {"report_to": "none"}}
     cfg = load_config(TrainConfig, PRODUCTION_CONFIG, over)
 
-    rss_before = RssPeak.now()
+    heap = heap_bytes() is not None  # the CPU's measure: the C heap in use, else resident memory
     built: dict[str, float] = {}
 
     def load_model(base: str, c: TrainConfig) -> Any:
+        # Instantiate the model once on the meta device (no storage) first: transformers' one-off initialisation
+        # on first use (~40 MB of heap) then falls outside the weights' measure.
+        shapes.build_model(d, dtype=dtype, seed=seed, device="meta")
+        rss_before, heap_before = rss_bytes(), heap_bytes()
         t0 = time.perf_counter()
-        m = shapes.build_model(d, dtype="bfloat16", seed=seed, device=dev)
+        m = shapes.build_model(d, dtype=dtype, seed=seed, device=dev)
         if cfg.model.attn_implementation:
             m.config._attn_implementation = cfg.model.attn_implementation
         built["build_s"] = time.perf_counter() - t0
-        built["weights_rss"] = RssPeak.now() - rss_before
+        built["weights_rss"] = rss_bytes() - rss_before
+        if heap:
+            built["weights_heap"] = heap_bytes() - heap_before
         return m
 
     times: list[float] = []
@@ -218,13 +257,18 @@ def bench_train(layers: int = 32, vision_depth: int = 27, steps: int = 4, text_t
                                  640 * 360)
     if cuda:
         torch.cuda.reset_peak_memory_stats()
-    rss_train_start = RssPeak.now()
-    rss = RssPeak()
-    rss.start()
+    rss_train_start, heap_train_start = rss_bytes(), heap_bytes()
+    rss = Peak(rss_bytes)
+    hp = Peak(heap_bytes) if heap else None
+    for p in (rss, hp):
+        if p:
+            p.start()
     try:
         setup.trainer.train()
     finally:
-        rss.stop()
+        for p in (rss, hp):
+            if p:
+                p.stop()
     seq = lengths["total"]
     rates = times[1:] or times
     tokens = sum(seq[1:len(times)]) or sum(seq)
@@ -232,10 +276,12 @@ def bench_train(layers: int = 32, vision_depth: int = 27, steps: int = 4, text_t
     flops = sum(per_step[1:len(times)]) or sum(per_step)
     wall = sum(rates)
     name = torch.cuda.get_device_name() if cuda else "cpu"
-    peak = peak_tflops or (_peak_tflops(name) if cuda else None)
-    est = P.estimate_memory(d, max(seq), cfg.lora.r, gradient_checkpointing, "single")
+    peak = peak_tflops or (_peak_tflops(name) if cuda and dtype == "bfloat16" else None)
+    est = P.estimate_memory(d, max(seq), cfg.lora.r, gradient_checkpointing, "single", dtype=dtype,
+                            lm_head_torch=not cuda)
     out: dict[str, Any] = {
-        "bench": "train", "device": name, "text_layers": layers, "vision_depth": vision_depth,
+        "bench": "train", "device": name, "dtype": dtype, "text_layers": layers, "vision_depth": vision_depth,
+        "width_divisor": width_divisor,
         "parameters": setup.counts["total"], "trainable": setup.counts["trainable"],
         "steps": len(times), "first_step_s": round(times[0], 3) if times else None,
         "step_s": round(wall / len(rates), 3), "text_tokens": lengths["text"][0], "image_tokens": lengths["image"][0],
@@ -250,10 +296,16 @@ def bench_train(layers: int = 32, vision_depth: int = 27, steps: int = 4, text_t
     if cuda:
         out["peak_memory_bytes"] = torch.cuda.max_memory_allocated()
         out["peak_memory_reserved_bytes"] = torch.cuda.max_memory_reserved()
-    else:  # the process's resident memory: weights as built, the peak while training over its start
+    else:  # weights as built + the peak while training over its start: C heap in use (else resident memory)
         out["weights_rss_bytes"] = int(built.get("weights_rss", 0))
         out["train_rss_increase_bytes"] = rss.peak - rss_train_start
         out["peak_memory_bytes"] = int(built.get("weights_rss", 0)) + rss.peak - rss_train_start
+        out["memory_measure"] = "rss"
+        if hp:
+            out["weights_heap_bytes"] = int(built.get("weights_heap", 0))
+            out["train_heap_increase_bytes"] = hp.peak - heap_train_start
+            out["peak_memory_bytes"] = int(built.get("weights_heap", 0)) + hp.peak - heap_train_start
+            out["memory_measure"] = "heap"
     out["peak_memory_gib"] = round(out["peak_memory_bytes"] / 2**30, 2)
     out["estimate_ratio"] = round(est.total / out["peak_memory_bytes"], 3)
     if workdir is None:

@@ -32,14 +32,22 @@ LORA_STATE_BYTES = 16  # fp32 LoRA weight (PEFT keeps adapters in fp32 under a b
 LM_HEAD_TOKEN_TILE = 4096
 LM_HEAD_VOCAB_TILE = 32768
 LM_HEAD_TILE_COPIES = 4  # the bf16 tile and up to three fp32 temporaries of the torch path (exp, products)
+# Without Triton (the CPU) TRL folds each tile in torch (trl.kernels.chunked_logprob._backward_tile): at its peak the
+# backward holds the tile, seven fp32 temporaries of its size (scaled logits, z, log p, p, the gradient, and the
+# target mask's difference and product) and the boolean target mask; measured with mau.train.bench.heap_bytes.
+LM_HEAD_TORCH_FP32_COPIES = 7
 DELTANET_CHUNK = 64  # transformers' torch_chunk_gated_delta_rule chunk size
 
 
 # ---- activations --------------------------------------------------------------------------------------------
 
-def layer_activation_bytes_per_token(t: dict[str, Any], kind: str, r: int) -> int:
-    """Bytes autograd keeps per token for one decoder layer in LoRA training (bf16 autocast, frozen base), term
-    by term as transformers 5.24 / PEFT 0.21 / torch 2.14 save them (counted with ``saved_activation_bytes``)."""
+def layer_activation_bytes_per_token(t: dict[str, Any], kind: str, r: int, dtype: str = "bfloat16") -> int:
+    """Bytes autograd keeps per token for one decoder layer in LoRA training (frozen base), term by term as
+    transformers 5.24 / PEFT 0.21 / torch 2.14 save them (counted with ``saved_activation_bytes``). ``dtype``
+    bfloat16: bf16 weights under bf16 autocast (production); float32: fp32 weights without autocast (a CPU
+    without native bf16, mau.train.precision)."""
+    if dtype == "float32":
+        return _layer_activation_bytes_fp32(t, kind, r)
     h, inter = t["hidden_size"], t["intermediate_size"]
     # MLP: gate and up outputs and the activation (bf16), the activation's fp32 upcast, down_proj's LoRA input.
     mlp = 3 * BF16 * inter + FP32 * inter + BF16 * inter
@@ -66,30 +74,69 @@ def layer_activation_bytes_per_token(t: dict[str, Any], kind: str, r: int) -> in
     return mlp + norms + lora + mixer
 
 
-def lm_head_bytes(seq_tokens: int, vocab: int, hidden: int, tiled: bool = True) -> int:
-    """The LM head's working memory: TRL's tiles (default), or full logits as a plain loss would keep them
-    (bf16 logits, their fp32 upcast and fp32 log-softmax)."""
+def _layer_activation_bytes_fp32(t: dict[str, Any], kind: str, r: int) -> int:
+    """The float32 terms: every saved tensor is fp32, and the copies autocast's casts add (bf16 / fp32 pairs) are
+    gone, so each term is its own count, not the bf16 formula times two."""
+    h, inter = t["hidden_size"], t["intermediate_size"]
+    mlp = 5 * FP32 * inter  # gate and up outputs, the activation, the product's input, down_proj's LoRA input
+    if kind == "full_attention":
+        q, kv = t["num_attention_heads"] * t["head_dim"], t["num_key_value_heads"] * t["head_dim"]
+        gate = 2 if t.get("attn_output_gate", True) else 1
+        norms = 10 * FP32 * h  # RMSNorm inputs / outputs, the output gate and the gated attention output
+        lora = 6 * FP32 * h + 7 * FP32 * r
+        rotary = 2 * FP32 * int(t["head_dim"] * t.get("rope_parameters", {}).get("partial_rotary_factor", 1.0))
+        # q_proj's output (q and its gate in one tensor, kept by q's RMSNorm), SDPA's q and output; k_proj's output
+        # (kept by k's RMSNorm), SDPA's k and v.
+        mixer = FP32 * (gate * q + 2 * q + 3 * kv) + rotary
+        mixer += FP32 * (2 * t["num_attention_heads"] + t["num_key_value_heads"])
+        return mlp + norms + lora + mixer
+    vh, dk, dv = t["linear_num_value_heads"], t["linear_key_head_dim"], t["linear_value_head_dim"]
+    conv = 2 * t["linear_num_key_heads"] * dk + vh * dv
+    c = DELTANET_CHUNK
+    norms = 7 * FP32 * h
+    lora = 5 * FP32 * h + 6 * FP32 * r
+    mixer = 2 * FP32 * conv  # the causal conv's input and output
+    mixer += 12 * FP32 * vh * dk  # q, k, v, beta-scaled copies, flat and chunked
+    mixer += 7 * FP32 * vh * dk  # per-chunk slices the chunk loop keeps
+    mixer += FP32 * vh * dk * dv // c  # the recurrent state entering each chunk
+    mixer += 5 * FP32 * vh * c  # the intra-chunk (c x c) attention and decay matrices
+    mixer += 34 * vh  # decays, betas and their cumulative sums
+    return mlp + norms + lora + mixer
+
+
+def lm_head_bytes(seq_tokens: int, vocab: int, hidden: int, tiled: bool = True, act_bytes: int = BF16,
+                  torch_fold: bool = False) -> int:
+    """The LM head's working memory: TRL's tiles (default; ``torch_fold``: folded in torch, as on the CPU), or
+    full logits as a plain loss would keep them (logits in the compute dtype of ``act_bytes``, their fp32 upcast
+    and fp32 log-softmax)."""
     if not tiled:
-        return seq_tokens * vocab * (BF16 + FP32 + FP32)
+        return seq_tokens * vocab * (act_bytes + FP32 + FP32)
     n = min(seq_tokens, LM_HEAD_TOKEN_TILE)
-    return n * min(vocab, LM_HEAD_VOCAB_TILE) * (BF16 + (LM_HEAD_TILE_COPIES - 1) * FP32) + seq_tokens * hidden * FP32
+    if torch_fold:
+        tile = act_bytes + LM_HEAD_TORCH_FP32_COPIES * FP32 + 1
+    else:
+        tile = act_bytes + (LM_HEAD_TILE_COPIES - 1) * FP32
+    return n * min(vocab, LM_HEAD_VOCAB_TILE) * tile + seq_tokens * hidden * FP32
 
 
 @dataclass
 class MemoryEstimate:
-    """Peak memory of one process (GPU), in bytes, by term."""
+    """Peak memory of one process (GPU), in bytes, by term. The LM head's backward ends (its tiles freed) before
+    the first decoder layer's backward starts, so the two never hold memory at once: the peak counts the larger."""
 
     layout: str
     processes: int
     weights: int
     lora_state: int
-    activations: int
+    activations: int  # kept through the backward: each layer's input (checkpointing) or its saved tensors
+    layer_backward: int  # the decoder layer in backward: recomputed saved tensors + their gradients, or gradients
     lm_head: int
     gathered: int  # ZeRO-3: the largest module gathered at once (the tied embedding / lm_head)
 
     @property
     def total(self) -> int:
-        return self.weights + self.lora_state + self.activations + self.lm_head + self.gathered
+        return (self.weights + self.lora_state + self.activations + max(self.layer_backward, self.lm_head)
+                + self.gathered)
 
     def as_dict(self) -> dict[str, Any]:
         d = {k: v for k, v in self.__dict__.items()}
@@ -101,23 +148,27 @@ class MemoryEstimate:
 
 def estimate_memory(d: dict[str, Any], seq_tokens: int, r: int, gradient_checkpointing: bool,
                     layout: str = "single", processes: int = 1, batch: int = 1,
-                    weight_bytes: int = BF16) -> MemoryEstimate:
+                    dtype: str = "bfloat16", lm_head_torch: bool = False) -> MemoryEstimate:
     """Peak memory per process for a batch of ``batch`` rows of ``seq_tokens`` tokens. layout: single, ddp,
-    zero3 (weights and LoRA state sharded over ``processes``; each module gathered whole when it runs)."""
+    zero3 (weights and LoRA state sharded over ``processes``; each module gathered whole when it runs). dtype:
+    bfloat16 (bf16 weights under bf16 autocast) or float32 (fp32 weights and activations). ``lm_head_torch``:
+    TRL folds the LM head's tiles in torch (no Triton: the CPU), not in its GPU kernels."""
     from mau.train.shapes import lora_parameters, total_parameters
 
     t = d["text_config"]
     params = total_parameters(d)
     lora = lora_parameters(d, r)
     tokens = seq_tokens * batch
-    per_layer = [layer_activation_bytes_per_token(t, k, r) for k in t["layer_types"]]
+    act = FP32 if dtype == "float32" else BF16
+    weight_bytes = act
+    per_layer = [layer_activation_bytes_per_token(t, k, r, dtype) for k in t["layer_types"]]
     # The layer whose backward runs holds its saved tensors and, being built, their gradients (about as large).
     if gradient_checkpointing:
-        # Each layer keeps its input (bf16 hidden state); one layer at a time is recomputed with everything.
-        acts = tokens * (len(per_layer) * BF16 * t["hidden_size"] + 2 * max(per_layer))
+        # Each layer keeps its input (the hidden state); one layer at a time is recomputed with everything.
+        kept, in_backward = tokens * len(per_layer) * act * t["hidden_size"], tokens * 2 * max(per_layer)
     else:
-        acts = tokens * (sum(per_layer) + max(per_layer))
-    head = lm_head_bytes(tokens, t["vocab_size"], t["hidden_size"])
+        kept, in_backward = tokens * sum(per_layer), tokens * max(per_layer)
+    head = lm_head_bytes(tokens, t["vocab_size"], t["hidden_size"], act_bytes=act, torch_fold=lm_head_torch)
     n = processes if layout == "zero3" else 1
     weights = math.ceil(params * weight_bytes / n)
     lora_state = math.ceil(lora * LORA_STATE_BYTES / n)
@@ -125,7 +176,8 @@ def estimate_memory(d: dict[str, Any], seq_tokens: int, r: int, gradient_checkpo
         lora_state += lora * FP32  # the gradient buckets all-reduced beside the gradients
     gathered = t["vocab_size"] * t["hidden_size"] * weight_bytes if layout == "zero3" and n > 1 else 0
     return MemoryEstimate(layout=layout, processes=processes if layout != "single" else 1, weights=weights,
-                          lora_state=lora_state, activations=acts, lm_head=head, gathered=gathered)
+                          lora_state=lora_state, activations=kept, layer_backward=in_backward, lm_head=head,
+                          gathered=gathered)
 
 
 def saved_activation_bytes(model: Any, batch: dict[str, Any]) -> dict[int, int]:
@@ -233,6 +285,14 @@ def _processor(cfg: Any) -> tuple[Any, str]:
                                                      "machine): text counts are an overestimate")
 
 
+def plan_dtype(cfg: Any) -> str:
+    """The dtype the estimate counts in: float32 for ``model.dtype: float32`` (and ``auto`` on ``model.device:
+    cpu``), else bfloat16 (float16 is counted as bf16: two-byte weights under autocast)."""
+    if cfg.model.dtype == "float32" or (cfg.model.dtype == "auto" and cfg.model.device == "cpu"):
+        return "float32"
+    return "bfloat16"
+
+
 def plan(cfg: Any, processes: int = 8) -> dict[str, Any]:
     """The whole plan for a ``TrainConfig``: sequences, steps per epoch, memory per layout."""
     import os
@@ -251,11 +311,12 @@ def plan(cfg: Any, processes: int = 8) -> dict[str, Any]:
     t = cfg.training
     rows = len(data.train)
     longest = max(lengths["total"])
+    dtype = plan_dtype(cfg)
     layouts = {}
     for layout, n in (("single", 1), ("ddp", processes), ("zero3", processes)):
         batches = math.ceil(rows / (t.per_device_batch_size * n))
         steps = max(batches // t.gradient_accumulation_steps + int(batches % t.gradient_accumulation_steps > 0), 1)
-        est = {gc: estimate_memory(d, longest, cfg.lora.r, gc, layout, n, t.per_device_batch_size)
+        est = {gc: estimate_memory(d, longest, cfg.lora.r, gc, layout, n, t.per_device_batch_size, dtype)
                for gc in (True, False)}
         layouts[layout] = {"processes": n, "steps_per_epoch": steps,
                            "steps": t.max_steps or math.ceil(steps * t.epochs),
@@ -271,9 +332,10 @@ def plan(cfg: Any, processes: int = 8) -> dict[str, Any]:
         "image_pixels": {"min": min_pixels, "max": max_pixels},
         "tokens": {k: _quantiles(v) for k, v in lengths.items()},
         "parameters": {"total": total_parameters(d), "lora": lora_parameters(d, cfg.lora.r)},
-        "gradient_checkpointing": t.gradient_checkpointing,
+        "gradient_checkpointing": t.gradient_checkpointing, "dtype": dtype,
         "full_logits_gib_longest_row": round(lm_head_bytes(longest, tt["vocab_size"], tt["hidden_size"],
-                                                           tiled=False) / GIB, 2),
+                                                           tiled=False, act_bytes=FP32 if dtype == "float32"
+                                                           else BF16) / GIB, 2),
         "layouts": layouts,
     }
 
@@ -290,8 +352,8 @@ def render(p: dict[str, Any]) -> str:
                      f"max {q['max']}  mean {q['mean']}")
     lines.append(f"  (full logits of the longest row would take {p['full_logits_gib_longest_row']} GiB; TRL scores "
                  "the vocabulary in tiles)")
-    lines.append("peak memory per GPU at the longest row, GiB (weights + LoRA state + activations + LM head "
-                 "[+ gathered]):")
+    lines.append(f"peak memory per GPU at the longest row in {p['dtype']}, GiB (weights + LoRA state + activations "
+                 "kept + the larger of the layer in backward and the LM head [+ gathered]):")
     for name, lay in p["layouts"].items():
         for label, key in (("checkpointing", "memory_with_checkpointing"), ("no checkpointing",
                                                                              "memory_without_checkpointing")):
@@ -299,7 +361,7 @@ def render(p: dict[str, Any]) -> str:
             extra = f" + {m['gathered_gib']}" if m["gathered"] else ""
             head = f"  {name:6s} x{lay['processes']:<2d}"
             lines.append(f"{head} {label:16s} {m['total_gib']:7.2f} = {m['weights_gib']} + {m['lora_state_gib']} + "
-                         f"{m['activations_gib']} + {m['lm_head_gib']}{extra}")
+                         f"{m['activations_gib']} + max({m['layer_backward_gib']}, {m['lm_head_gib']}){extra}")
         lines.append(f"  {name:6s} x{lay['processes']:<2d} steps/epoch {lay['steps_per_epoch']}, "
                      f"steps {lay['steps']}, global batch {lay['global_batch']}")
     return "\n".join(lines)

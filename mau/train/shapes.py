@@ -105,6 +105,29 @@ def config_dict(text_layers: int | None = None, vision_depth: int | None = None,
     return c
 
 
+NARROW_DIVISORS = (1, 2, 4, 8)  # 8: still 2 query heads per key/value head (the 9B: 4)
+
+
+def narrow(d: dict[str, Any], divisor: int) -> dict[str, Any]:
+    """The same architecture ``divisor`` times narrower, for CPU runs of the training path: the text width, MLP
+    width, vocabulary and the counts of attention, key/value and DeltaNet heads divided (at least one of each),
+    the vision tower's width, MLP and heads alike (its output width follows the text width). Unchanged: depth and
+    layer types, every head dimension (so rotary sections and DeltaNet chunks are as in the 9B), patch and merge
+    sizes (a 640x360 frame is still 220 tokens), special-token ids (give config_dict a small tokenizer's ids: the
+    9B's are above a divided vocabulary). ``divisor`` 1 returns a copy."""
+    if divisor not in NARROW_DIVISORS:
+        raise ValueError(f"width divisor {divisor}: use one of {', '.join(map(str, NARROW_DIVISORS))}")
+    c = copy.deepcopy(d)
+    t, v = c["text_config"], c["vision_config"]
+    for k in ("hidden_size", "intermediate_size", "vocab_size", "num_attention_heads", "num_key_value_heads",
+              "linear_num_key_heads", "linear_num_value_heads"):
+        t[k] = max(1, t[k] // divisor)
+    for k in ("hidden_size", "intermediate_size", "num_heads"):
+        v[k] = max(1, v[k] // divisor)
+    v["out_hidden_size"] = t["hidden_size"]
+    return c
+
+
 def hf_config(d: dict[str, Any]) -> Any:
     """A ``Qwen3_5Config`` from a config dict."""
     from transformers import Qwen3_5Config
@@ -225,11 +248,11 @@ def build_model(d: dict[str, Any], dtype: str = "bfloat16", seed: int = 0, devic
 
 
 def save_shaped_model(out: str | Path, text_layers: int = 4, vision_depth: int = 2, seed: int = 0,
-                      dtype: str = "bfloat16", max_pixels: int = 640 * 360) -> dict[str, Any]:
-    """Save a 9B-shaped model at reduced depth (random ``dtype`` weights) with a local processor into ``out``,
-    loadable by ``mau train`` (``model.path``). The tokenizer is the tiny local BPE (the real one cannot be
-    downloaded): its special-token ids replace the checkpoint's, and the embedding keeps all 248,320 rows.
-    Returns the config dict used."""
+                      dtype: str = "bfloat16", max_pixels: int = 640 * 360, width_divisor: int = 1) -> dict[str, Any]:
+    """Save a 9B-shaped model at reduced depth (random ``dtype`` weights; ``width_divisor`` > 1: narrowed, see
+    ``narrow``) with a local processor into ``out``, loadable by ``mau train`` (``model.path``). The tokenizer is
+    the tiny local BPE (the real one cannot be downloaded): its special-token ids replace the checkpoint's, and
+    the embedding keeps all 248,320 rows (divided by ``width_divisor``). Returns the config dict used."""
     import gc
 
     from transformers import GenerationConfig
@@ -238,10 +261,10 @@ def save_shaped_model(out: str | Path, text_layers: int = 4, vision_depth: int =
 
     tok = build_tokenizer(seed)
     ids = {t: tok.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
-    d = config_dict(text_layers, vision_depth, {
+    d = narrow(config_dict(text_layers, vision_depth, {
         "image_token_id": ids["<|image_pad|>"], "video_token_id": ids["<|video_pad|>"],
         "vision_start_token_id": ids["<|vision_start|>"], "vision_end_token_id": ids["<|vision_end|>"],
-        "eos_token_id": ids["<|im_end|>"], "pad_token_id": ids["<|endoftext|>"]})
+        "eos_token_id": ids["<|im_end|>"], "pad_token_id": ids["<|endoftext|>"]}), width_divisor)
     model = build_model(d, dtype=dtype, seed=seed)
     eot = ids["<|endoftext|>"]
     model.generation_config = GenerationConfig(eos_token_id=[ids["<|im_end|>"], eot], pad_token_id=eot,
