@@ -8,6 +8,11 @@ import os
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# One OpenMP thread per process (this one and every subprocess): the suite's models are small and several of its
+# tests run processes side by side; on a 2-core machine shared with other work, two spinning OpenMP threads per
+# process made torch tests ~3x slower (tests/test_rl.py's GRPO run: 23 s with one thread, 66 s with two, at load
+# ~4.5). Set before torch is imported; an explicit OMP_NUM_THREADS wins.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from mau.env.config import GameConfig, WorldConfig  # noqa: E402
 from mau.env.sim import SimWorld  # noqa: E402

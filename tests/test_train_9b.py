@@ -122,6 +122,31 @@ def test_lora_formula_extrapolates_to_32_layers():
     assert n9b == 8 * shapes.lora_parameters(shapes.config_dict(4), lora.r) == 40_108_032
 
 
+def test_native_bf16_reads_the_cpu_flags_and_the_override(monkeypatch):
+    """The training runs' dtype: bfloat16 only with the CPU's bf16 instructions; MAU_NATIVE_BF16 forces either
+    answer (0 reproduces an AVX2-only machine), anything else is refused."""
+    import torch
+
+    from mau.errors import MauError
+    from mau.train import precision
+
+    monkeypatch.delenv(precision.ENV, raising=False)
+    caps = torch.cpu.get_capabilities()
+    assert precision.native_bf16() == any(caps.get(f) is True for f in ("avx512_bf16", "amx_bf16", "bf16", "sve_bf16"))
+    monkeypatch.setattr(torch.cpu, "get_capabilities", lambda: {**caps, "avx512_bf16": False, "amx_bf16": False,
+                                                                "bf16": False, "sve_bf16": False, "avx2": True})
+    assert precision.native_dtype() == "float32"
+    monkeypatch.setattr(torch.cpu, "get_capabilities", lambda: {**caps, "amx_bf16": True})
+    assert precision.native_dtype() == "bfloat16"
+    monkeypatch.setenv(precision.ENV, "0")
+    assert precision.native_dtype() == "float32"
+    monkeypatch.setenv(precision.ENV, "1")
+    assert precision.native_dtype() == "bfloat16"
+    monkeypatch.setenv(precision.ENV, "yes")
+    with pytest.raises(MauError, match="MAU_NATIVE_BF16"):
+        precision.native_bf16()
+
+
 # ---- LoRA and freezing at the real widths, mau train at narrowed widths -----------------------------------------
 
 def _adapter_checks(keys: list[str], shape_of: dict[str, tuple[int, ...]], d: dict, r: int) -> None:

@@ -2,9 +2,8 @@
 
 Production trains in bf16 on GPUs. On a CPU, bf16 matrix products are fast only with the instructions for them:
 x86 ``avx512_bf16`` or ``amx_bf16`` (Cooper Lake / Sapphire Rapids and later, AMD Zen 4 and later), arm64
-``bf16`` / ``sve_bf16``. Without them (e.g. an AVX2-only AMD EPYC) torch emulates bf16 in a scalar loop, two
-orders of magnitude slower than float32 (a 512x4096 by 4096x4096 product on one such core: 0.1 vs 15.6
-GFLOP/s), so the CPU tests of the 9B path train in float32 there (tests/test_train_9b.py).
+``bf16`` / ``sve_bf16``. Without them (e.g. an AVX2-only AMD EPYC) torch emulates bf16 products, far slower than
+float32, so the CPU tests of the 9B path train in float32 there (tests/test_train_9b.py; docs/training.md).
 
 ``MAU_NATIVE_BF16=0`` forces the non-native answer (reproduces an AVX2-only machine anywhere), ``=1`` the native
 one; unset: detected from ``torch.cpu.get_capabilities()`` (cpuinfo, the same flags as /proc/cpuinfo). Light
