@@ -7,9 +7,9 @@ vision tower. Training runs (``mau train`` with the production config's LoRA, fr
 steps on rows with a 640x360 frame; ``mau bench train``) use the same architecture narrowed 8 times
 (mau.train.shapes.narrow: widths, head counts and vocabulary divided, head dimensions, layer types, patch and
 merge sizes kept) in the dtype this CPU computes natively (mau.train.precision: bfloat16 with AVX512-BF16 / AMX,
-else float32; MAU_NATIVE_BF16=0 forces float32), so that each takes well under a minute on two cores (issue 23:
-bf16 at the real widths took over 25 minutes per test on an AVX2-only CPU). The bf16 path at the real widths is
-``mau bench train`` on a GPU (docs/training.md). The plan's activation formulas are checked against autograd's
+else float32; MAU_NATIVE_BF16=0 forces float32), so that each takes under a minute on two cores (issue 23: in
+bf16 at the real widths each was killed at its 25-minute timeout on an AVX2-only CPU). The bf16 path at the real
+widths is ``mau bench train`` on a GPU (docs/training.md). The plan's activation formulas are checked against autograd's
 saved tensors in both dtypes, and its whole estimate against the measured peak of ``mau bench train``."""
 
 from __future__ import annotations
@@ -40,10 +40,10 @@ FRAME_TOKENS = (640 // 32) * (round(360 / 32) * 32 // 32)
 ENV = {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": str(REPO)}
 DTYPE = native_dtype("cpu")  # the training runs' dtype: bfloat16 only where this CPU computes it natively
 NARROW = 8  # the training runs' width divisor (mau.train.shapes.narrow)
-# LoRA modules per projection name in one block (three DeltaNet layers, one full-attention layer): at any width.
 # Special-token ids inside a narrowed vocabulary (the 9B's are above it) for models built here.
 SMALL_IDS = {"image_token_id": 10, "video_token_id": 11, "vision_start_token_id": 12, "vision_end_token_id": 13,
              "eos_token_id": 1, "pad_token_id": 0}
+# LoRA modules per projection name in one block (three DeltaNet layers, one full-attention layer): at any width.
 LORA_PER_NAME = {"in_proj_qkv": 3, "in_proj_z": 3, "out_proj": 3, "q_proj": 1, "k_proj": 1, "v_proj": 1, "o_proj": 1,
                  "gate_proj": 4, "up_proj": 4, "down_proj": 4}
 
@@ -296,7 +296,16 @@ def test_plan_prints_lengths_steps_and_memory(frame_data):
     assert w["weights"] == 8_392_695_024 * 2 and w["lora_state"] == 40_108_032 * 16
     assert zero3["memory_with_checkpointing"]["weights"] == 8_392_695_024  # sharded over 2
     assert single["memory_without_checkpointing"]["activations"] > w["activations"]
+    assert w["total"] == w["weights"] + w["lora_state"] + w["activations"] + max(w["layer_backward"], w["lm_head"])
     assert "x2" in text and "zero3" in text and "steps/epoch" in text
+    # The estimate counts in the config's dtype: bf16 here; float32 configs (and auto on the CPU) in fp32.
+    assert p["dtype"] == "bfloat16" and "in bfloat16" in text
+    for model, dtype in (({"dtype": "float32", "device": "auto"}, "float32"), ({"dtype": "auto", "device": "cpu"},
+                          "float32"), ({"dtype": "auto", "device": "auto"}, "bfloat16"),
+                         ({"dtype": "bfloat16", "device": "cpu"}, "bfloat16")):
+        assert P.plan_dtype(load_config(TrainConfig, PROD_YAML, {"model": model})) == dtype, model
+    fp32 = P.estimate_memory(shapes.QWEN3_5_9B_CONFIG, 2000, 16, True, dtype="float32")
+    assert fp32.weights == 8_392_695_024 * 4 and fp32.activations == 2000 * 32 * 4 * 4096  # fp32 layer inputs
 
 
 def test_bench_train_runs_at_reduced_depth_and_the_estimate_holds():
