@@ -234,6 +234,7 @@ class Observation(TypedDict, total=False):
     yaw_deg: float
     room: str
     roster: list[dict[str, str]]
+    n_imposters: int
     missions: list[dict[str, Any]]
     fake_missions: list[dict[str, Any]]
     teammates: list[str]
@@ -250,6 +251,7 @@ class Observation(TypedDict, total=False):
     in_kill_reach: list[str]
     known_dead: list[str]
     ejections: list[dict[str, str]]
+    meetings_public: list[dict[str, Any]]  # finished meetings: n, caller, reason, body, votes, ejected (roles: ejections)
     witnessed_kills: list[dict[str, Any]]  # empty unless world.observation.witness_text (an ablation)
     current_action: dict[str, Any] | None
     last_action_result: dict[str, Any] | None

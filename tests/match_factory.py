@@ -152,7 +152,7 @@ def filter_corpus(root: Path) -> dict[str, Any]:
     lost (IMPOSTER WIN):
       lost:0 Steve plan, 1 image           -> nothing (crew lost)
       lost:1 Steve votes James (imposter)  -> bcvote
-      lost:2 Noah votes skip               -> nothing
+      lost:2 Noah votes skip               -> bcvote (the expert's own skip; vote_skips=false: nothing)
       lost:3 Jason votes Olivia, fallback  -> never
       lost:4 Olivia votes Steve (imposter) -> never
     """
@@ -177,6 +177,6 @@ def filter_corpus(root: Path) -> dict[str, Any]:
     return {
         "run": root / "run",
         "bcwin": {"won:0", "won:2", "won:4", "won:5"},
-        "bcvote": {"won:4", "lost:1"},
-        "bcwin+vote": {"won:0", "won:2", "won:4", "won:5", "lost:1"},
+        "bcvote": {"won:4", "lost:1", "lost:2"},
+        "bcwin+vote": {"won:0", "won:2", "won:4", "won:5", "lost:1", "lost:2"},
     }

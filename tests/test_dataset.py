@@ -39,6 +39,13 @@ def call_ids(out: Path) -> set[str]:
 
 # -- filters ------------------------------------------------------------------------------------------------
 
+def test_bcvote_without_skips_keeps_only_votes_for_an_imposter(tmp_path):
+    corpus = filter_corpus(tmp_path)
+    out = build(tmp_path, [corpus["run"]], "bcvote", "ds", "--set", "vote_skips=false", "--set", "split.train=1",
+                "--set", "split.validation=0", "--set", "split.test=0")
+    assert call_ids(out) == corpus["bcvote"] - {"lost:2"}
+
+
 @pytest.mark.parametrize("filt", ["bcwin", "bcvote", "bcwin+vote"])
 def test_filters_select_exactly_the_expected_calls(tmp_path, filt, capsys):
     corpus = filter_corpus(tmp_path)
@@ -292,7 +299,7 @@ def test_header_card_config_and_resume(tmp_path, capsys):
     out = build(tmp_path, [corpus["run"]], "bcwin+vote")
     h = read_dataset_header(out)
     assert h[F.FORMAT] == "mau.dataset" and h[F.FORMAT_VERSION] == 1 and h["filters"] == ["bcwin", "bcvote"]
-    assert sum(h["examples"].values()) == 5 and h["provenance"]["packages"]["datasets"]
+    assert sum(h["examples"].values()) == len(corpus["bcwin+vote"]) and h["provenance"]["packages"]["datasets"]
     assert (out / F.RESOLVED_CONFIG).read_text().startswith("runs:")
     card = (out / F.DATASET_CARD).read_text()
     assert "BCwin: every crewmate call" in card and "BCvote" in card and "whitespace-separated words" in card

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -28,7 +29,7 @@ def play(out: Path, seed: int, config: str = ARIA, *sets: str) -> Path:
 
 @pytest.fixture(scope="module")
 def voted(tmp_path_factory) -> Path:
-    """An ARIA match (scripted expert) with a meeting whose vote ejects a crewmate (seed 1: Noah)."""
+    """An ARIA match (scripted expert) with a meeting and its votes (seed 1)."""
     return play(tmp_path_factory.mktemp("voted") / "m", 1, ARIA, *NO_FRAMES)
 
 
@@ -150,15 +151,17 @@ def test_fork_cli_writes_branches_and_a_report(tmp_path, voted):
     rec = read_match(voted)
     vote = crew_vote(rec)
     answers = tmp_path / "answers.jsonl"
+    recorded = vote[F.PARSED]["vote_target"]
     imp = next(n for n, r in rec.header[F.ROLES].items() if r == "imposter")
-    answers.write_text(json.dumps({"vote_target": imp}) + "\n" + json.dumps("garbage") + "\n")
+    alt = "skip" if recorded != "skip" else imp  # an answer other than the recorded one
+    answers.write_text(json.dumps({"vote_target": alt}) + "\n" + json.dumps("garbage") + "\n")
     out = tmp_path / "fork"
     assert main(["fork", str(voted), "--step", str(vote[F.STEP]), "--agent", vote[F.AGENT], "--answers",
                  str(answers), "--repeats", "2", "--out", str(out)]) == 0
     h = json.loads((out / "fork.json").read_text())
     assert len(h["branches"]) == 6 and len(list((out / "branches").iterdir())) == 6
     keys = {r["answer"]: r for r in h["summary"]}
-    assert set(keys) == {vote[F.PARSED]["vote_target"], imp, "fallback"} and keys[imp]["n"] == 2
+    assert set(keys) == {recorded, alt, "fallback"} and keys[alt]["n"] == 2
     assert keys[vote[F.PARSED]["vote_target"]]["recorded"]
     assert "crew win" in (out / "fork.md").read_text()
     assert main(["fork", str(voted), "--step", "999", "--answers", str(answers), "--out", str(tmp_path / "x")]) == 2
@@ -192,8 +195,9 @@ def test_fork_rewards_follow_the_vote(voted):
     vote = crew_vote(rec)
     roles = rec.header[F.ROLES]
     imp = next(n for n, r in roles.items() if r == "imposter")
-    crew = vote[F.PARSED]["vote_target"]  # alive, and a crewmate in this match
-    assert roles[crew] == "crewmate"
+    text = json.dumps(vote[F.MESSAGES])
+    alive = re.search(r"<one of: ([^>]*)>", text).group(1).split(", ")  # the vote's candidates
+    crew = next(n for n in alive if roles.get(n) == "crewmate")  # alive, and a crewmate in this match
     rw = ForkRewarder(RewardConfig())
     got = rw.rewards([(str(voted), vote[F.CALL_ID], json.dumps({"vote_target": imp})),
                       (str(voted), vote[F.CALL_ID], json.dumps({"vote_target": crew})),

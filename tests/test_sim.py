@@ -115,7 +115,8 @@ def test_ego_distance_cap():
 def _leaks(obs: dict, hidden: set[str]) -> list[str]:
     """Places where an observation could tell another player's role."""
     found = []
-    text = json.dumps({k: v for k, v in obs.items() if k not in ("role", "ejections")}).lower()
+    # own role, the revealed roles of ejections and the public count of imposters may name the word
+    text = json.dumps({k: v for k, v in obs.items() if k not in ("role", "ejections", "n_imposters")}).lower()
     if "imposter" in text:
         found.append("the word imposter outside own role and ejections")
     for e in obs["ejections"]:
@@ -161,8 +162,9 @@ def test_leak_check_catches_a_planted_leak():
 
 def test_all_four_endings_over_seeds():
     outcomes: Counter = Counter()
-    for seed in range(300):  # the scripted crew wins by ejection in ~3 % of matches: look until all are seen
-        outcomes[_play(seed).state.outcome] += 1
+    for seed in range(300):  # look until all are seen; every third match on a budget too short for the missions
+        w = make_world(max_steps=40) if seed % 3 == 2 else None
+        outcomes[_play(seed, w).state.outcome] += 1
         if set(outcomes) == set(OUTCOMES):
             break
     assert set(outcomes) == set(OUTCOMES), outcomes

@@ -3,9 +3,10 @@ configuration cases, repetitions and seeds; and its deterministic split into sha
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import asdict, dataclass
-from typing import Any, Iterator
+from typing import Any, Iterator, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -54,9 +55,14 @@ class GridConfig(Model):
     self_play: bool = Field(True, description="Include pairings of a model with itself (the paper's round robin does).")
     cases: list[CaseConfig] = Field(default_factory=lambda: [CaseConfig()], description="ARIA configuration cases.")
     repetitions: int = Field(1, ge=1, description="Matches per pairing and case.")
+    seed_scheme: Literal["shared", "per_match"] = Field(
+        "shared", description="shared: repetition r plays seeds[r] (or seed+r) in every pairing and case (paired "
+                              "cells, but only `repetitions` role draws); per_match: match k of the grid plays "
+                              "seed+k, so roles vary across cells (expert data: docs/datasets.md).")
     seeds: list[int] | None = Field(
-        None, description="Seed of each repetition (shared by every pairing, so arms are paired); default seed+rep.")
-    seed: int = Field(0, description="Base seed when seeds is not given.")
+        None, description="Seed of each repetition (shared scheme; shared by every pairing, so arms are paired); "
+                          "default seed+rep.")
+    seed: int = Field(0, description="Base seed when seeds is not given (and of the per_match scheme).")
 
     @model_validator(mode="after")
     def _check(self) -> "GridConfig":
@@ -64,6 +70,9 @@ class GridConfig(Model):
             dup = sorted({n for n in names if names.count(n) > 1})
             if dup:
                 raise ValueError(f"{what}: the name {dup[0]!r} is used twice; names must be unique")
+        if self.seed_scheme == "per_match" and self.seeds is not None:
+            raise ValueError("seeds: a list of seeds is for seed_scheme shared; per_match plays seed+k for match k "
+                             "(set seed, or remove seed_scheme)")
         if self.seeds is not None and len(self.seeds) < self.repetitions:
             raise ValueError(f"seeds: {len(self.seeds)} given for {self.repetitions} repetitions; give one "
                              f"per repetition")
@@ -95,17 +104,22 @@ def enumerate_grid(grid: GridConfig) -> list[MatchSpec]:
                 if imp.name == crew.name and not grid.self_play:
                     continue
                 for rep in range(grid.repetitions):
-                    seed = grid.seeds[rep] if grid.seeds is not None else grid.seed + rep
                     k = len(out)
+                    if grid.seed_scheme == "per_match":
+                        seed = grid.seed + k
+                    else:
+                        seed = grid.seeds[rep] if grid.seeds is not None else grid.seed + rep
                     mid = f"{k:05d}_{case.name}_I-{imp.name}_C-{crew.name}_r{rep}"
                     out.append(MatchSpec(k, mid, seed, case.name, imp.name, crew.name, rep))
     return out
 
 
-def describe_plan(grid: GridConfig) -> str:
+def describe_plan(grid: GridConfig, world: WorldConfig | None = None) -> str:
     """The plan of a grid as text (``mau collect --dry-run``): totals, per case the harness of each side, the
-    pool, and the pairings."""
+    pool, the pairings, the seeds and how many distinct imposter pairs they draw (``world``'s roles)."""
     from collections import Counter
+
+    from mau.env.rules import imposters_of
 
     specs = enumerate_grid(grid)
     per_case = Counter(s.case for s in specs)
@@ -121,9 +135,17 @@ def describe_plan(grid: GridConfig) -> str:
     lines.append("pool: " + ", ".join(f"{p.name} ({p.model.backend}: {p.model.model})" for p in grid.pool))
     lines.append(f"pairings (imposter x crewmate): {len(pairs)}, {min(pairs.values())}-{max(pairs.values())} "
                  "matches each")
-    reps = range(grid.repetitions)
-    seeds = grid.seeds[: grid.repetitions] if grid.seeds is not None else [grid.seed + r for r in reps]
-    lines.append(f"seeds per pairing and case: {seeds}")
+    if grid.seed_scheme == "per_match":
+        lines.append(f"seeds: one per match, {specs[0].seed}..{specs[-1].seed}")
+    else:
+        reps = range(grid.repetitions)
+        seeds = grid.seeds[: grid.repetitions] if grid.seeds is not None else [grid.seed + r for r in reps]
+        lines.append(f"seeds per pairing and case: {seeds}")
+    game = (world or WorldConfig()).game
+    draws = {tuple(imposters_of(game, s)) for s in {sp.seed for sp in specs}}
+    n = game.num_players
+    lines.append(f"imposter pairs drawn: {len(draws)} distinct (of {math.comb(n, game.num_imposters)} possible; "
+                 f"roles: {game.roles})")
     return "\n".join(lines)
 
 

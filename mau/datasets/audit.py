@@ -123,6 +123,8 @@ class Auditor:
         # One line of the transcript: Name: "...". Speech over several lines is taken out whole (from the log).
         self.speech_re = re.compile(r'^(?:' + "|".join(re.escape(n) for n in names) + r'): ".*"$', re.MULTILINE)
         self.long_speech = [f'{s}: "{t}"' for s, t in match.utterances if "\n" in t]
+        # Speech quoted in a module's event line (BELIEF: `Noah said: "..."`) is a player's words too.
+        self.quoted_speech = [f'{s} said: "{t}"' for s, t in match.utterances]
         self.authored: dict[str, dict[str, None]] = {}
         self.kill_res = [(tick, killer, victim, re.compile("|".join(
             r"(?<![\w])" + _phrase_regex(ph.format(killer=killer.lower(), victim=victim.lower())) + r"(?![\w])"
@@ -140,7 +142,7 @@ class Auditor:
 
     def searched_text(self, call: dict[str, Any]) -> str:
         text = input_text(call[F.MESSAGES])
-        for s in self.long_speech:
+        for s in self.long_speech + self.quoted_speech:
             if s in text:
                 text = text.replace(s, "\n")
         text = self.speech_re.sub("\n", text)

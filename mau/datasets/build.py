@@ -224,7 +224,7 @@ def build_dataset(cfg: DatasetConfig, out: Path, warn: Callable[[str], None] | N
                 if call[F.ROLE] != CREWMATE:
                     stats.skipped["non_crew"] += 1
                     continue
-                tags = select(call, match, filters) if is_expert_example(call) else None
+                tags = select(call, match, filters, cfg) if is_expert_example(call) else None
                 if tags is None:
                     stats.skipped["fallback"] += 1
                 elif not tags:

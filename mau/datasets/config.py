@@ -32,6 +32,9 @@ class DatasetConfig(Model):
     filter: str = Field("bcwin", description="bcwin (crewmate calls of matches the crew won), bcvote (crewmate "
                         "votes for a true imposter), bcwin+vote (their union), or all (every crewmate expert call); "
                         "registered names joined by '+' give their union.")
+    vote_skips: bool = Field(True, description="bcvote keeps the expert's own skips (a skip is the scripted "
+                             "teacher's abstention when no player is likely enough; docs/datasets.md); false: "
+                             "only votes for a true imposter.")
     out: str | None = Field(None, description="Dataset folder; default runs/datasets/<date>/<time>_<filter>.")
     resume: bool = Field(False, description="Allow --out to be a finished dataset folder (it is kept as it is).")
     split: SplitConfig = Field(default_factory=SplitConfig, description="Split fractions and seed.")

@@ -1,7 +1,8 @@
 """The filters of behaviour cloning (SPEC section 4), in one registry: a new filter is one function.
 
 A filter sees one call record that is already an expert example (a crewmate's call answered by the model
-itself: ``fallback`` false and a ``raw_output``) and the facts of its match, and says whether to keep it.
+itself: ``fallback`` false and a ``raw_output``), the facts of its match and the dataset config (its filter
+options), and says whether to keep it.
 A filter spec joins registered names with ``+`` for their union (``bcwin+vote``: each call at most once).
 """
 
@@ -12,7 +13,7 @@ from typing import Any, Callable
 
 from mau import schema as F
 from mau.datasets.sources import MatchInfo
-from mau.schema import CREWMATE
+from mau.schema import CREWMATE, SKIP
 
 VOTE_MODULE = "vote"
 
@@ -21,14 +22,14 @@ VOTE_MODULE = "vote"
 class Filter:
     name: str
     definition: str  # one sentence for the dataset card and docs/datasets.md
-    keep: Callable[[dict[str, Any], MatchInfo], bool]
+    keep: Callable[[dict[str, Any], MatchInfo, Any], bool]
 
 
 FILTERS: dict[str, Filter] = {}
 
 
 def register(name: str, definition: str):
-    def deco(fn: Callable[[dict[str, Any], MatchInfo], bool]):
+    def deco(fn: Callable[[dict[str, Any], MatchInfo, Any], bool]):
         FILTERS[name] = Filter(name, definition, fn)
         return fn
     return deco
@@ -36,21 +37,24 @@ def register(name: str, definition: str):
 
 @register("bcwin", "BCwin: every crewmate call of the matches the crewmates won (outcome CREWMATE WIN or "
                    "MISSION WIN); trajectory level.")
-def bcwin(call: dict[str, Any], match: MatchInfo) -> bool:
+def bcwin(call: dict[str, Any], match: MatchInfo, options: Any = None) -> bool:
     return match.crew_won
 
 
 @register("bcvote", "BCvote: crewmate VOTE calls (module 'vote') whose vote target (the answer's vote_target) "
-                    "was a true imposter (roles from the match header), whatever the outcome.")
-def bcvote(call: dict[str, Any], match: MatchInfo) -> bool:
+                    "was a true imposter (roles from the match header), whatever the outcome, and the expert's "
+                    "own skips (its abstentions when not confident; vote_skips: false drops them).")
+def bcvote(call: dict[str, Any], match: MatchInfo, options: Any = None) -> bool:
     parsed = call.get(F.PARSED)
-    return (call.get(F.MODULE) == VOTE_MODULE and isinstance(parsed, dict)
-            and parsed.get(F.VOTE_TARGET) in match.imposters)
+    if call.get(F.MODULE) != VOTE_MODULE or not isinstance(parsed, dict):
+        return False
+    target = parsed.get(F.VOTE_TARGET)
+    return target in match.imposters or (target == SKIP and getattr(options, "vote_skips", True))
 
 
 @register("all", "all: every crewmate call answered by the model itself, whatever the outcome (for other "
                  "readings of the data and for benchmarks; not one of the paper's filters).")
-def all_calls(call: dict[str, Any], match: MatchInfo) -> bool:
+def all_calls(call: dict[str, Any], match: MatchInfo, options: Any = None) -> bool:
     return True
 
 
@@ -73,9 +77,10 @@ def parse_spec(spec: str) -> list[Filter]:
     return [FILTERS[n] for n in dict.fromkeys(names)]
 
 
-def select(call: dict[str, Any], match: MatchInfo, filters: list[Filter]) -> list[str]:
-    """The names of the filters that keep this call (empty: the call is not in the dataset)."""
-    return [f.name for f in filters if f.keep(call, match)]
+def select(call: dict[str, Any], match: MatchInfo, filters: list[Filter], options: Any = None) -> list[str]:
+    """The names of the filters that keep this call (empty: the call is not in the dataset); ``options``: the
+    dataset config (filter options such as ``vote_skips``)."""
+    return [f.name for f in filters if f.keep(call, match, options)]
 
 
 def definition(spec: str) -> str:

@@ -61,6 +61,7 @@ def observe(world: SimWorld, name: str, mode: str = "ego") -> F.Observation:
         "position": [_r(me.x), gmap.floor_y, _r(me.z)], "yaw_deg": round(math.degrees(me.yaw) % 360, 1),
         "room": place,
         "roster": [{"name": p.name, "color": p.color} for p in st.players],  # public: names and colours only
+        "n_imposters": cfg.num_imposters,  # public: the rules say how many imposters there are
     }
     if me.is_imposter:
         obs["teammates"] = [p.name for p in st.players if p.is_imposter and p is not me]
@@ -100,6 +101,8 @@ def observe(world: SimWorld, name: str, mode: str = "ego") -> F.Observation:
     known_dead = list(st.public_dead) + [v for v in me.seen_bodies if v not in st.public_dead]
     obs["known_dead"] = known_dead
     obs["ejections"] = [{"name": e["name"], "role": e["role"]} for e in st.ejections]
+    # Every finished meeting as everyone saw it: who called it and why, each vote, the ejection.
+    obs["meetings_public"] = [dict(m, votes=dict(m["votes"])) for m in st.meeting_log]
     # Who killed whom is perceived through the frames only; in words only as a documented ablation.
     obs["witnessed_kills"] = [dict(w) for w in me.witnessed] if world.config.observation.witness_text else []
     last = world.last_results.get(name)

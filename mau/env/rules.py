@@ -32,6 +32,18 @@ from mau.env.state import (
 from mau.schema import SKIP  # noqa: F401  (re-exported for the env's users)
 
 
+def _draw_imposters(cfg: GameConfig, rng: random.Random) -> list[str]:
+    names = [p.name for p in cfg.players[: cfg.num_players]]
+    if cfg.roles == "paper":
+        return list(PAPER_IMPOSTERS)
+    return sorted(rng.sample(names, cfg.num_imposters), key=names.index)
+
+
+def imposters_of(cfg: GameConfig, seed: int) -> list[str]:
+    """The imposters a match of ``seed`` will have (the first draw of its set-up), without playing it."""
+    return _draw_imposters(cfg, random.Random(f"mau-setup-{seed}"))
+
+
 class Rules:
     def __init__(self, config: GameConfig, game_map: GameMap):
         self.cfg = config
@@ -43,11 +55,7 @@ class Rules:
         rng = random.Random(f"mau-setup-{seed}")
         cfg = self.cfg
         specs = cfg.players[: cfg.num_players]
-        names = [p.name for p in specs]
-        if cfg.roles == "paper":
-            imposters = list(PAPER_IMPOSTERS)
-        else:
-            imposters = sorted(rng.sample(names, cfg.num_imposters), key=names.index)
+        imposters = _draw_imposters(cfg, rng)
         spawns = self.map.spawn_points(len(specs))
         players = []
         n_st = len(self.map.stations)
@@ -291,6 +299,8 @@ class Rules:
         what = "an Imposter" if role == IMPOSTER else "a Crewmate"
         text = f"{ejected} was {what}." if ejected else "No one was ejected."
         state.emit(F.EV_EJECTION, ejected=ejected, role=role, tally=dict(sorted(tally.items())), text=text)
+        state.meeting_log.append({"n": state.meetings_held, "caller": m.caller, "reason": m.reason, "body": m.body,
+                                  "votes": {n: m.votes.get(n, SKIP) for n in m.order}, "ejected": ejected})
         state.emit(F.EV_MEETING_END, caller=m.caller, reason=m.reason, ejected=ejected)
         state.meeting = None
         state.last_meeting_end_tick = state.tick

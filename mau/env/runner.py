@@ -52,7 +52,11 @@ def play_match(world, policies: dict[str, Policy], seed: int, state_mode: str = 
         actions = {}
         for p in st.players:
             if p.active:
-                actions[p.name] = policies[p.name].act(world.observe(p.name, state_mode))
+                pol = policies[p.name]
+                perceive = getattr(pol, "perceive", None)
+                if perceive is not None:  # a scripted reader of frames is told the kills they showed
+                    perceive(p.witnessed)
+                actions[p.name] = pol.act(world.observe(p.name, state_mode))
         world.step(actions)
         st = world.state
         if on_step is not None:

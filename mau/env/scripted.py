@@ -1,34 +1,42 @@
 """A scripted player for both roles that plays sensibly from the observation alone (no hidden state).
 
-Crewmates do their missions, report bodies they see, call a meeting on strong evidence, say what they saw and
-vote on it. Their evidence is only what they could perceive: a player they saw next to a victim just before
-its body came into view, a player standing near a body, a claim in a meeting that contradicts where they saw
-the speaker, and what others say. Imposters fake missions, stalk, kill when their target is alone enough,
-leave the scene, sometimes self-report, lie about where they were, deflect accusations and vote a crewmate.
-Each player's choices draw on its own seeded random stream, so a match is a pure function of its seed.
+Crewmates do their missions, report bodies, call a meeting on strong evidence, say what they saw and vote on it.
+They reason with the ideal observer's model (``mau.infer``) over their own evidence (``EvidenceLog``: the
+positions they were shown, the kills their frames showed, the bodies they saw, what was said and voted in
+meetings), so a crewmate's suspicion is the exact posterior P(imposter) of that evidence; it votes the posterior's
+top player when it is confident enough and skips otherwise. An accusation counts by the speaker's credibility:
+the model gives the speaker's own role a part in every hypothesis, so an accusation by a revealed imposter clears
+its target. Imposters fake missions, stalk, kill when their target is alone enough, leave the scene, sometimes
+self-report, lie about where they were, deflect accusations and vote a crewmate. Each player's choices draw on
+its own seeded random stream, so a match is a pure function of its seed.
 
-Temperaments (``TEMPERAMENTS``; docs/game.md, "The scripted policy") make different experts, not one policy
-with different seeds: ``expert`` (a per-match random mix, the default), ``cautious`` (crewmate: votes and
-accuses only on strong evidence; imposter: patient, kills only a lone target in reach), ``accusatory``
-(crewmate: acts on weak evidence and hearsay; imposter: aggressive, kills with a witness around, self-reports,
-accuses) and ``mission`` (crewmate: missions first, never wanders, never presses the button; imposter: covers
+Temperaments (``TEMPERAMENTS``; docs/game.md, "The scripted policy") make different experts, not one policy with
+different seeds. Crewmates differ in attention (the share of evidence items they take in), thresholds (to accuse,
+vote, press the button) and decision noise, never in reasoning wrongly: ``expert`` (a per-match random mix, the
+default), ``cautious`` (attentive, votes only when sure; imposter: patient, kills only a lone target in reach),
+``accusatory`` (quick to accuse and vote, noisier; imposter: aggressive, kills with a witness around,
+self-reports, accuses) and ``mission`` (missions first, less attentive, never presses the button; imposter: covers
 with fake missions). The scripted expert's model name picks one (``scripted-cautious``; others: ``expert``).
 
-``ScriptedBrain`` answers one decision at a time, in the terms of ARIA's modules (report? kill? which
-mission? what to say?); the harness's scripted expert (``mau.harness.backends.scripted``) answers model calls
-with it. ``ScriptedPolicy`` composes the same decisions into one action per step, with no harness at all
-(the fast path of ``mau play`` and ``mau bench env``).
+``ScriptedBrain`` answers one decision at a time, in the terms of ARIA's modules (report? kill? which mission?
+what to say?); the harness's scripted expert (``mau.harness.backends.scripted``) answers model calls with it.
+``ScriptedPolicy`` composes the same decisions into one action per step, with no harness at all (the fast path of
+``mau play`` and ``mau bench env``).
 """
 
 from __future__ import annotations
 
+import hashlib
+import math
 import random
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from mau.env.actions import Action
 from mau.env.map import GameMap
+from mau.infer import model as infer
+from mau.infer.evidence import EvidenceLog
+from mau.infer.hearsay import STRONG, accusations
 from mau.schema import NONE, SKIP
 
 
@@ -37,10 +45,11 @@ class Temperament:
     """How a scripted player weighs evidence and risk. None: drawn per match from the seed (``expert``)."""
 
     explore_p: float | None  # crewmate: chance to wander instead of the next mission
-    vote_threshold: float  # crewmate: suspicion needed to vote for someone (else skip)
-    accuse_threshold: float  # crewmate: suspicion needed to name someone in a meeting
-    emergency_at: float  # crewmate: suspicion that makes it press the button (> 1: never)
-    hearsay: float  # weight of what others say in meetings
+    vote_threshold: float  # crewmate: P(imposter) of its top suspect needed to vote for it (else skip)
+    accuse_threshold: float  # crewmate: P(imposter) needed to name someone in a meeting
+    emergency_at: float  # crewmate: P(imposter) of a living player that makes it press the button (> 1: never)
+    attention: float  # crewmate: share of its evidence items it takes in (the rest it missed)
+    noise: float  # crewmate: s.d. of the noise on each player's log-odds when it decides
     kill_radius: float | None  # imposter: farthest target it goes for
     kill_max_crew: int  # imposter: crewmates in view it still kills with (1: only a lone target)
     stalk_p: float  # imposter: chance to stalk a crewmate in view
@@ -50,10 +59,10 @@ class Temperament:
 
 
 TEMPERAMENTS: dict[str, Temperament] = {
-    "expert": Temperament(None, 0.5, 0.3, 0.8, 1.0, None, 1, 0.3, None, 0.5, 0.6),
-    "cautious": Temperament(0.5, 0.8, 0.8, 0.8, 0.5, 6.0, 1, 0.6, 0.0, 0.2, 0.6),
-    "accusatory": Temperament(0.75, 0.2, 0.2, 0.5, 1.5, 16.0, 2, 0.2, 0.6, 0.9, 0.4),
-    "mission": Temperament(0.1, 0.6, 0.6, 9.0, 0.5, 10.0, 1, 0.3, 0.3, 0.3, 0.8),
+    "expert": Temperament(None, 0.6, 0.5, 0.8, 1.0, 0.2, None, 1, 0.3, None, 0.5, 0.6),
+    "cautious": Temperament(0.6, 0.75, 0.6, 0.85, 0.95, 0.2, 6.0, 1, 0.6, 0.0, 0.2, 0.6),
+    "accusatory": Temperament(0.75, 0.45, 0.35, 0.6, 0.85, 0.5, 16.0, 2, 0.2, 0.6, 0.9, 0.4),
+    "mission": Temperament(0.5, 0.6, 0.5, 9.0, 0.7, 0.3, 10.0, 1, 0.3, 0.3, 0.3, 0.8),
 }
 
 
@@ -67,15 +76,19 @@ _MODE_OF = {"mission": "mission", "fake_mission": "mission", "goto": "explore", 
 
 
 class ScriptedBrain:
-    """One seat's scripted decisions. Call ``observe(obs)`` before a roam decision."""
+    """One seat's scripted decisions. Call ``observe(obs)`` with every observation (roam steps and meetings) and
+    ``perceive(kills)`` with the kills its frames showed, before a decision."""
 
-    def __init__(self, name: str, game_map: GameMap, seed: int, temperament: str = "expert"):
+    def __init__(self, name: str, game_map: GameMap, seed: int, temperament: str = "expert",
+                 params: infer.Params | None = None):
         self.name = name
         self.map = game_map
         self.rng = random.Random(f"mau-scripted-{seed}-{name}")
+        self._seed = seed
         self.t = TEMPERAMENTS[temperament]
+        self.params = params or infer.Params()
         # The expert's per-match draws (so its matches differ); the other temperaments are fixed.
-        self.explore_p = self.rng.choice([0.0, 0.1, 0.25, 0.5, 0.97])
+        self.explore_p = self.rng.choice([0.25, 0.5, 0.75, 0.97])
         self.kill_radius = self.rng.choice([3.0, 6.0, 10.0, 16.0])
         self.self_report_p = self.rng.choice([0.0, 0.3, 0.6])
         if self.t.explore_p is not None:
@@ -84,66 +97,103 @@ class ScriptedBrain:
             self.kill_radius = self.t.kill_radius
         if self.t.self_report_p is not None:
             self.self_report_p = self.t.self_report_p
-        self.suspicion: dict[str, float] = {}
-        self.evidence: dict[str, str] = {}  # what I perceived about a player, said in meetings
-        self.prev_view: dict[str, list[float]] = {}  # players in view at my last roam observation
-        self.last_sighting: dict[str, tuple[int, str]] = {}  # player -> (step, room) where I last saw it
+        self.ev: EvidenceLog | None = None  # made at the first observation (it needs the roster)
+        self.n_imposters = 2
+        self.suspicion: dict[str, float] = {}  # crewmate: P(imposter); imposter: how accused each player is
         self.last_room = ""
         self.killed_since_meeting = False
-        self.known_imposters: list[str] = []
         self.called_for: set[str] = set()
-        self.handled_bodies: set[str] = set()
         self.reported_bodies: set[str] = set()
         self.fake_index = 0
         self._meeting_tick = -1  # the clock stops during a meeting: its tick identifies it
-        self._read = 0  # transcript lines of the current meeting already taken in
+        self._read = 0  # transcript lines of the current meeting already taken in (imposters)
         self._reflected: dict[str, float] = {}
+        self._flagged: set[tuple[str, str]] = set()  # kills I have told of in surveillance
+        self._checked: set[str] = set()  # players I went to look at (lying still: maybe dead)
+        self._goto: str | None = None  # where I go to look
 
     # -- what the player knows -----------------------------------------------------------------------------
     def observe(self, obs: dict[str, Any]) -> None:
-        """Learn from what I perceive: a player next to a victim just before its body came into view, players
-        standing near a body, where I saw whom (and, only in the witness_text ablation, kills told in words)."""
-        for w in obs["witnessed_kills"]:
-            if w["killer"] not in self.known_imposters:
-                self.known_imposters.append(w["killer"])
-                self.suspicion[w["killer"]] = 1.0
-                self.evidence[w["killer"]] = f"I saw {w['killer']} kill {w['victim']} in {w['room']}."
-        self.last_room = obs["room"]
-        if obs["role"] == "imposter" and (obs.get("last_action_result") or {}).get("reason", "").startswith("killed"):
-            self.killed_since_meeting = True
-        view = {p["name"]: p["position"] for p in obs["players_in_view"]}
-        for p in obs["players_in_view"]:
-            self.last_sighting[p["name"]] = (obs["step"], p["room"])
+        """Take in an observation: positions, bodies, deaths, ejections, meetings and what was said in them."""
+        if self.ev is None:
+            self.ev = EvidenceLog(self.name, [p["name"] for p in obs["roster"]])
+            self.n_imposters = obs.get("n_imposters", self.n_imposters)
+        if obs.get("meeting") is None:
+            self.last_room = obs["room"]
+            last = obs.get("last_action_result") or {}
+            if obs["role"] == "imposter" and last.get("reason", "").startswith("killed"):
+                self.killed_since_meeting = True
         if obs["role"] != "imposter":
-            for b in obs["bodies_in_view"]:
-                if b["victim"] in self.handled_bodies:
-                    continue
-                self.handled_bodies.add(b["victim"])
-                self._judge_body(b, view)
-        self.prev_view = view
+            self.ev.observe(obs)
 
-    def _judge_body(self, b: dict[str, Any], view: dict[str, list[float]]) -> None:
-        victim = b["victim"]
-        # Seen beside the victim at my last look, and now the victim lies dead: the kill happened in view.
-        if victim in self.prev_view:
-            vpos = self.prev_view[victim]
-            beside = [n for n, pos in self.prev_view.items() if n != victim and _dist(pos, vpos) < 4.0]
-            for n in beside:
-                w = 0.9 if len(beside) == 1 else 0.5
-                self.suspicion[n] = self.suspicion.get(n, 0.0) + w
-                self.evidence.setdefault(
-                    n, f"I saw {n} right next to {victim} just before {victim} died in {b['room']}.")
-        near = [n for n, pos in view.items() if _dist(pos, b["position"]) < 8]
-        for n in near:  # alone with a body is damning; in a crowd, less so
-            self.suspicion[n] = self.suspicion.get(n, 0.0) + (0.55 if len(near) == 1 else 0.35 / len(near))
-            self.evidence.setdefault(n, f"I saw {n} standing near the body of {victim} in {b['room']}.")
+    def perceive(self, kills: list[dict[str, Any]]) -> None:
+        """The kills my frames showed (a scripted reader of frames is told what they show)."""
+        if self.ev is not None:
+            for k in kills:
+                self.ev.saw_kill(k["killer"], k["victim"], k["room"], k["tick"])
+
+    def _attends(self, item: dict[str, Any]) -> bool:
+        """Whether I took this evidence item in (temperament attention; the same answer every time I ask)."""
+        if self.t.attention >= 1.0 or item["k"] in ("dead", "ejected"):
+            return True
+        key = f"{self._seed}|{self.name}|{item['k']}|{item.get('p')}|{item.get('victim')}|{item.get('target')}"
+        u = int.from_bytes(hashlib.blake2b(key.encode(), digest_size=4).digest(), "big") / 2 ** 32
+        return u < self.t.attention
+
+    def posterior(self, candidates: list[str]) -> dict[str, float]:
+        """My P(imposter) of each candidate: the model's posterior over the evidence I took in (read only)."""
+        if self.ev is None or not candidates:
+            return {c: 0.0 for c in candidates}
+        items = [it for it in self.ev.items() if self._attends(it)]
+        return infer.beliefs(self.name, self.ev.roster, candidates, self.n_imposters, items, self.params)[0]
+
+    def beliefs(self, candidates: list[str]) -> dict[str, float]:
+        """``posterior``, kept as my suspicion (what BELIEF and REFLECT pass on)."""
+        bel = self.posterior(candidates)
+        self.suspicion.update(bel)
+        return bel
+
+    def _decide(self, candidates: list[str]) -> tuple[str | None, float]:
+        """(my top suspect after decision noise, its P(imposter)); (None, 0) without candidates."""
+        bel = self.beliefs(candidates)
+        if not bel:
+            return None, 0.0
+
+        def noisy(p: float) -> float:
+            p = min(1 - 1e-6, max(1e-6, p))
+            return 1 / (1 + math.exp(-(math.log(p / (1 - p)) + self.rng.gauss(0.0, self.t.noise))))
+
+        scored = {n: noisy(p) for n, p in sorted(bel.items())}
+        top = max(sorted(scored), key=lambda n: scored[n])
+        return top, scored[top]
+
+    def _alive_others(self, obs: dict[str, Any]) -> list[str]:
+        if obs.get("meeting"):
+            return [n for n in obs["meeting"]["alive_players"] if n != self.name]
+        gone = set(obs["known_dead"]) | {e["name"] for e in obs["ejections"]}
+        return [p["name"] for p in obs["roster"] if p["name"] != self.name and p["name"] not in gone]
+
+    def _saw_kill_of(self, name: str) -> dict[str, Any] | None:
+        return next((k for k in (self.ev.kills_seen if self.ev else []) if k["killer"] == name), None)
+
+    def _near_sighting(self, name: str) -> tuple[str, float, float] | None:
+        """(victim, blocks, game s) of my closest sighting of ``name`` by a spot where a victim lay."""
+        best = None
+        for d in (self.ev.deaths.values() if self.ev else []):
+            for x, t in zip(d.dists.get(name, []), d.ticks):
+                if x is not None and (best is None or x < best[1]):
+                    best = (d.victim, x, t / 20)
+        return best
 
     def live_known(self, obs: dict[str, Any]) -> list[str]:
-        """Players I have strong perceived evidence against (suspicion at my emergency level), alive."""
-        gone = {e["name"] for e in obs["ejections"]} | set(obs["known_dead"])
-        strong = [n for n, s in sorted(self.suspicion.items(), key=lambda kv: (-kv[1], kv[0]))
-                  if s >= self.t.emergency_at]
-        return [k for k in dict.fromkeys(self.known_imposters + strong) if k not in gone and k != self.name]
+        """Living players I would press the button for: a kill I saw, or P(imposter) at my emergency level."""
+        alive = self._alive_others(obs)
+        if obs["role"] == "imposter":
+            return []
+        bel = self.beliefs(alive)
+        seen = [k["killer"] for k in (self.ev.kills_seen if self.ev else []) if k["killer"] in alive]
+        strong = [n for n, p in sorted(bel.items(), key=lambda kv: (-kv[1], kv[0])) if p >= self.t.emergency_at]
+        return list(dict.fromkeys(seen + strong))
 
     def top_suspect(self, candidates: list[str], threshold: float = 0.3) -> str | None:
         ranked = sorted(((s, n) for n, s in self.suspicion.items() if n in candidates), reverse=True)
@@ -152,16 +202,23 @@ class ScriptedBrain:
     # -- roam decisions (one per ARIA module) ---------------------------------------------------------------
     def surveillance(self, obs: dict[str, Any]) -> dict[str, Any]:
         seen = [p["name"] for p in obs["players_in_view"]]
-        known = [k for k in self.live_known(obs) if k in seen]
         bodies = [b["victim"] for b in obs["bodies_in_view"]]
-        if known:
-            detail = f"{known[0]} is here; " + self.evidence.get(known[0], f"I suspect {known[0]}.")
-        elif bodies:
+        kill = next((k for k in (self.ev.kills_seen if self.ev else [])
+                     if (k["killer"], k["victim"]) not in self._flagged), None)
+        if kill is not None and obs["role"] != "imposter":
+            self._flagged.add((kill["killer"], kill["victim"]))  # said once: memory keeps it
+            detail = f"I saw {kill['killer']} kill {kill['victim']} in {kill['room']}."
+            return {"players_seen": seen, "detail": detail, "suspect": kill["killer"]}
+        if obs["role"] != "imposter" and self.t.emergency_at <= 1:
+            known = [n for n in self.live_known(obs) if n not in self.called_for]
+            if known:  # a player I am sure of: say why (memory keeps it) and call a meeting when I can
+                here = f"{known[0]} is here. " if known[0] in seen else ""
+                return {"players_seen": seen, "detail": f"{here}{self._why(known[0])}", "suspect": known[0]}
+        if bodies:
             detail = f"The body of {bodies[0]} is here" + (f", with {', '.join(seen)} nearby." if seen else ".")
         else:
             detail = f"I see {', '.join(seen)}." if seen else "Nobody in sight."
-        suspect = known[0] if known else (self.top_suspect(seen, 0.3) if bodies else None)
-        return {"players_seen": seen, "detail": detail, "suspect": suspect or NONE}
+        return {"players_seen": seen, "detail": detail, "suspect": NONE}
 
     def emergency(self, obs: dict[str, Any]) -> bool:
         if self.t.emergency_at > 1:
@@ -171,7 +228,6 @@ class ScriptedBrain:
             self.called_for.add(live[0])
             return True
         return False
-
     def report(self, obs: dict[str, Any], victim: str) -> bool:
         if obs["role"] != "imposter":
             return True
@@ -207,6 +263,9 @@ class ScriptedBrain:
             return "explore", target if decision == "STALK" else NONE
         if cur and cur["kind"] in _MODE_OF:  # a mission being held is never dropped for a whim
             return _MODE_OF[cur["kind"]], cur.get("target", NONE)
+        self._goto = self._still_spot(obs)
+        if self._goto is not None:
+            return "explore", NONE
         todo = [m for m in obs["missions"] if not m["done"]]
         if todo and self.rng.random() >= self.explore_p:
             return "mission", NONE
@@ -240,7 +299,31 @@ class ScriptedBrain:
         """(target_player or 'wander', room or None)."""
         if target != NONE and any(p["name"] == target for p in obs["players_in_view"]):
             return target, None
+        if self._goto is not None:
+            room, self._goto = self._goto, None
+            return "wander", room
         return "wander", self.rng.choice(self.map.room_names)
+
+    def _still_spot(self, obs: dict[str, Any]) -> str | None:
+        """A crewmate goes to look at a player it was shown lying still where nobody works (3 step ends), or at
+        a station for longer than a mission takes: likely a body. The place to go, once per player."""
+        if self.ev is None or obs["role"] == "imposter" or len(self.ev.samples) < 3:
+            return None
+        gone = set(obs["known_dead"]) | {e["name"] for e in obs["ejections"]} | self._checked
+        recent = self.ev.samples[-16:]
+        for name in sorted({n for _, f in recent[-1:] for n in f} - gone - {self.name}):
+            pos = recent[-1][1][name]
+            run = 0
+            for _, f in reversed(recent):
+                q = f.get(name)
+                if q is None or abs(q[0] - pos[0]) + abs(q[1] - pos[1]) > 0.3:
+                    break
+                run += 1
+            at_station = any(abs(sx - pos[0]) + abs(sz - pos[1]) <= 2.0 for sx, sz in self.map.stations)
+            if (not at_station and run >= 3) or run >= 15:
+                self._checked.add(name)
+                return self.map.place_name(pos[0], pos[1])
+        return None
 
     def far_room(self, obs: dict[str, Any]) -> str:
         x, z = obs["position"][0], obs["position"][2]
@@ -258,34 +341,26 @@ class ScriptedBrain:
         return False
 
     def read_transcript(self, obs: dict[str, Any]) -> None:
-        """Take in what others said: 'I saw X ...' weighs more than 'I suspect X'; a claim to have been somewhere
-        I did not see the speaker at my last look before the meeting is itself suspicious."""
+        """Take in what others said. A crewmate's evidence log reads every accusation (weighed by the model);
+        an imposter only keeps count of who is accused, to vote with the table."""
         meeting = obs["meeting"]
         self._new_meeting(obs)
+        if obs["role"] != "imposter":
+            self.observe(obs)
+            self._read = len(meeting["transcript"])
+            return
         mates = set(obs.get("teammates", []))
-        h = self.t.hearsay
+        names = [p["name"] for p in obs["roster"]]
         for t in meeting["transcript"][self._read:]:
-            speaker = t["speaker"]
-            if speaker == self.name:
+            if t["speaker"] == self.name:
                 continue
-            for name in meeting["alive_players"]:
-                if name == self.name or name == speaker or name in mates:
-                    continue
-                if re.search(rf"\bsaw {re.escape(name)} (?:kill|right next to)\b", t["text"]):
-                    self.suspicion[name] = self.suspicion.get(name, 0.0) + 0.6 * h
-                elif re.search(rf"\b(?:suspect|saw) {re.escape(name)}\b", t["text"]):
-                    self.suspicion[name] = self.suspicion.get(name, 0.0) + 0.2 * h
-            claim = re.search(r"\bI was (?:doing (?:my )?missions )?(?:in|near) ([A-Z][A-Za-z0-9 ]*?)[.,]", t["text"])
-            seen = self.last_sighting.get(speaker)
-            if (obs["role"] != "imposter" and claim and seen and seen[0] >= obs["step"] - 1
-                    and claim.group(1) in self.map.room_names and claim.group(1) != seen[1]):
-                self.suspicion[speaker] = self.suspicion.get(speaker, 0.0) + 0.4
-                self.evidence.setdefault(speaker, f"{speaker} says they were in {claim.group(1)}, "
-                                                  f"but I saw {speaker} in {seen[1]}.")
+            for name, strength in accusations(t["text"], t["speaker"], names).items():
+                if name != self.name and name not in mates:
+                    self.suspicion[name] = self.suspicion.get(name, 0.0) + (0.6 if strength == STRONG else 0.2)
         self._read = len(meeting["transcript"])
 
-    def _accused(self, meeting: dict[str, Any]) -> bool:
-        return any(t["speaker"] != self.name and re.search(rf"\b(suspect|saw) {re.escape(self.name)}\b", t["text"])
+    def _accused(self, meeting: dict[str, Any], names: list[str]) -> bool:
+        return any(t["speaker"] != self.name and self.name in accusations(t["text"], t["speaker"], names)
                    for t in meeting["transcript"])
 
     def _where_i_was(self, obs: dict[str, Any]) -> str:
@@ -295,15 +370,26 @@ class ScriptedBrain:
             room = obs["fake_missions"][0]["room"]
         return room
 
+    def _why(self, name: str) -> str:
+        """The evidence I say against ``name``: a kill I saw, my closest sighting by a victim, or my suspicion."""
+        k = self._saw_kill_of(name)
+        if k is not None:
+            return f"I saw {name} kill {k['victim']} in {k['room']}."
+        near = self._near_sighting(name)
+        if near is not None and near[1] <= 6:
+            return f"I saw {name} near where {near[0]} died ({near[1]:g} blocks away at {near[2]:g} s)."
+        return f"I suspect {name}."
+
     def speech(self, obs: dict[str, Any]) -> tuple[str, str]:
         """(what to say, '' to pass; who it casts suspicion on, or 'none')."""
         self.read_transcript(obs)
         meeting = obs["meeting"]
         room = self._where_i_was(obs)
         alive = [n for n in meeting["alive_players"] if n != self.name]
+        names = [p["name"] for p in obs["roster"]]
         if obs["role"] == "imposter":
             crew = [n for n in alive if n not in obs.get("teammates", [])]
-            if self._accused(meeting) and meeting["round"] <= 2 and crew:
+            if self._accused(meeting, names) and meeting["round"] <= 2 and crew:
                 other = self.rng.choice(crew)
                 return f"That is not true, I was in {room}. I suspect {other}.", other
             if meeting["round"] == 1:
@@ -313,12 +399,12 @@ class ScriptedBrain:
                 return f"I was doing missions near {room}. Nothing to report.", NONE
             return "", NONE
         if meeting["round"] == 1:
-            top = self.top_suspect(alive, self.t.accuse_threshold)
-            if top:
-                said = self.evidence.get(top, f"I suspect {top}.")
-                return f"{said} Vote {top}." if self.suspicion.get(top, 0) >= self.t.vote_threshold else said, top
+            top, p = self._decide(alive)
+            if top is not None and (p >= self.t.accuse_threshold or self._saw_kill_of(top)):
+                said = self._why(top)
+                return (f"{said} Vote {top}." if p >= self.t.vote_threshold else said), top
             return f"I was doing my missions near {room}. I have not seen anything suspicious.", NONE
-        if self._accused(meeting) and meeting["round"] == 2:
+        if self._accused(meeting, names) and meeting["round"] == 2:
             return f"I am a crewmate, I was in {room} doing my missions.", NONE
         return "", NONE
 
@@ -333,10 +419,13 @@ class ScriptedBrain:
                 return ranked[0][1]
             crew = [n for n in alive if n not in mates]
             return self.rng.choice(crew) if crew and self.rng.random() < 0.5 else SKIP
-        return self.top_suspect(alive, self.t.vote_threshold) or SKIP
+        top, p = self._decide(alive)
+        return top if top is not None and p >= self.t.vote_threshold else SKIP
 
     def _changes(self, obs: dict[str, Any]) -> list[dict[str, Any]]:
         """What changed in my suspicions since I last passed them on (BELIEF or REFLECT)."""
+        if obs["role"] != "imposter":
+            self.beliefs(self._alive_others(obs))
         updates = []
         gone = set(obs["known_dead"]) | {e["name"] for e in obs["ejections"]}
         for name, s in sorted(self.suspicion.items()):
@@ -356,12 +445,14 @@ class ScriptedBrain:
 
     def reflect(self, obs: dict[str, Any]) -> dict[str, Any]:
         """After a meeting: what changed in my suspicions since the last update."""
+        if obs["role"] != "imposter":
+            self.observe(obs)
         updates = self._changes(obs)
         gone = set(obs["known_dead"]) | {e["name"] for e in obs["ejections"]}
         top = self.top_suspect([n for n in self.suspicion if n not in gone], 0.0)
         last = obs["ejections"][-1] if obs["ejections"] else None
         insight = (f"{last['name']} was ejected and was a {last['role']}." if last else "Nobody has been ejected yet.")
-        skill = ("Trust only what I saw myself." if obs["role"] != "imposter"
+        skill = ("Trust what I saw myself; weigh what others say by how credible they are." if obs["role"] != "imposter"
                  else "Accuse early so that suspicion spreads away from me.")
         return {"insights": insight, "most_suspicious": top or NONE, "suspicion_updates": updates,
                 "skill_learned": skill}

@@ -104,6 +104,7 @@ class GameState:
     meetings_held: int = 0
     public_dead: list[str] = field(default_factory=list)  # announced at meetings
     ejections: list[dict[str, Any]] = field(default_factory=list)  # public: name + revealed role
+    meeting_log: list[dict[str, Any]] = field(default_factory=list)  # public: each finished meeting and its votes
     outcome: str | None = None
     end_reason: str | None = None
     events: list[dict[str, Any]] = field(default_factory=list)

@@ -20,6 +20,7 @@ from mau.harness.calls import Caller, FrameStore
 from mau.harness.config import SeatConfig
 from mau.harness.memory import SemanticMemory, SkillMemory, Suspicion, WindowMemory
 from mau.harness.prompting import PromptBuilder
+from mau.infer.evidence import EvidenceLog
 from mau.snapshot import Parts, Restored
 
 MODE_KINDS = {"mission": ("mission", "fake_mission"), "explore": ("goto", "follow"), "kill": ("kill",),
@@ -39,6 +40,9 @@ class AriaAgent:
         else:
             self.memory = SemanticMemory(name, roster, self.aria.notes_limit)
         self.suspicion = Suspicion(name, roster)
+        self.evidence: EvidenceLog | None = None
+        if self.aria.evidence_memory and role != "imposter":
+            self.evidence = self.memory.evidence = EvidenceLog(name, roster)
         self.skills = SkillMemory(self.aria.skill_memory_size, self.aria.skill_retrieve)
         self.strategy: str = ""
         self.strategy_step: int | None = None
@@ -62,6 +66,8 @@ class AriaAgent:
     async def call(self, module: str, obs: dict[str, Any], flagged: str | None = None,
                    context: dict[str, Any] | None = None, **extra: str) -> dict[str, Any]:
         """``context``: request context for the backend only (never in the prompt), e.g. the ideal observer."""
+        if self.evidence is not None and obs["alive"]:
+            self.evidence.observe(obs)  # what the prompt's evidence memory shows is up to date with obs
         ctx = M.Context(obs, self.rooms, suspicion=self.suspicion.dump(), flagged=flagged)
         views = M.MODULES[module].images if self.aria.frames and obs["alive"] else ()
         frames: list[Frame] = [self.frames.get(self.name, v) for v in views]
@@ -134,7 +140,10 @@ class AriaAgent:
         new_kill = len(obs["witnessed_kills"]) > self.kills_seen
         self.kills_seen = len(obs["witnessed_kills"])
         if ans["suspect"] != M.NONE:
-            self.memory.note(f"step {obs['step']}: {ans['detail'] or 'suspicious'} (suspect {ans['suspect']})")
+            if self.evidence is not None:  # kept for the whole match in the evidence block
+                self.evidence.flag(obs["tick"], ans["suspect"], ans["detail"] or "suspicious")
+            else:
+                self.memory.note(f"step {obs['step']}: {ans['detail'] or 'suspicious'} (suspect {ans['suspect']})")
             await self._update_beliefs(obs, f"you flagged {ans['suspect']} in surveillance: "
                                             f"{ans['detail'] or 'suspicious'}", flagged=ans["suspect"])
         notable = ans["suspect"] != M.NONE or new_kill

@@ -182,6 +182,12 @@ def _recorded_messages(messages: list[dict[str, Any]], frames: list[Frame]) -> l
     return out
 
 
+def seen_kills(world, agent: str) -> list[dict[str, Any]]:
+    """The kills ``agent``'s frames showed, as structure: request context for a scripted reader of frames (the
+    scripted expert), never in a prompt; a model sees them in the frames themselves."""
+    return [dict(w) for w in world.state.player(agent).witnessed]
+
+
 class Caller:
     """Makes the calls of one match and records them."""
 
@@ -200,7 +206,8 @@ class Caller:
         request = ModelRequest(messages=messages, images=frames, module=module, agent=agent, json_mode=model.json_mode,
                                temperature=temperature, max_tokens=model.max_tokens,
                                context={"obs": obs, "module": module, "match": self.match_id, "seed": st.seed,
-                                        "map": self.world.config.map, **(extra_context or {})})
+                                        "map": self.world.config.map, "seen_kills": seen_kills(self.world, agent),
+                                        **(extra_context or {})})
         t1 = time.perf_counter()
         response = await backend.complete(request)
         t2 = time.perf_counter()

@@ -46,6 +46,10 @@ class AriaConfig(Model):
     suspicion_clamp: float = Field(0.3, gt=0, le=1, description="Suspicion deltas (BELIEF and REFLECT) are "
                                                                 "clamped to +/- this (paper: 0.3).")
     notes_limit: int = Field(20, ge=1, description="Semantic memory: notes kept (oldest dropped).")
+    evidence_memory: bool = Field(
+        True, description="Crewmates: memory keeps an Evidence block for the whole match (who was near where each "
+                          "victim fell, kills flagged, accusations and votes; docs/harness.md). Ours; off: the "
+                          "paper's memory only.")
     surveillance: bool = Field(True, description="Crewmates scan two view directions after each step (SURVEILLANCE).")
     frames: bool = Field(True, description="Send first-person frames with the calls that take images "
                                            "(docs/harness.md).")

@@ -8,9 +8,18 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
+from mau.infer.evidence import EvidenceLog
+
 
 def _clamp(v: float, lo: float, hi: float) -> float:
     return lo if v < lo else hi if v > hi else v
+
+
+def _evidence_block(evidence: EvidenceLog | None) -> list[str]:
+    """The evidence memory (``aria.evidence_memory``): every line of the agent's evidence log, kept for the
+    whole match whatever the memory kind (docs/harness.md, "Evidence memory")."""
+    lines = evidence.lines() if evidence is not None else []
+    return ["Evidence:"] + [f"- {x}" for x in lines] if lines else []
 
 
 class WindowMemory:
@@ -18,6 +27,7 @@ class WindowMemory:
 
     def __init__(self, size: int):
         self.steps: deque[str] = deque(maxlen=size)
+        self.evidence: EvidenceLog | None = None  # set by the agent when evidence memory is on
 
     def observe(self, obs: dict[str, Any]) -> None:
         seen = ", ".join(f"{p['name']} ({p['room']})" for p in obs["players_in_view"]) or "nobody"
@@ -37,12 +47,14 @@ class WindowMemory:
         self.steps.append(summary)
 
     def render(self) -> str:
-        if not self.steps:
-            return "Recent steps: none yet."
-        return "Recent steps:\n" + "\n".join(f"- {s}" for s in self.steps)
+        lines = ["Recent steps:"] + [f"- {s}" for s in self.steps] if self.steps else ["Recent steps: none yet."]
+        return "\n".join(lines + _evidence_block(self.evidence))
 
     def dump(self) -> dict[str, Any]:
-        return {"kind": self.kind, "steps": list(self.steps)}
+        out: dict[str, Any] = {"kind": self.kind, "steps": list(self.steps)}
+        if self.evidence is not None:
+            out["evidence"] = self.evidence.lines()
+        return out
 
 
 class Suspicion:
@@ -79,6 +91,7 @@ class SemanticMemory:
         self.beliefs: dict[str, dict[str, Any]] = {p: {"last_seen": None} for p in players if p != me}
         self.meetings: list[str] = []
         self.notes: deque[str] = deque(maxlen=notes_limit)
+        self.evidence: EvidenceLog | None = None  # set by the agent when evidence memory is on
 
     def observe(self, obs: dict[str, Any]) -> None:
         for p in obs["players_in_view"]:
@@ -106,11 +119,14 @@ class SemanticMemory:
         if self.notes:
             lines.append("Notes:")
             lines += [f"- {n}" for n in self.notes]
-        return "\n".join(lines)
+        return "\n".join(lines + _evidence_block(self.evidence))
 
     def dump(self) -> dict[str, Any]:
-        return {"kind": self.kind, "beliefs": {k: dict(v) for k, v in self.beliefs.items()},
-                "meetings": list(self.meetings), "notes": list(self.notes)}
+        out: dict[str, Any] = {"kind": self.kind, "beliefs": {k: dict(v) for k, v in self.beliefs.items()},
+                               "meetings": list(self.meetings), "notes": list(self.notes)}
+        if self.evidence is not None:
+            out["evidence"] = self.evidence.lines()
+        return out
 
 
 class SkillMemory:

@@ -13,9 +13,12 @@ that arrive while a batch is generating wait and go together in the next batch. 
 temperature); ``calls_batched`` records the size of every ``generate`` call.
 
 Prompts are rendered with ``enable_thinking=False`` (the paper's Qwen setting); the answer is the new tokens
-only, special tokens skipped and an empty ``<think></think>`` block stripped. Sampling (temperature > 0) is
-reproducible: each ``generate`` runs under a torch seed drawn from a ``torch.Generator`` seeded with
-``config.seed``, so the same sequence of batches gives the same answers (batch composition matters).
+only, special tokens skipped and an empty ``<think></think>`` block stripped. Sampling (temperature > 0) is a
+function of the match: each ``generate`` runs under a torch seed drawn from a ``torch.Generator`` of its own
+match and stream (play, or the belief probes'), seeded from (``config.seed``, the match's seed, the stream) when
+the match's first call arrives. A worker keeps the model across its matches, so one generator for the whole
+backend would make a match's answers depend on the matches played before it (eval seeds [7, 8] and [8, 7]
+gave different votes); now they do not (batch composition within a match still matters).
 Failures never raise: a load error (bad path, missing adapter) or a generation error is returned as
 ``ModelResponse(text=None, error=...)``; a load error is remembered, so later calls fail fast with it.
 """
@@ -70,8 +73,7 @@ class Backend(ModelBackend):
         self._device: str = "cpu"
         self._eos_ids: list[int] = []
         self._load_error: str | None = None
-        self._rng: Any = None  # torch.Generator seeded with config.seed: draws one seed per generate
-        self._rngs: dict[str, Any] = {}  # other streams' generators (belief probes)
+        self._rngs: dict[tuple[str, str], Any] = {}  # (match, stream) -> torch.Generator: one seed per generate
         self._pending: list[_Pending] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._flush_scheduled = False
@@ -138,7 +140,6 @@ class Backend(ModelBackend):
         eos_ids |= {i for i in (tokenizer.convert_tokens_to_ids("<|im_end|>"), tokenizer.eos_token_id)
                     if isinstance(i, int) and i != tokenizer.unk_token_id}
         self._eos_ids = sorted(eos_ids)
-        self._rng = torch.Generator().manual_seed(cfg.seed)
         self._processor, self._model, self._device = processor, model, device
 
     # ---- the async side: micro-batching -----------------------------------------------------------------
@@ -199,7 +200,7 @@ class Backend(ModelBackend):
         except Exception as e:
             return [ModelResponse(text=None, error=str(e), model=self.model_id) for _ in requests]
         with self._gen_lock:  # one batch at a time (a second event loop may share this backend)
-            groups: dict[tuple[str, float], list[_Prepared]] = {}
+            groups: dict[tuple[str, float, str, int], list[_Prepared]] = {}
             for i, r in enumerate(requests):
                 try:
                     p = self._prepare(i, r)
@@ -207,16 +208,18 @@ class Backend(ModelBackend):
                     out[i] = ModelResponse(text=None, error=f"hf: bad request: {type(e).__name__}: {e}",
                                            model=self.model_id)
                     continue
-                groups.setdefault((r.stream, p.temperature), []).append(p)
+                ctx = r.context or {}
+                match = (str(ctx.get("match", "")), int(ctx.get("seed") or 0))
+                groups.setdefault((r.stream, p.temperature, *match), []).append(p)
             self._generate_groups(groups, out)
         return [r if r is not None else ModelResponse(text=None, error="hf: no answer",
                                                       model=self.model_id) for r in out]
 
-    def _generate_groups(self, groups: dict[tuple[str, float], list[_Prepared]],
+    def _generate_groups(self, groups: dict[tuple[str, float, str, int], list[_Prepared]],
                          out: list[ModelResponse | None]) -> None:
-        for (stream, temperature), group in groups.items():
+        for (stream, temperature, match, match_seed), group in groups.items():
             try:
-                for p, resp in zip(group, self._generate(group, temperature, stream)):
+                for p, resp in zip(group, self._generate(group, temperature, stream, match, match_seed)):
                     out[p.index] = resp
             except Exception as e:
                 for p in group:
@@ -230,17 +233,23 @@ class Backend(ModelBackend):
         temperature = request.temperature if request.temperature is not None else self.config.temperature
         return _Prepared(index, text, images, request.max_tokens or self.config.max_tokens, float(temperature))
 
-    def _stream_rng(self, stream: str) -> Any:
-        """The play's generator, or another stream's own (belief probes): a probe never shifts the play's draws."""
-        if stream == "play":
-            return self._rng
+    def _stream_rng(self, stream: str, match: str = "", match_seed: int = 0) -> Any:
+        """The generator of one match's stream (play, or the belief probes': a probe never shifts the play's
+        draws), seeded from (config.seed, the match's seed, the stream) at the match's first call."""
+        import hashlib
+
         import torch
 
-        if stream not in self._rngs:
-            self._rngs[stream] = torch.Generator().manual_seed(self.config.seed * 1_000_003 + sum(map(ord, stream)))
-        return self._rngs[stream]
+        key = (match, stream)
+        if key not in self._rngs:
+            if len(self._rngs) >= 32:  # a worker plays one match at a time: old matches' generators can go
+                self._rngs.clear()
+            digest = hashlib.blake2b(f"{self.config.seed}|{match_seed}|{stream}".encode(), digest_size=8).digest()
+            self._rngs[key] = torch.Generator().manual_seed(int.from_bytes(digest, "big") >> 2)
+        return self._rngs[key]
 
-    def _generate(self, group: list[_Prepared], temperature: float, stream: str = "play") -> list[ModelResponse]:
+    def _generate(self, group: list[_Prepared], temperature: float, stream: str = "play", match: str = "",
+                  match_seed: int = 0) -> list[ModelResponse]:
         import torch
 
         proc, model = self._processor, self._model
@@ -257,7 +266,7 @@ class Backend(ModelBackend):
         else:
             gen_kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
         gen_kwargs["eos_token_id"] = eos_ids = self._eos_ids
-        seed = int(torch.randint(0, 2**62, (1,), generator=self._stream_rng(stream)))
+        seed = int(torch.randint(0, 2**62, (1,), generator=self._stream_rng(stream, match, match_seed)))
         devices = [torch.device(self._device).index or 0] if self._device.startswith("cuda") else []
         with torch.random.fork_rng(devices=devices), torch.inference_mode():
             torch.manual_seed(seed)  # generate() samples from the global RNG; forked so others are untouched

@@ -53,34 +53,31 @@ class Backend(ModelBackend):
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         t0 = time.perf_counter()
+        brain = self._brain(request)
         if request.module == "probe":  # a belief probe reads a copy of the brain: the play is untouched
-            answer = self.probe(self._brain(request), request.context)
+            answer = self.probe(brain, request.context)
         else:
-            answer = self.answer(self._brain(request), request.module, request.context)
+            brain.observe(request.context["obs"])
+            brain.perceive(request.context.get("seen_kills", []))
+            answer = self.answer(brain, request.module, request.context)
         text = json.dumps(answer)
         return ModelResponse(text=text, latency_s=time.perf_counter() - t0, prompt_tokens=0,
                              completion_tokens=0, model=self.config.model)
 
     @staticmethod
     def probe(brain: ScriptedBrain, context: dict[str, Any]) -> dict[str, Any]:
-        """P(imposter) from the brain's suspicions (kills it saw: 1; otherwise 0.1 + suspicion, capped at 1),
-        computed on a copy after reading the transcript so far; no random draw."""
-        b = copy.copy(brain)  # read_transcript writes suspicion and evidence: the probe gets its own dicts
-        b.suspicion, b.evidence = dict(brain.suspicion), dict(brain.evidence)
-        obs = context["obs"]
-        if obs.get("meeting"):
-            b.read_transcript(obs)
-        known = set(b.live_known(obs))
-        cands = context["candidates"]
-        bel = {n: 1.0 if n in known else min(1.0, 0.1 + b.suspicion.get(n, 0.0)) for n in cands}
+        """The brain's posterior P(imposter) of each candidate (the model over the evidence it took in),
+        computed on a copy that has taken in the observation so far; no random draw."""
+        b = copy.deepcopy(brain)
+        b.observe(context["obs"])
+        b.perceive(context.get("seen_kills", []))
+        bel = b.posterior(context["candidates"])
         top = [n for n, _ in sorted(bel.items(), key=lambda kv: (-kv[1], kv[0]))[:2]]
         return {"beliefs": bel, "top2": top}
 
     @staticmethod
     def answer(brain: ScriptedBrain, module: str, context: dict[str, Any]) -> dict[str, Any]:
         obs = context["obs"]
-        if obs.get("meeting") is None:
-            brain.observe(obs)
         extra = context.get("extra", {})
         if module == M.SURVEILLANCE:
             return brain.surveillance(obs)

@@ -1,0 +1,241 @@
+"""One crewmate's evidence, built from its own observations only (docs/detection.md, "Evidence").
+
+Feed it every observation the crewmate gets (``observe``: a roam step or a meeting moment, each tick taken in
+once) and the kills its frames showed (``saw_kill``). It keeps:
+
+- **positions it was shown**: every player listed as seen now (privileged state: ``players`` with
+  ``seen_s_ago == 0``; ego state: ``players_in_view``) at each step end, so that when a death becomes known it
+  can say who was near the spot where the victim fell, from when the victim lay there until the death was known
+  (``death`` items, distances binned at 3 / 6 / 12 blocks);
+- **what it saw**: kills in its view (``saw_kill``), bodies (their spot);
+- **what is public**: deaths announced, ejections and the revealed roles, who reported or called each meeting,
+  every accusation in meeting speech (``mau.infer.hearsay``) and every vote.
+
+``items()`` is the evidence as plain dicts (the likelihood model's input, recorded with each ideal-observer
+probe); ``lines()`` renders the same evidence as the text ARIA's memory shows in prompts, so what a model reads
+is exactly what the scripted teacher votes on.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from mau.infer.hearsay import accusations
+
+# Distance bins of a death's neighbours, in blocks: 0: <= 3 (kill reach), 1: <= 6, 2: <= 12, 3: farther or unseen.
+NEAR_BINS = (3.0, 6.0, 12.0)
+FAR = len(NEAR_BINS)
+STILL_EPS = 0.75  # blocks: a victim sample this close to the spot where it fell counts as lying there
+MAX_WINDOW = 24  # step ends of a death's window kept (older ones tell little about the kill)
+REPORTER_APPROACH = 2  # last step ends of a window at which the reporter's nearness is its walk to the body
+
+# Evidence kinds (the ``k`` of an item)
+DEAD, EJECTED, SAW_KILL, DEATH, ACCUSE, VOTE, REPORTED, CALLED = (
+    "dead", "ejected", "saw_kill", "death", "accuse", "vote", "reported", "called")
+
+
+def dist_bin(d: float | None) -> int:
+    if d is None:
+        return FAR
+    for i, edge in enumerate(NEAR_BINS):
+        if d <= edge:
+            return i
+    return FAR
+
+
+@dataclass
+class _Death:
+    victim: str
+    known_tick: int
+    spot: tuple[float, float] | None
+    room: str
+    ticks: list[int] = field(default_factory=list)  # the window's step ends
+    dists: dict[str, list[float | None]] = field(default_factory=dict)
+    reporter: str | None = None
+
+
+class EvidenceLog:
+    """What one crewmate (``me``) perceived and heard; plain data, deep-copyable (snapshots)."""
+
+    def __init__(self, me: str, roster: list[str]):
+        self.me = me
+        self.roster = list(roster)
+        self.others = [n for n in roster if n != me]
+        self.samples: list[tuple[int, dict[str, tuple[float, float]]]] = []  # (tick, fresh positions)
+        self._last_tick = -1
+        self.body_spots: dict[str, tuple[float, float, str, int]] = {}  # victim -> (x, z, room, tick I saw it)
+        self.deaths: dict[str, _Death] = {}
+        self.dead: list[str] = []
+        self.ejected: dict[str, str] = {}
+        self.kills_seen: list[dict[str, Any]] = []
+        self.accused: list[dict[str, Any]] = []  # {meeting, speaker, target, strength}
+        self.votes: list[dict[str, Any]] = []  # {meeting, voter, target}
+        self.meetings: list[dict[str, Any]] = []  # {n, caller, reason, body}
+        self._heard: set[tuple[int, int]] = set()  # (meeting, transcript index) taken in
+        self._meeting_tick = -1
+        self.mode = "privileged"
+        self.flags: list[dict[str, Any]] = []  # ARIA memory only: what the agent itself flagged in surveillance
+
+    # -- taking things in ------------------------------------------------------------------------------------
+    def observe(self, obs: dict[str, Any]) -> None:
+        """Take in one observation (any phase); the same tick twice is taken in once."""
+        tick = obs["tick"]
+        self.mode = obs.get("state_mode", self.mode)
+        if obs.get("meeting") is None and tick != self._last_tick:
+            self._last_tick = tick
+            fresh: dict[str, tuple[float, float]] = {}
+            for p in obs.get("players") or []:
+                if p["seen_s_ago"] == 0:
+                    fresh[p["name"]] = (float(p["position"][0]), float(p["position"][1]))
+            for p in obs["players_in_view"]:
+                fresh[p["name"]] = (float(p["position"][0]), float(p["position"][1]))
+            self.samples.append((tick, fresh))
+            for b in obs["bodies_in_view"]:
+                if b["victim"] not in self.body_spots:
+                    self.body_spots[b["victim"]] = (float(b["position"][0]), float(b["position"][1]), b["room"], tick)
+                    self._learn_death(b["victim"], tick, None)
+        for v in obs["known_dead"]:
+            self._learn_death(v, tick, None)
+        for e in obs["ejections"]:
+            self.ejected.setdefault(e["name"], e["role"])
+        for m in obs.get("meetings_public") or []:
+            self._public_meeting(m)
+        if obs.get("meeting") is not None:
+            self._meeting(obs, obs["meeting"])
+
+    def saw_kill(self, killer: str, victim: str, room: str, tick: int) -> None:
+        """A kill my frames showed (the engine's view rules decide; a scripted reader of frames is told)."""
+        if any(k["killer"] == killer and k["victim"] == victim for k in self.kills_seen):
+            return
+        self.kills_seen.append({"killer": killer, "victim": victim, "room": room, "tick": tick})
+
+    def flag(self, tick: int, suspect: str, detail: str) -> None:
+        """A sighting the agent itself flagged (its SURVEILLANCE answer): kept as said, for its memory."""
+        if not any(f["suspect"] == suspect and f["detail"] == detail for f in self.flags):
+            self.flags.append({"tick": tick, "suspect": suspect, "detail": detail})
+
+    def _meeting(self, obs: dict[str, Any], m: dict[str, Any]) -> None:
+        n = len(self.meetings) + (0 if obs["tick"] == self._meeting_tick else 1)
+        if obs["tick"] != self._meeting_tick:  # the clock stops during a meeting: its tick names it
+            self._meeting_tick = obs["tick"]
+            self.meetings.append({"n": n, "caller": m["caller"], "reason": m["reason"], "body": m["body"],
+                                  "tick": obs["tick"]})
+            if m["reason"] == "report" and m["body"] in self.deaths:
+                self.deaths[m["body"]].reporter = m["caller"]
+                self._fill_window(self.deaths[m["body"]])
+        for i, t in enumerate(m["transcript"]):
+            if (n, i) in self._heard:
+                continue
+            self._heard.add((n, i))
+            if t["speaker"] == self.me:
+                continue
+            for target, strength in accusations(t["text"], t["speaker"], self.roster).items():
+                self.accused.append({"meeting": n, "speaker": t["speaker"], "target": target,
+                                     "strength": strength})
+
+    def _public_meeting(self, m: dict[str, Any]) -> None:
+        """A finished meeting's public record (observation ``meetings_public``): its votes."""
+        n = m["n"]
+        if any(v["meeting"] == n for v in self.votes) or not m.get("votes"):
+            return
+        for voter, target in m["votes"].items():
+            self.votes.append({"meeting": n, "voter": voter, "target": target})
+
+    def _learn_death(self, victim: str, tick: int, reporter: str | None) -> None:
+        if victim in self.deaths or victim == self.me:
+            return
+        self.dead.append(victim)
+        spot = self.body_spots.get(victim)
+        # Privileged state lists a dead player where it fell until its death is public; in ego state the last
+        # sight of the victim is of it alive, so only a body I saw gives the spot.
+        xy = (spot[0], spot[1]) if spot else (self._last_position(victim) if self.mode == "privileged" else None)
+        d = _Death(victim, tick, xy, spot[2] if spot else "", reporter=reporter)
+        self.deaths[victim] = d
+        self._fill_window(d)
+
+    def _last_position(self, name: str) -> tuple[float, float] | None:
+        for _, fresh in reversed(self.samples):
+            if name in fresh:
+                return fresh[name]
+        return None
+
+    def _fill_window(self, d: _Death) -> None:
+        """The step ends from the first one at which the victim lay where it fell (as far as I was shown) until
+        the death was known; per other player, its distance to that spot at each (None: not shown)."""
+        d.ticks, d.dists = [], {}
+        if d.spot is None:
+            return
+        fx, fz = d.spot
+        samples = [(t, f) for t, f in self.samples if t <= d.known_tick]
+        start = len(samples)
+        for i in range(len(samples) - 1, -1, -1):
+            pos = samples[i][1].get(d.victim)
+            if pos is None:
+                continue
+            if math.hypot(pos[0] - fx, pos[1] - fz) > STILL_EPS:
+                break
+            start = i
+        window = samples[start:][:MAX_WINDOW]
+        if not window:
+            return
+        d.ticks = [t for t, _ in window]
+        for name in self.others:
+            if name == d.victim or name in self.ejected:  # gone before the death was known: not its killer
+                continue
+            row: list[float | None] = []
+            for k, (_, fresh) in enumerate(window):
+                pos = fresh.get(name)
+                late = k >= len(window) - REPORTER_APPROACH
+                if pos is None or (late and name == d.reporter):
+                    row.append(None)
+                else:
+                    row.append(round(math.hypot(pos[0] - fx, pos[1] - fz), 1))
+            d.dists[name] = row
+
+    # -- reading it out --------------------------------------------------------------------------------------
+    def items(self) -> list[dict[str, Any]]:
+        """The evidence as the likelihood model reads it (``mau.infer.model``)."""
+        out: list[dict[str, Any]] = [{"k": DEAD, "p": v} for v in self.dead]
+        out += [{"k": EJECTED, "p": n, "role": r} for n, r in self.ejected.items()]
+        out += [{"k": SAW_KILL, "p": k["killer"], "victim": k["victim"]} for k in self.kills_seen]
+        for d in self.deaths.values():
+            bins = {n: [dist_bin(x) for x in row] for n, row in d.dists.items()}
+            if any(b != FAR for row in bins.values() for b in row):
+                out.append({"k": DEATH, "victim": d.victim, "bins": bins})
+        out += [{"k": ACCUSE, "p": a["speaker"], "target": a["target"], "s": a["strength"]} for a in self.accused]
+        out += [{"k": VOTE, "p": v["voter"], "target": v["target"]} for v in self.votes if v["target"] != "skip"]
+        for m in self.meetings:
+            out.append({"k": REPORTED if m["reason"] == "report" else CALLED, "p": m["caller"]})
+        return out
+
+    def lines(self) -> list[str]:
+        """The same evidence as sentences (ARIA's evidence memory); empty when there is none."""
+        out = [f"At {f['tick'] / 20:g} s I flagged {f['suspect']}: {f['detail']}" for f in self.flags]
+        for k in self.kills_seen:
+            out.append(f"I saw {k['killer']} kill {k['victim']} in {k['room']} at {k['tick'] / 20:g} s.")
+        for d in self.deaths.values():
+            where = f" in {d.room}" if d.room else ""
+            if not d.ticks:
+                out.append(f"{d.victim} is dead{where}; I do not know where {d.victim} fell.")
+                continue
+            near = []
+            for name, row in d.dists.items():
+                hits = [f"{x:g} at {t / 20:g} s" for x, t in zip(row, d.ticks) if x is not None and x <= NEAR_BINS[-1]]
+                if hits:
+                    near.append(f"{name} {', '.join(hits)}")
+            span = f"from {d.ticks[0] / 20:g} s to {d.ticks[-1] / 20:g} s"
+            who = "; ".join(near) if near else "nobody"
+            out.append(f"{d.victim} is dead{where}. Within {NEAR_BINS[-1]:g} blocks of where {d.victim} lay, "
+                       f"{span} (blocks at step ends): {who}.")
+        for n, r in self.ejected.items():
+            out.append(f"{n} was ejected: {'an Imposter' if r == 'imposter' else 'a Crewmate'}.")
+        for m in self.meetings:
+            what = f"reported the body of {m['body']}" if m["reason"] == "report" else "called an emergency meeting"
+            acc = [a for a in self.accused if a["meeting"] == m["n"]]
+            said = "; ".join(f"{a['speaker']} accused {a['target']} ({a['strength']})" for a in acc) or "no accusation"
+            votes = [v for v in self.votes if v["meeting"] == m["n"]]
+            tally = ", ".join(f"{v['voter']}->{v['target']}" for v in votes)
+            out.append(f"Meeting {m['n']}: {m['caller']} {what}; {said}" + (f"; votes: {tally}." if tally else "."))
+        return out

@@ -1,0 +1,170 @@
+"""The crewmate's inference (mau.infer): evidence from observations, the exact posterior, hearsay, the fit."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from mau.infer import model as M
+from mau.infer.evidence import DEATH, EvidenceLog, dist_bin
+from mau.infer.fit import Probe, fit, predict
+from mau.infer.hearsay import STRONG, WEAK, accusations
+
+ROSTER = ["Me", "A", "B", "C", "D"]
+
+
+def _obs(tick: int, players: dict[str, tuple[float, float]], known_dead=(), bodies=(), meeting=None,
+         ejections=(), meetings_public=()) -> dict:
+    return {"tick": tick, "step": tick // 100, "state_mode": "privileged", "name": "Me", "role": "crewmate",
+            "players": [{"name": n, "position": list(xy), "seen_s_ago": 0} for n, xy in players.items()],
+            "players_in_view": [], "bodies_in_view": list(bodies), "known_dead": list(known_dead),
+            "ejections": list(ejections), "meetings_public": list(meetings_public), "meeting": meeting}
+
+
+# -- the posterior ------------------------------------------------------------------------------------------
+def test_posterior_on_hand_built_evidence_equals_the_hand_computed_one():
+    p = M.Params(reported=math.log(0.5), weak_ic=math.log(3.0), weak_ci=0.0, weak_ii=0.0)
+    others = ["A", "B", "C", "D"]
+    items = [{"k": "dead", "p": "D"}, {"k": "reported", "p": "A"},
+             {"k": "accuse", "p": "B", "target": "C", "s": "weak"}]
+    post, ok = M.posterior(others, 2, items, p)
+    assert ok
+    # Hypotheses without D: AB, AC, BC. Weights: AB: 0.5 (A reported) * 3 (B imposter accusing crew C);
+    # AC: 0.5 * 1 (crew B accusing imposter C: weak_ci = 0); BC: 1 * exp(weak_ii = 0) = 1.
+    w = {frozenset("AB"): 1.5, frozenset("AC"): 0.5, frozenset("BC"): 1.0}
+    total = sum(w.values())
+    for h, x in w.items():
+        assert post[h] == pytest.approx(x / total)
+    assert post[frozenset("AD")] == 0.0
+    m = M.marginals(post, others)
+    assert m["B"] == pytest.approx(2.5 / 3.0) and m["D"] == 0.0
+
+
+def test_death_factor_is_the_mean_over_the_imposters_that_were_there():
+    p = M.Params(near_0=math.log(10.0), kill_decay=0.5)
+    item = {"k": DEATH, "victim": "V", "bins": {"A": [0, 3], "B": [3, 3], "C": [3, 0]}}
+    # A: (1 * 10 + 0.5 * 1) / 1.5 = 7; B: 1; C: (1 * 1 + 0.5 * 10) / 1.5 = 4
+    assert math.exp(M.log_factor(item, frozenset("AB"), p)) == pytest.approx((7 + 1) / 2)
+    assert math.exp(M.log_factor(item, frozenset("AC"), p)) == pytest.approx((7 + 4) / 2)
+    assert math.exp(M.log_factor(item, frozenset("BD"), p)) == pytest.approx(1.0)  # D was not there: B alone
+
+
+def test_an_accusation_by_a_revealed_imposter_lowers_its_targets_suspicion():
+    p = M.Params()
+    others = ["A", "B", "C", "D", "E"]
+    base = [{"k": "ejected", "p": "A", "role": "imposter"}]
+    before = M.marginals(M.posterior(others, 2, base, p)[0], others)
+    after = M.marginals(M.posterior(others, 2, base + [{"k": "accuse", "p": "A", "target": "B", "s": "weak"}],
+                                    p)[0], others)
+    assert after["A"] == pytest.approx(1.0)
+    assert after["B"] < before["B"]  # imposters accuse crewmates: the revealed imposter's word clears B
+    # and the same accusation by a player not known to be an imposter raises it
+    plain = M.marginals(M.posterior(others, 2, [{"k": "accuse", "p": "C", "target": "B", "s": "strong"}], p)[0],
+                        others)
+    assert plain["B"] > 2 / 5
+
+
+def test_evidence_that_rules_out_everything_falls_back_to_the_prior():
+    post, ok = M.posterior(["A", "B"], 2, [{"k": "dead", "p": "A"}], M.Params())
+    assert not ok and post[frozenset("AB")] == 1.0
+
+
+def test_knows_nothing_is_k_over_n():
+    assert M.knows_nothing(["A", "B", "C", "D"], 2) == {"A": 0.5, "B": 0.5, "C": 0.5, "D": 0.5}
+
+
+# -- evidence from observations --------------------------------------------------------------------------------
+def test_evidence_log_keeps_who_was_near_where_the_victim_lay():
+    log = EvidenceLog("Me", ROSTER)
+    far = (200.0, 200.0)
+    log.observe(_obs(100, {"A": (10, 10), "B": (50, 50), "C": far, "D": (30, 30)}))
+    log.observe(_obs(200, {"A": (12, 10), "B": (40, 40), "C": far, "D": (31, 30)}))  # D comes to lie at (31, 30)
+    log.observe(_obs(300, {"A": (32, 30), "B": (36, 30), "C": far, "D": (31, 30)}))  # A 1 block, B 5 blocks
+    log.observe(_obs(400, {"A": (60, 60), "B": (45, 30), "C": (29, 30), "D": (31, 30)}))  # C comes by: 2 blocks
+    log.observe(_obs(500, {"A": (60, 60), "B": (45, 30), "C": (30.5, 30)}, known_dead=["D"],
+                     meeting={"caller": "C", "reason": "report", "body": "D", "transcript": []}))
+    death = next(it for it in log.items() if it["k"] == DEATH)
+    # The window starts at the first step end D lay there (tick 200) and ends when the death was known (500,
+    # the meeting: no sample); C reported the body, so its last two step ends count as its walk to it.
+    assert death["victim"] == "D"
+    assert death["bins"]["A"] == [dist_bin(19.0), 0, 3]
+    assert death["bins"]["B"] == [dist_bin(13.5), 1, 3]
+    assert death["bins"]["C"] == [3, 3, 3]
+    assert {"k": "reported", "p": "C"} in log.items()
+    lines = log.lines()
+    assert any("A 1 at 15 s" in x and "B 5 at 15 s" in x for x in lines), lines
+
+
+def test_evidence_log_reads_accusations_and_public_votes_once():
+    log = EvidenceLog("Me", ROSTER)
+    meeting = {"caller": "A", "reason": "emergency", "body": None,
+               "transcript": [{"speaker": "A", "text": "I saw B kill D in Admin. Vote B.", "round": 1},
+                              {"speaker": "B", "text": "I suspect A, they were acting strange.", "round": 1}]}
+    log.observe(_obs(100, {}, meeting=meeting))
+    log.observe(_obs(100, {}, meeting=meeting))  # the same moment twice
+    log.observe(_obs(300, {}, meetings_public=[{"n": 1, "caller": "A", "reason": "emergency", "body": None,
+                                                "votes": {"A": "B", "Me": "B", "B": "skip"}, "ejected": "B",
+                                                "role": "imposter"}]))
+    acc = [it for it in log.items() if it["k"] == "accuse"]
+    assert acc == [{"k": "accuse", "p": "A", "target": "B", "s": STRONG},
+                   {"k": "accuse", "p": "B", "target": "A", "s": WEAK}]
+    votes = [it for it in log.items() if it["k"] == "vote"]
+    assert votes == [{"k": "vote", "p": "A", "target": "B"}, {"k": "vote", "p": "Me", "target": "B"}]
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("I saw Noah kill Steve in Admin.", {"Noah": STRONG}),
+    ("I saw Noah near where Steve died (2 blocks away at 90 s). Vote Noah.", {"Noah": STRONG}),
+    ("I suspect Jason, they were acting strange. I was in Admin.", {"Jason": WEAK}),
+    ("Noah was with me in Admin, not Noah.", {}),
+    ("I was doing my missions near Electrical. I have not seen anything suspicious.", {}),
+])
+def test_hearsay_reads_accusations(text, expected):
+    assert accusations(text, "Me", ["Noah", "Steve", "Jason", "Me"]) == expected
+
+
+# -- the fit ------------------------------------------------------------------------------------------------
+def _simulated_probes(true: M.Params, n: int, seed: int) -> list[Probe]:
+    """Random evidence, then the truth drawn from the model's own posterior under ``true``: the conditional
+    likelihood is then exactly the model's, so maximum likelihood must recover ``true``."""
+    rng = random.Random(seed)
+    others = ["A", "B", "C", "D", "E", "F", "G"]
+    out = []
+    for _ in range(n):
+        items = []
+        for _ in range(rng.randint(1, 6)):
+            s, t = rng.sample(others, 2)
+            items.append({"k": "accuse", "p": s, "target": t, "s": rng.choice(["strong", "weak"])})
+        for _ in range(rng.randint(0, 3)):
+            s, t = rng.sample(others, 2)
+            items.append({"k": "vote", "p": s, "target": t})
+        items.append({"k": "reported", "p": rng.choice(others)})
+        bins = {o: [rng.choice([0, 1, 2, 3, 3, 3]) for _ in range(rng.randint(1, 4))] for o in others}
+        items.append({"k": DEATH, "victim": "X", "bins": bins})
+        post, _ = M.posterior(others, 2, items, true)
+        hyps = list(post)
+        truth = rng.choices(hyps, weights=[post[h] for h in hyps])[0]
+        out.append(Probe(items, others, 2, truth, others))
+    return out
+
+
+def test_the_fit_recovers_known_parameters_from_simulated_evidence():
+    true = M.Params(near_0=2.0, near_1=1.0, near_2=0.3, kill_decay=0.5, strong_ci=1.5, strong_ic=-1.0,
+                    strong_ii=-0.5, weak_ci=0.5, weak_ic=1.0, weak_ii=-1.0, vote_ci=0.8, vote_ic=0.4, vote_ii=0.0,
+                    reported=-1.0, called=0.0)
+    res = fit(_simulated_probes(true, 3000, seed=1), l2=0.0, iters=80)
+    got = res["params"]
+    for name in ("near_0", "strong_ci", "strong_ic", "weak_ic", "vote_ci", "reported"):
+        assert getattr(got, name) == pytest.approx(getattr(true, name), abs=0.35), name
+    assert res["loglik_per_probe"] > res["start_loglik_per_probe"]
+
+
+def test_vectorised_prediction_equals_the_exact_posterior():
+    p = M.Params(near_0=2.0, weak_ic=1.2, reported=-0.7)
+    probes = _simulated_probes(p, 20, seed=2)
+    for pr, bel in zip(probes, predict(probes, p)):
+        exact = M.marginals(M.posterior(pr.others, 2, pr.items, p)[0], pr.candidates)
+        for n in pr.candidates:
+            assert bel[n] == pytest.approx(exact[n], abs=1e-9)
