@@ -251,7 +251,7 @@ class Observation(TypedDict, total=False):
     in_kill_reach: list[str]
     known_dead: list[str]
     ejections: list[dict[str, str]]
-    meetings_public: list[dict[str, Any]]  # finished meetings: n, caller, reason, body, votes, ejected (roles: ejections)
+    meetings_public: list[dict[str, Any]]  # finished meetings: n, caller, reason, body, votes, ejected
     witnessed_kills: list[dict[str, Any]]  # empty unless world.observation.witness_text (an ablation)
     current_action: dict[str, Any] | None
     last_action_result: dict[str, Any] | None
