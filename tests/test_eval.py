@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 from mau import schema as F
 from mau.cli import build_parser, main
@@ -371,3 +372,36 @@ def _eval_sbatch(slurm, tmp_path: Path) -> None:
     assert "12/12 matches (report recomputed" in text()
     res = json.loads((run / F.RESULTS_JSON).read_text())
     assert res["matches"] == 12 and all(c["matches"] == (6 if c["imposter"] == "all" else 3) for c in res["cells"])
+
+
+def test_sampled_hf_arms_are_a_function_of_the_seed_not_of_the_order(tmp_path, request):
+    """Eval seeds [7, 8] and [8, 7] at temperature 0.9 give the same calls per seed: the hf backend seeds its
+    sampling per match and stream, so a worker's earlier matches do not shift a later one's draws."""
+    pytest.importorskip("torch")
+    tiny_model_dir = request.getfixturevalue("tiny_model_dir")
+    cfg = yaml.safe_load((REPO / "configs" / "eval" / "tiny.yaml").read_text())
+    cfg["arms"] = {"baseline": {**cfg["arms"]["baseline"], "model": str(tiny_model_dir), "device": "cpu",
+                                "temperature": 0.9, "max_tokens": 6}}
+    cfg["crewmate_aria"]["module_temperature"] = {}  # every module samples at the arm's 0.9
+    cfg["world"]["game"]["max_steps"] = 2
+    runs = {}
+    for order in ([7, 8], [8, 7]):
+        cfg["seeds"] = order
+        path = tmp_path / f"cfg{order[0]}.yaml"
+        path.write_text(yaml.safe_dump(cfg))
+        run = tmp_path / f"eval{order[0]}"
+        assert main(["eval", "--config", str(path), "--out", str(run), "--no-progress"]) == 0
+        runs[tuple(order)] = run
+
+    def calls_by_seed(run: Path) -> dict[int, list[tuple]]:
+        out = {}
+        for p in (run / F.MATCHES_DIR).iterdir():
+            recs = [json.loads(x) for x in (p / F.CALLS_FILE).read_text().splitlines()]
+            out[read_header(p)[F.SEED]] = [(r["agent"], r["module"], r["step"], r["raw_output"], r["fallback"])
+                                          for r in recs if r["backend"] == "hf"]
+        return out
+
+    a, b = calls_by_seed(runs[(7, 8)]), calls_by_seed(runs[(8, 7)])
+    assert set(a) == {7, 8} and all(a[s] for s in a)
+    assert a == b
+    assert len({x[3] for x in a[7]}) > 1  # sampled answers differ from call to call: the draws are live

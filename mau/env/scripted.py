@@ -56,13 +56,14 @@ class Temperament:
     self_report_p: float | None  # imposter: chance to report a body it comes upon
     accuse_p: float  # imposter: chance to accuse a crewmate in the first round
     fake_mission_p: float  # imposter: chance to fake a mission rather than wander
+    fake_witness_p: float  # imposter: chance, when a death is announced, to claim it saw a crewmate by the victim
 
 
 TEMPERAMENTS: dict[str, Temperament] = {
-    "expert": Temperament(None, 0.6, 0.5, 0.8, 1.0, 0.2, None, 1, 0.3, None, 0.5, 0.6),
-    "cautious": Temperament(0.6, 0.75, 0.6, 0.85, 0.95, 0.2, 6.0, 1, 0.6, 0.0, 0.2, 0.6),
-    "accusatory": Temperament(0.75, 0.45, 0.35, 0.6, 0.85, 0.5, 16.0, 2, 0.2, 0.6, 0.9, 0.4),
-    "mission": Temperament(0.5, 0.6, 0.5, 9.0, 0.7, 0.3, 10.0, 1, 0.3, 0.3, 0.3, 0.8),
+    "expert": Temperament(None, 0.6, 0.5, 0.8, 1.0, 0.2, None, 1, 0.3, None, 0.5, 0.6, 0.4),
+    "cautious": Temperament(0.75, 0.75, 0.6, 0.85, 0.95, 0.2, 8.0, 1, 0.6, 0.0, 0.2, 0.6, 0.15),
+    "accusatory": Temperament(0.85, 0.45, 0.35, 0.6, 0.85, 0.5, 16.0, 2, 0.2, 0.6, 0.9, 0.4, 0.6),
+    "mission": Temperament(0.65, 0.6, 0.5, 9.0, 0.7, 0.3, 12.0, 1, 0.3, 0.3, 0.3, 0.8, 0.25),
 }
 
 
@@ -88,8 +89,8 @@ class ScriptedBrain:
         self.t = TEMPERAMENTS[temperament]
         self.params = params or infer.Params()
         # The expert's per-match draws (so its matches differ); the other temperaments are fixed.
-        self.explore_p = self.rng.choice([0.25, 0.5, 0.75, 0.97])
-        self.kill_radius = self.rng.choice([3.0, 6.0, 10.0, 16.0])
+        self.explore_p = self.rng.choice([0.5, 0.75, 0.85, 0.97])
+        self.kill_radius = self.rng.choice([6.0, 10.0, 16.0])
         self.self_report_p = self.rng.choice([0.0, 0.3, 0.6])
         if self.t.explore_p is not None:
             self.explore_p = self.t.explore_p
@@ -261,11 +262,14 @@ class ScriptedBrain:
             if obs["fake_missions"] and self.rng.random() < self.t.fake_mission_p:
                 return "mission", NONE
             return "explore", target if decision == "STALK" else NONE
+        if cur and cur["kind"] == "report":  # on the way to a body I saw, even once it is out of view
+            return "report", cur.get("target", NONE)
+        if obs["holding_station"] is None:  # never drop a mission hold; a walk may turn to look at a still player
+            self._goto = self._still_spot(obs)
+            if self._goto is not None:
+                return "explore", NONE
         if cur and cur["kind"] in _MODE_OF:  # a mission being held is never dropped for a whim
             return _MODE_OF[cur["kind"]], cur.get("target", NONE)
-        self._goto = self._still_spot(obs)
-        if self._goto is not None:
-            return "explore", NONE
         todo = [m for m in obs["missions"] if not m["done"]]
         if todo and self.rng.random() >= self.explore_p:
             return "mission", NONE
@@ -325,9 +329,16 @@ class ScriptedBrain:
                 return self.map.place_name(pos[0], pos[1])
         return None
 
-    def far_room(self, obs: dict[str, Any]) -> str:
+    def leave_point(self, obs: dict[str, Any], target: str) -> tuple[float, float]:
+        """Where an imposter walks right after a kill: the centre of the room farthest from the victim."""
         x, z = obs["position"][0], obs["position"][2]
-        return max(self.map.room_names, key=lambda r: self.map.path_length(x, z, *self.map.room_centers[r]))
+        for p in obs["players_in_view"]:
+            if p["name"] == target:
+                x, z = p["position"]
+        return self.map.room_centers[self.map.farthest_room(x, z)]
+
+    def far_room(self, obs: dict[str, Any]) -> str:
+        return self.map.farthest_room(obs["position"][0], obs["position"][2])
 
     def _crew_seen(self, obs: dict[str, Any]) -> list[dict[str, Any]]:
         mates = set(obs.get("teammates", []))
@@ -393,6 +404,12 @@ class ScriptedBrain:
                 other = self.rng.choice(crew)
                 return f"That is not true, I was in {room}. I suspect {other}.", other
             if meeting["round"] == 1:
+                victim = meeting.get("body") or next(iter(reversed(obs["known_dead"])), None)
+                if crew and victim and self.rng.random() < self.t.fake_witness_p:  # a false eyewitness
+                    other = self.rng.choice(crew)
+                    d, t = round(self.rng.uniform(1.5, 4.5), 1), round(obs["time_s"] - self.rng.uniform(10, 40))
+                    return (f"I saw {other} near where {victim} died ({d:g} blocks away at {max(t, 0):g} s). "
+                            f"Vote {other}."), other
                 if crew and self.rng.random() < self.t.accuse_p:
                     other = self.rng.choice(crew)
                     return f"I suspect {other}, they were acting strange. I was in {room}.", other
@@ -492,6 +509,8 @@ class ScriptedPolicy(ScriptedBrain):
             close = [p for p in obs["players_in_view"] if p["name"] in live and p["distance"] < 8]
             if close:
                 return Action("flee", target=close[0]["name"])
+        if self._goto is not None:  # a player lying still: go and look (plan set it)
+            return Action("goto", target=self.move(obs)[1])
         if current is not None:
             return None
         if mode == "mission":
@@ -511,7 +530,8 @@ class ScriptedPolicy(ScriptedBrain):
         if decision == "KILL":
             if current and current.get("kind") == "kill" and current.get("target") == target:
                 return None
-            return Action("kill", target=target, narration=f"{target} is alone with me; strike now")
+            return Action("kill", target=target, point=self.leave_point(obs, target),
+                          narration=f"{target} is alone with me; strike now")
         if current is not None and current.get("kind") != "kill":
             return None
         if decision == "STALK":

@@ -444,7 +444,12 @@ class SimWorld:
             victim_run = self.runs.get(victim.name)
             if victim_run is not None and victim_run.status == A.RUNNING:
                 self._end(victim, victim_run, A.INTERRUPTED, "killed")
-            return self._end(p, run, A.DONE, f"killed {victim.name}")
+            self._end(p, run, A.DONE, f"killed {victim.name}")
+            if run.action.point is not None:  # walk away at once, not idle by the body until the next decision
+                leave = Action("goto", point=run.action.point, narration="leave the body behind")
+                self.runs[p.name] = ActionRun(action=leave, start_tick=st.tick, stage_tick=st.tick)
+                st.emit(F.EV_ACTION_START, player=p.name, action=leave.to_dict())
+            return
         if self._timed_out(run):
             self._end(p, run, A.TIMED_OUT, err)
 

@@ -159,8 +159,9 @@ class AriaAgent:
 
     async def _kill(self, obs: dict[str, Any]) -> Action | None:
         ans = await self.call(M.KILL, obs)
-        if ans["decision"] == "KILL":
-            return Action("kill", target=ans["target"], narration=self._narrate(ans))
+        if ans["decision"] == "KILL":  # after the strike it walks away at once (docs/harness.md, "KILL")
+            return Action("kill", target=ans["target"], point=self.leave_point(obs, ans["target"]),
+                          narration=self._narrate(ans))
         if ans["decision"] == "STALK":
             return Action("follow", target=ans["target"], narration=self._narrate(ans))
         # DEFER with a witness in view (more than one crewmate there): move away from the nearest one, as the
@@ -170,6 +171,15 @@ class AriaAgent:
         if len(seen) >= 2:
             return Action("flee", target=seen[0][1], narration=self._narrate(ans) or "a witness is here; move away")
         return None
+
+    def leave_point(self, obs: dict[str, Any], target: str) -> tuple[float, float]:
+        """The centre of the room farthest (by path) from the victim: where a killer walks after the strike."""
+        x, z = obs["position"][0], obs["position"][2]
+        for p in obs["players_in_view"]:
+            if p["name"] == target:
+                x, z = p["position"]
+        gmap = self.builder.map
+        return gmap.room_centers[gmap.farthest_room(x, z)]
 
     async def _update_beliefs(self, obs: dict[str, Any], event: str,
                               flagged: str | None = None) -> list[dict[str, Any]]:

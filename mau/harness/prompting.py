@@ -47,6 +47,7 @@ class PromptBuilder:
     def __init__(self, aria: AriaConfig, game: GameConfig, game_map: GameMap):
         self.aria = aria
         self.game = game
+        self.map = game_map
         self.rooms = list(game_map.room_names)
         self.rules = Template((PROMPTS_DIR / "rules.txt").read_text().rstrip("\n")).substitute(
             n_players=game.num_players, n_imposters=game.num_imposters, n_crewmates=game.num_crewmates,
