@@ -36,21 +36,21 @@ ROLE_PAIRS = ("ci", "ic", "ii")
 class Params:
     """Log likelihood ratios of the evidence kinds (module docstring); a flat vector for the fit."""
 
-    near_0: float = 3.0  # <= 3 blocks
-    near_1: float = 1.5  # <= 6
-    near_2: float = 0.3  # <= 12
-    kill_decay: float = 0.6  # in (0, 1]: prior weight of the j-th step end of a death's window ~ decay^j
+    near_0: float = 5.49  # <= 3 blocks
+    near_1: float = 0.04  # <= 6
+    near_2: float = -0.88  # <= 12
+    kill_decay: float = 0.96  # in (0, 1]: prior weight of the j-th step end of a death's window ~ decay^j
     saw_kill_error: float = -8.0  # log P(I saw X kill | X not an imposter): a misperception
-    strong_ci: float = 2.0
-    strong_ic: float = 1.0
-    strong_ii: float = -1.0
-    weak_ci: float = 0.5
-    weak_ic: float = 0.5
-    weak_ii: float = -1.0
-    vote_ci: float = 0.5
-    vote_ic: float = 0.5
-    vote_ii: float = -1.0
-    reported: float = 0.0
+    strong_ci: float = 0.31
+    strong_ic: float = 0.7
+    strong_ii: float = -4.42
+    weak_ci: float = -0.22
+    weak_ic: float = 1.2
+    weak_ii: float = -1.99
+    vote_ci: float = 0.33
+    vote_ic: float = 1.32
+    vote_ii: float = -0.47
+    reported: float = -3.32
     called: float = 0.0
 
     @classmethod
