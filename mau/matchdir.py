@@ -94,3 +94,28 @@ def iter_events(path: str | Path) -> Iterator[dict[str, Any]]:
                 yield json.loads(line)
             except json.JSONDecodeError:
                 raise MauError(f"{Path(path) / F.EVENTS_FILE}:{n}: not valid JSON; the log is damaged") from None
+
+
+def count_events(path: str | Path) -> dict[str, int]:
+    """What a match's event log counts (the eval's vote metrics, the collect summary): ejections (of somebody),
+    imposters ejected, kills, missions completed, meetings, and the crewmates' votes: cast (a vote missing at
+    the count is none), skips, and those naming an imposter. Roles from the header."""
+    roles = read_header(path)[F.ROLES]
+    c = dict.fromkeys(("ejections", "imposters_ejected", "kills", "missions", "meetings", "crew_votes",
+                       "crew_skips", "crew_votes_on_imposters"), 0)
+    for e in iter_events(path):
+        t = e[F.TYPE]
+        if t == F.EV_VOTE and roles.get(e["voter"]) != F.IMPOSTER and not e.get("missing"):
+            c["crew_votes"] += 1
+            c["crew_skips"] += e["target"] == F.SKIP
+            c["crew_votes_on_imposters"] += roles.get(e["target"]) == F.IMPOSTER
+        elif t == F.EV_MEETING_START:
+            c["meetings"] += 1
+        elif t == F.EV_EJECTION and e.get(F.EJECTED):
+            c["ejections"] += 1
+            c["imposters_ejected"] += roles.get(e[F.EJECTED]) == F.IMPOSTER
+        elif t == F.EV_KILL:
+            c["kills"] += 1
+        elif t == F.EV_MISSION_COMPLETE:
+            c["missions"] += 1
+    return c

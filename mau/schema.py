@@ -166,7 +166,9 @@ EVAL_IMPOSTER = "imposter"  # eval grid line: the imposters' model name
 # -- belief probes (match folder: probes.jsonl, format mau.probes v1; docs/formats.md) ----------------------
 PROBES_FILE = "probes.jsonl"  # one record per probe (a model's answer or the ideal observer's posterior)
 PROBES_FORMAT = "mau.probes"
-PROBES_FORMAT_VERSION = 1
+OBSERVER_FIT = "observer_fit.json"  # mau beliefs --fit: the ideal observer's fitted likelihoods
+PROBES_FORMAT_VERSION = 2
+PROBES_READABLE_VERSIONS = (1, 2)  # the metrics read both; the observer's evidence changed in 2 (docs/formats.md)
 PROBES_VERSION_FIELD = "format_version"  # in every probe record
 PROBE_SOURCE = "source"  # "model" or "ideal"
 PROBE_MOMENT = "moment"  # meeting_start, round_end, before_vote, roam

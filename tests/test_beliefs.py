@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +18,12 @@ from mau.eval import detection as B
 from mau.harness.backends import make_backend
 from mau.harness.backends.base import ModelBackend, ModelRequest, ModelResponse, ScoreResponse
 from mau.harness.beliefs.config import ObserverConfig
-from mau.harness.beliefs.observer import DEAD, EJECTED, NEAR_BODY, WITNESSED_KILL, Evidence, beliefs
 from mau.harness.beliefs.perceive import Perception
 from mau.harness.beliefs.probe import QUESTION, VOTE_PREFIX, normalise, parse_probe
 from mau.harness.config import SeatConfig
 from mau.harness.match import AriaMatch
 from mau.harness.modules import ParseError
+from mau.infer import model as infer
 from tests.helpers import park_everyone, place
 
 ROSTER = ["James", "Steve", "Jason", "Michael", "Olivia", "Noah", "Ethan", "Martin"]
@@ -34,12 +35,12 @@ def ap(x: float):
     return pytest.approx(x, abs=1e-6)  # beliefs are written with 6 decimals
 
 
-def _bel(evidence: list[Evidence], dead: tuple[str, ...] = ()) -> dict[str, float]:
+def _bel(items: list[dict[str, Any]], dead: tuple[str, ...] = ()) -> dict[str, float]:
     cands = [n for n in ROSTER if n != ME and n not in dead]
-    return beliefs(ME, ROSTER, cands, 2, evidence, CFG)[0]
+    return infer.beliefs(ME, ROSTER, cands, 2, items, CFG)[0]
 
 
-# -- the ideal observer against hand computation -----------------------------------------------------------------
+# -- the ideal observer (mau.infer.model, hand computations: tests/test_infer.py) --------------------------------
 def test_observer_prior_is_uniform_over_the_21_pairs():
     b = _bel([])
     assert set(b) == set(ROSTER) - {ME}
@@ -48,29 +49,22 @@ def test_observer_prior_is_uniform_over_the_21_pairs():
 
 def test_observer_witnessed_kill_by_hand():
     # Noah is dead (a crewmate): 15 pairs of the 6 others remain; the kill seen by me keeps the 5 with James
-    b = _bel([Evidence(WITNESSED_KILL, player="James"), Evidence(DEAD, player="Noah")], dead=("Noah",))
-    assert b["James"] == ap(1.0)
+    # (the others weigh exp(saw_kill_error) each)
+    e = math.exp(CFG.saw_kill_error)
+    b = _bel([{"k": "saw_kill", "p": "James", "victim": "Noah"}, {"k": "dead", "p": "Noah"}], dead=("Noah",))
+    assert b["James"] == ap(5 / (5 + 10 * e))
     for n in ("Jason", "Michael", "Olivia", "Ethan", "Martin"):
-        assert b[n] == ap(1 / 5)
-
-
-def test_observer_body_next_to_one_player_by_hand():
-    # 15 pairs; the 5 with Michael weigh 2 (near_body_lr): total 20; P(Michael) = 10/20; another: (2 + 4)/20
-    b = _bel([Evidence(DEAD, player="Noah"), Evidence(NEAR_BODY, players=["Michael"])], dead=("Noah",))
-    assert b["Michael"] == ap(0.5)
-    for n in ("James", "Jason", "Olivia", "Ethan", "Martin"):
-        assert b[n] == ap(0.3)
-    assert sum(b.values()) == ap(2.0)
+        assert b[n] == ap((1 + 4 * e) / (5 + 10 * e))
 
 
 def test_observer_ejection_reveal_by_hand():
-    imp = _bel([Evidence(EJECTED, player="Jason", role="imposter")])
+    imp = _bel([{"k": "ejected", "p": "Jason", "role": "imposter"}])
     assert imp["Jason"] == ap(1.0) and imp["Olivia"] == ap(1 / 6)
-    crew = _bel([Evidence(EJECTED, player="Jason", role="crewmate")], dead=("Jason",))
+    crew = _bel([{"k": "ejected", "p": "Jason", "role": "crewmate"}], dead=("Jason",))
     assert all(v == ap(2 / 6) for v in crew.values())  # C(6, 2) = 15 pairs, 5 per player
 
 
-# -- perception from the world: hand-built event sequences -------------------------------------------------------
+# -- perception from the world: what each crewmate was shown ---------------------------------------------------
 @pytest.fixture
 def w():
     world = make_world(WorldConfig.model_validate({"game": {"roles": "paper"}}))
@@ -79,42 +73,62 @@ def w():
     return world
 
 
-def test_perception_of_a_witnessed_kill_and_of_a_body_with_a_player_next_to_it(w):
+def _kill(w, killer: str, victim: str, witnesses: list[str]) -> None:
     st = w.state
-    per = Perception(w, CFG)
-    st.emit(F.EV_KILL, killer="James", victim="Noah", x=80.0, z=70.0, room="Cafeteria", witnesses=["Jason"])
-    # Steve finds Martin's body with Olivia (an imposter) standing next to it, in his view; nobody else near
-    place(w, "Steve", 84.0, 76.0, yaw_deg=180)
-    place(w, "Olivia", 81.0, 76.5)
-    assert w.vision.sees(st.player("Steve"), 81.0, 76.5)
-    st.emit(F.EV_KILL, killer="Olivia", victim="Martin", x=80.0, z=76.0, room="Cafeteria", witnesses=[])
-    st.player("Martin").alive = st.player("Noah").alive = False
-    st.emit(F.EV_BODY_SEEN, player="Steve", body="Martin", room="Cafeteria")
-    per.update()
-    jason = beliefs("Jason", ROSTER, [n for n in ROSTER if n not in ("Jason", "Noah")], 2,
-                    per.evidence["Jason"], CFG)[0]
-    assert jason["James"] == ap(1.0) and jason["Olivia"] == ap(0.2)
-    kinds = [(e.kind, e.player, e.players) for e in per.evidence["Steve"]]
-    assert kinds == [(DEAD, "Martin", []), (NEAR_BODY, None, ["Olivia"])]
-    steve = beliefs("Steve", ROSTER, [n for n in ROSTER if n not in ("Steve", "Martin")], 2,
-                    per.evidence["Steve"], CFG)[0]
-    assert steve["Olivia"] == ap(0.5) and steve["Noah"] == ap(0.3)
-    assert "Noah" not in [e.player for e in per.evidence["Steve"]]  # Steve did not see Noah's death
-    # a public ejection reveal reaches every crewmate
-    st.emit(F.EV_EJECTION, ejected="Olivia", role="imposter", tally={"Olivia": 5}, text="Olivia was an Imposter.")
-    per.update()
-    assert all(any(e.kind == EJECTED for e in ev) for ev in per.evidence.values())
+    w.rules.do_kill(st, st.player(killer), st.player(victim), witnesses)
 
 
-def test_perception_ignores_a_player_out_of_sight(w):
+def test_perception_of_a_witnessed_kill_reaches_only_the_witness(w):
     st = w.state
-    per = Perception(w, CFG)
-    place(w, "Steve", 84.0, 76.0, yaw_deg=0)  # looking away from the body
-    place(w, "Olivia", 81.0, 76.5)
-    st.emit(F.EV_KILL, killer="Olivia", victim="Martin", x=80.0, z=76.0, room="Cafeteria", witnesses=[])
-    st.emit(F.EV_BODY_SEEN, player="Steve", body="Martin", room="Cafeteria")
+    per = Perception(w, {n: "privileged" for n in ROSTER})
     per.update()
-    assert [e.kind for e in per.evidence["Steve"]] == [DEAD]
+    _kill(w, "James", "Noah", ["Jason"])  # James and Olivia are the imposters (roles: paper)
+    st.tick += 100
+    per.update()
+    assert {"k": "saw_kill", "p": "James", "victim": "Noah"} in per.items("Jason")
+    assert not any(it["k"] == "saw_kill" for it in per.items("Steve"))
+    jason = infer.beliefs("Jason", ROSTER, [n for n in ROSTER if n not in ("Jason", "Noah")], 2,
+                          per.items("Jason"), CFG)[0]
+    assert jason["James"] > 0.99
+
+
+def test_perception_keeps_who_stood_where_the_victim_lay(w):
+    """Privileged state shows the victim lying where it fell; once the death is known (here: a meeting
+    announces it), who stood within reach of that spot at a step end is a death item for every crewmate."""
+    st = w.state
+    per = Perception(w, {n: "privileged" for n in ROSTER})
+    place(w, "Martin", 80.0, 70.0)
+    place(w, "Olivia", 81.5, 70.0)  # an imposter, within reach
+    per.update()
+    _kill(w, "Olivia", "Martin", [])
+    st.tick += 100
+    place(w, "Olivia", 82.0, 70.0)  # still by the body at the next step end
+    per.update()
+    assert not any(it["k"] == "death" for it in per.items("Steve"))  # the death is not known yet
+    w.rules.do_report(st, st.player("Ethan"), st.bodies[0])  # Ethan reports: a meeting announces it
+    per.update()
+    death = next(it for it in per.items("Steve") if it["k"] == "death")
+    assert death["victim"] == "Martin" and death["bins"]["Olivia"][0] == 0  # <= 3 blocks at the first step end
+    steve = infer.beliefs("Steve", ROSTER, [n for n in ROSTER if n not in ("Steve", "Martin")], 2,
+                          per.items("Steve"), CFG)[0]
+    assert max(steve, key=steve.get) == "Olivia"
+
+
+def test_ego_perception_does_not_see_a_player_out_of_view(w):
+    st = w.state
+    per = Perception(w, {n: "ego" for n in ROSTER})
+    place(w, "Steve", 84.0, 76.0, yaw_deg=0)  # looking away from where Martin dies
+    place(w, "Martin", 80.0, 76.0)
+    place(w, "Olivia", 81.0, 76.5)
+    per.update()
+    _kill(w, "Olivia", "Martin", [])
+    st.tick += 100
+    per.update()
+    w.rules.do_report(st, st.player("Ethan"), st.bodies[0])
+    per.update()
+    # Steve never saw Martin fall nor the body: the death is known, where it happened is not
+    assert {"k": "dead", "p": "Martin"} in per.items("Steve")
+    assert not any(it["k"] == "death" for it in per.items("Steve"))
 
 
 # -- probe answers ------------------------------------------------------------------------------------------------
@@ -298,3 +312,52 @@ def test_probe_arms_turn_model_probes_off_for_the_other_arms():
     assert seats["a"].aria.probes.observer  # the observer still writes its rows
     with pytest.raises((ConfigError, ValueError), match="probe_arms"):
         EvalConfig.model_validate({**base, "probe_arms": ["nope"]})
+
+
+# -- the observer's fit and re-scoring from recorded evidence ------------------------------------------------------
+@pytest.fixture(scope="module")
+def aria_run(tmp_path_factory) -> Path:
+    """A run folder of six scripted ARIA matches (the ideal observer writes its evidence at every meeting)."""
+    from mau.cli import main
+
+    run = tmp_path_factory.mktemp("fitrun")
+    for seed in range(1, 7):
+        assert main(["play", "--config", "configs/play/aria_scripted.yaml", "--seed", str(seed), "--out",
+                     str(run / F.MATCHES_DIR / f"m{seed}"), "--set", "seats.crewmate.aria.frames=false",
+                     "--set", "seats.imposter.aria.frames=false"]) == 0
+    return run
+
+
+def test_rescoring_the_recorded_evidence_reproduces_the_observers_beliefs(aria_run):
+    """The evidence in probes.jsonl is all the observer used: the vectorised fit code, given the same
+    parameters, recomputes every recorded belief."""
+    from mau.eval.observer_fit import rescore
+    from mau.infer.model import Params
+    from mau.matchdir import finished_matches, read_header
+
+    checked = 0
+    for folder in finished_matches(aria_run):
+        recs = B.read_probes(folder)
+        again = rescore(recs, read_header(folder)[F.ROLES], Params())
+        for a, b in zip(recs, again):
+            if a[F.PROBE_SOURCE] == "ideal":
+                checked += 1
+                assert b[F.PROBE_BELIEFS] == pytest.approx(a[F.PROBE_BELIEFS], abs=2e-6)
+    assert checked > 20
+
+
+def test_beliefs_fit_writes_the_likelihoods_and_params_rescore_a_run(aria_run, tmp_path, capsys):
+    from mau.cli import main
+
+    assert main(["beliefs", str(aria_run), "--fit", "--out", str(tmp_path / "fit")]) == 0
+    doc = json.loads((tmp_path / "fit" / F.OBSERVER_FIT).read_text())
+    assert doc["matches"] == 6 and doc["probes"] > 20
+    assert doc["loglik_per_probe"] >= doc["start_loglik_per_probe"]  # the fit can only improve on its start
+    assert set(doc["params"]) == set(ObserverConfig.model_fields)
+    assert "observer fit:" in capsys.readouterr().out
+    assert main(["beliefs", str(aria_run), "--params", str(tmp_path / "fit"), "--out", str(tmp_path / "rep"),
+                 "--resamples", "20"]) == 0
+    rep = json.loads((tmp_path / "rep" / F.BELIEFS_JSON).read_text())
+    assert rep["observer_params"]["near_0"] == doc["params"]["near_0"]
+    assert "re-scored from its recorded evidence" in (tmp_path / "rep" / F.BELIEFS_MD).read_text()
+    assert main(["beliefs", str(aria_run), "--fit", "--params", str(tmp_path / "fit")]) == 2

@@ -51,6 +51,9 @@ def test_metrics_on_a_hand_made_probe_file(tmp_path):
     assert v["brier"] == ap(1.64 / 11)
     assert v["ece"] == ap(2.0 / 11)
     assert c["auroc"].n == 11  # the fallback adds nothing (never a silent 0.5)
+    # within each probe: 2/4, 4/4 and 2/2 of the (imposter, crewmate) pairs ranked right; the Brier of each
+    assert v["auroc_within"] == ap((0.5 + 1.0 + 1.0) / 3) and c["auroc_within"].n == 3
+    assert v["brier_within"] == ap((1.2 / 4 + 0.3 / 4 + 0.14 / 3) / 3)
     assert v["top2_hit_rate"] == ap(2 / 3)
     assert v["detection_rate"] == ap(0.5)  # A detected from the first probe; B's last probe misses
     assert v["time_to_detection"] == ap(0.1)
@@ -60,6 +63,24 @@ def test_metrics_on_a_hand_made_probe_file(tmp_path):
     det = B.evaluate(B.load_run(d), resamples=50)
     assert det["readouts"] == {"match": ["answer"]}
     assert "Probe read-out: match: answer (" in markdown(det)
+
+
+def test_the_knows_nothing_row_is_chance_within_each_probe_but_not_pooled(tmp_path):
+    """k/n for every candidate: within each probe every pair ties (AUROC exactly 0.5) and the expected top-2 hit
+    is the combinatorial chance; pooled over probes, later probes with fewer candidates and a larger imposter
+    share lift its AUROC above 0.5: the pooled figure's chance level is not 0.5."""
+    d = _hand_match(tmp_path / "m", [
+        {**_probe(1, 100, {"A": 0.5, "B": 0.5, "C": 0.5, "D": 0.5}, ["A", "B"], "ideal"), "n_imposters": 2},
+        {**_probe(2, 800, {"B": 0.9, "C": 0.05, "D": 0.05}, ["B", "C"], "ideal"), "n_imposters": 1},
+    ])
+    c = B.cell([m for m in B.load_run(d) if m.row == B.KNOWS_NOTHING_ROW], resamples=50)
+    assert c["auroc_within"].value == ap(0.5) and c["auroc_within"].n == 2
+    assert c["auroc"].value > 0.5  # k/n is 0.5 in the first probe, 1/3 in the second (imposter share 1/3 there)
+    # top-2 with ties at random: probe 1: 1 - C(2,2)/C(4,2) = 5/6; probe 2: 1 - C(2,2)/C(3,2) = 2/3
+    assert c["top2_hit_rate"].value == ap((5 / 6 + 2 / 3) / 2)
+    det = B.evaluate(B.load_run(d), resamples=20)
+    assert det["rows"] == [B.IDEAL_ROW, B.KNOWS_NOTHING_ROW]
+    assert B.KNOWS_NOTHING_ROW in markdown(det) and "chance 0.5" in markdown(det)
 
 
 def test_beliefs_verb_writes_the_report(tmp_path, capsys):
@@ -92,14 +113,15 @@ def test_summary_table_puts_detection_next_to_win_rate_with_the_observer_row():
     e = {"value": 0.5, "ci_low": 0.25, "ci_high": 0.75, "n": 4, "method": "x"}
     none = {"value": None, "ci_low": None, "ci_high": None, "n": 0, "method": "x"}
     vote = {"crew_win_rate": e, "ejection_precision": none, "fallback_share": e}
-    det = {"auroc": e, "brier": e, "top2_hit_rate": e, "probe_fallback_share": e}
+    det = {"auroc_within": e, "brier_within": e, "top2_hit_rate": e, "probe_fallback_share": e}
+    rows = ("a", B.IDEAL_ROW, B.KNOWS_NOTHING_ROW)
     res = {"arms": ["a"], "columns": ["imp"], "cells": [{"arm": "a", "imposter": "imp", "metrics": vote}],
-           "detection": {"rows": ["a", B.IDEAL_ROW], "cells": [{"row": r, "imposter": "imp", "metrics": det}
-                                                               for r in ("a", B.IDEAL_ROW)]}}
+           "detection": {"rows": list(rows), "cells": [{"row": r, "imposter": "imp", "metrics": det} for r in rows]}}
     lines = summary_table(res).splitlines()
     assert lines[2] == "| a | 50 [25, 75] | n/a (n=0) | 50 [25, 75] | 0.50 [0.25, 0.75] | 0.50 [0.25, 0.75] | " \
                        "50 [25, 75] | 50 [25, 75] |"
     assert lines[3].startswith(f"| {B.IDEAL_ROW} | - | - | - | 0.50")
+    assert lines[4].startswith(f"| {B.KNOWS_NOTHING_ROW} | - | - | - | 0.50")  # the chance reference row
     # An arm without a usable answer is marked failed, not scored (its fallback share stays visible).
     res["arm_health"] = {"a": {"failed": True, "over": True}}
     assert summary_table(res).splitlines()[2].startswith("| a | FAILED | FAILED | 50 [25, 75] |")

@@ -43,9 +43,10 @@ IMPOSTERS = ("James", "Olivia")
 
 # -- hand-made match folders ---------------------------------------------------------------------------------
 def make_match(run: Path, arm: str, imp: str, seed: int, outcome: str, ejected: tuple = (), kills: int = 0,
-               missions: int = 0) -> Path:
+               missions: int = 0, votes: tuple = ()) -> Path:
     """A minimal mau.match v1 folder: header (roles, outcome, the eval's grid line) and an event log with the
-    given ejections (a name, or None for a meeting that ejected nobody), kills and completed missions."""
+    given ejections (a name, or None for a meeting that ejected nobody: one meeting each), kills, completed
+    missions and votes ((voter, target) pairs)."""
     mid = f"A-{arm}_I-{imp}_s{seed}"
     folder = run / F.MATCHES_DIR / mid
     folder.mkdir(parents=True)
@@ -56,7 +57,9 @@ def make_match(run: Path, arm: str, imp: str, seed: int, outcome: str, ejected: 
     events = [{"type": F.EV_MATCH_START, "seed": seed, "roles": roles}]
     events += [{"type": F.EV_KILL, "killer": "James", "victim": PLAYERS[4 + k % 4]} for k in range(kills)]
     events += [{"type": F.EV_MISSION_COMPLETE, "player": "Steve", "station": k} for k in range(missions)]
+    events += [{"type": F.EV_VOTE, "voter": v, "target": t} for v, t in votes]
     for name in ejected:
+        events.append({"type": F.EV_MEETING_START, "caller": "Steve", "reason": "emergency"})
         events.append({"type": F.EV_EJECTION, "ejected": name, "role": roles.get(name), "tally": {}})
     events.append({"type": F.EV_MATCH_END, "outcome": outcome})
     with open(folder / F.EVENTS_FILE, "w") as f:
@@ -70,7 +73,8 @@ def make_match(run: Path, arm: str, imp: str, seed: int, outcome: str, ejected: 
 def hand_run(tmp_path: Path) -> Path:
     """Arm 'base' against imposter model 'imp': four matches whose numbers are worked out by hand below."""
     run = tmp_path / "run"
-    make_match(run, "base", "imp", 1, "CREWMATE WIN", ejected=("James", "Olivia"), kills=1, missions=3)
+    make_match(run, "base", "imp", 1, "CREWMATE WIN", ejected=("James", "Olivia"), kills=1, missions=3,
+               votes=(("Steve", "James"), ("Alex", "Noah"), ("Noah", "skip"), ("Olivia", "Steve")))
     make_match(run, "base", "imp", 2, "IMPOSTER WIN", ejected=("Steve", "Noah"), kills=4, missions=1)
     make_match(run, "base", "imp", 3, "MISSION WIN", ejected=("James", None, "Alex"), kills=2, missions=18)
     make_match(run, "base", "imp", 4, "TIMEOUT", ejected=(None,), kills=0, missions=5)
@@ -96,6 +100,10 @@ def test_cell_metrics_by_hand(hand_run):
     assert m["imposters_ejected_per_game"].value == pytest.approx(0.75) and m["imposters_ejected_per_game"].n == 4
     assert m["kills_per_game"].value == pytest.approx(7 / 4)
     assert m["missions_per_game"].value == pytest.approx(27 / 4)
+    assert m["meetings_per_game"].value == pytest.approx((2 + 2 + 3 + 1) / 4)
+    # crewmate votes: Steve -> James (an imposter), Alex -> Noah, Noah skips; Olivia's vote is an imposter's
+    assert m["vote_precision"].value == pytest.approx(1 / 2) and m["vote_precision"].n == 2
+    assert m["vote_skip_share"].value == pytest.approx(1 / 3) and m["vote_skip_share"].n == 3
     assert m["fallback_share"].value is None  # these headers count no model calls
     for k, e in m.items():
         assert k in ("fallback_share", "imposter_fallback_share") or e.ci_low <= e.value <= e.ci_high, e

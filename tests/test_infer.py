@@ -52,7 +52,8 @@ def test_death_factor_is_the_mean_over_the_imposters_that_were_there():
 
 
 def test_an_accusation_by_a_revealed_imposter_lowers_its_targets_suspicion():
-    p = M.Params()
+    # a world where crewmates accuse truthfully (strong_ci > 0) and imposters accuse crewmates (weak_ic > 0)
+    p = M.Params(strong_ci=1.5, strong_ic=0.0, strong_ii=-2.0, weak_ci=0.0, weak_ic=1.2, weak_ii=-2.0)
     others = ["A", "B", "C", "D", "E"]
     base = [{"k": "ejected", "p": "A", "role": "imposter"}]
     before = M.marginals(M.posterior(others, 2, base, p)[0], others)
@@ -168,3 +169,47 @@ def test_vectorised_prediction_equals_the_exact_posterior():
         exact = M.marginals(M.posterior(pr.others, 2, pr.items, p)[0], pr.candidates)
         for n in pr.candidates:
             assert bel[n] == pytest.approx(exact[n], abs=1e-9)
+
+
+# -- vote learnability ----------------------------------------------------------------------------------------
+PROMPT = """Beliefs about the others:
+- A: last seen step 3 in Admin
+Evidence:
+- At 40 s I flagged B: I saw B kill D in Storage.
+- D is dead in Storage. Within 12 blocks of where D lay, from 20 s to 35 s (blocks at step ends): A 2.5 at 20 s, 8 at 25 s; C 10 at 35 s.
+- C was ejected: a Crewmate.
+- Meeting 1: A reported the body of D; A accused C (strong); B accused A (weak); votes: A->C, B->C, Me->skip.
+Meeting: B pressed the emergency button. Round 1 of 3. Speaking order: B, A.
+B: "I suspect A, they were acting strange."
+Vote now.
+Answer: {"vote_target": "<one of: A, B, skip>", "reasoning": "<one sentence>"}"""
+
+
+def test_vote_features_are_parsed_from_the_prompt_text():
+    from mau.infer.learnability import features
+
+    f = features(PROMPT, ["A", "B"], ["Me", "A", "B", "C", "D"])
+    assert f["B"]["flag_kill"] == 1 and f["A"]["flag_kill"] == 0
+    assert f["A"]["near3"] == 1 and f["A"]["near3_first"] == 1 and f["A"]["near_deaths"] == 1
+    assert f["A"]["reported"] == 1
+    assert f["A"]["accuses_strong"] == 1 and f["A"]["accuses_ejected_crew"] == 1
+    assert f["A"]["acc_weak"] == 1 and f["A"]["now_weak"] == 1  # B's word, last meeting and now
+    assert f["B"]["votes_got"] == 0 and f["B"]["accuses_weak"] == 1
+
+
+def test_learnability_finds_a_rule_the_votes_follow_and_none_in_random_votes():
+    from mau.infer.learnability import FEATURES, cross_validated_accuracy
+
+    rng = random.Random(0)
+
+    def row(i: int, rule: bool) -> dict:
+        cands = ["A", "B", "C", "D"]
+        feats = {c: dict.fromkeys(FEATURES, 0.0) for c in cands}
+        near = rng.choice(cands + [None])
+        if near:
+            feats[near]["near3"] = 1.0
+        vote = (near or "skip") if rule else rng.choice(cands + ["skip"])
+        return {"match": f"m{i // 5}", "candidates": cands, "features": feats, "vote": vote}
+
+    assert cross_validated_accuracy([row(i, True) for i in range(300)])["accuracy"] > 0.95
+    assert cross_validated_accuracy([row(i, False) for i in range(300)])["accuracy"] < 0.5

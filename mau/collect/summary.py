@@ -9,13 +9,29 @@ from pathlib import Path
 from typing import Any
 
 from mau import schema as F
-from mau.matchdir import finished_matches, read_header
+from mau.matchdir import count_events, finished_matches, read_header
 from mau.schema import CREW_OUTCOMES, OUTCOMES
 from mau.stats import wilson  # noqa: F401  (re-exported)
 
 
 def load_headers(run: Path) -> list[dict[str, Any]]:
     return [read_header(p) for p in finished_matches(run)]
+
+
+def play_counts(run: Path) -> dict[str, Any]:
+    """Meetings per match and the crewmates' votes (named-vote precision, skip share) over a run's matches."""
+    tot = {"meetings": 0, "crew_votes": 0, "crew_skips": 0, "crew_votes_on_imposters": 0}
+    n = 0
+    for p in finished_matches(run):
+        c = count_events(p)
+        n += 1
+        for k in tot:
+            tot[k] += c[k]
+    named = tot["crew_votes"] - tot["crew_skips"]
+    return {**tot, "meetings_per_match": tot["meetings"] / n if n else None,
+            "crew_vote_precision": tot["crew_votes_on_imposters"] / named if named else None,
+            "crew_vote_precision_ci95": wilson(tot["crew_votes_on_imposters"], named),
+            "crew_skip_share": tot["crew_skips"] / tot["crew_votes"] if tot["crew_votes"] else None}
 
 
 def summarize(run: Path, planned: int | None = None) -> dict[str, Any]:
@@ -60,6 +76,7 @@ def summarize(run: Path, planned: int | None = None) -> dict[str, Any]:
         "calls": calls, "fallbacks": fallbacks, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
         "fallback_share": {role: {"calls": n, "fallbacks": fb, "share": fb / n if n else None}
                            for role, (n, fb) in sorted(sides.items())},
+        "play": play_counts(run),
     }
 
 
@@ -76,6 +93,14 @@ def write_summary(run: Path, planned: int | None = None) -> dict[str, Any]:
     lines = ["# Collect run summary", "", f"Matches: {s['matches']}" + (f" of {planned} planned" if planned else ""),
              "", "| outcome | matches |", "|---|---|"]
     lines += [f"| {o} | {n} |" for o, n in s["outcomes"].items()]
+    pc = s["play"]
+    if s["matches"]:
+        prec = "-" if pc["crew_vote_precision"] is None else \
+            f"{100 * pc['crew_vote_precision']:.1f} % [{100 * pc['crew_vote_precision_ci95'][0]:.1f}, " \
+            f"{100 * pc['crew_vote_precision_ci95'][1]:.1f}]"
+        skip = "-" if pc["crew_skip_share"] is None else f"{100 * pc['crew_skip_share']:.1f} %"
+        lines += ["", f"Meetings per match: {pc['meetings_per_match']:.2f}. Crewmate votes: {pc['crew_votes']}, "
+                  f"of which skips {skip}; named votes on an imposter: {prec} (95% Wilson)."]
     lines += ["", "## Win rates per model and role (95% Wilson interval)", "",
               "| model | role | wins / n | win rate | 95% CI |", "|---|---|---|---|---|"]
     for m, roles in s["win_rates"].items():

@@ -1,12 +1,17 @@
 """mau beliefs runs/eval/smoke
 
 Detection report of any collect or eval run (or match folder) from its belief probes (``probes.jsonl``): per
-arm (or crewmate model) x imposter model, AUROC, Brier score, expected calibration error, top-2 hit rate,
-detection rate, time to detection and detection lead, each with a 95% match-level bootstrap interval, the
-ideal observer as the reference row, and paired comparisons (with the baseline arm on the same seeds, and
-with the ideal observer on the same matches). Writes beliefs.md, beliefs.json, beliefs.csv, calibration.png
-and belief_curves.png into --out (default: the first RUN) and prints the tables. The numbers are the eval's
-own (``mau.eval.detection``; the report: ``mau.eval.report.write_detection_report``).
+arm (or crewmate model) x imposter model, AUROC and Brier score within each probe (chance 0.5) and pooled,
+expected calibration error, top-2 hit rate, detection rate, time to detection and detection lead, each with a
+95% match-level bootstrap interval, the ideal observer and the knows-nothing (k/n) reference rows, and paired
+comparisons (with the baseline arm on the same seeds, and with the ideal observer on the same matches). Writes
+beliefs.md, beliefs.json, beliefs.csv, calibration.png and belief_curves.png into --out (default: the first RUN)
+and prints the tables. The numbers are the eval's own (``mau.eval.detection``; the report:
+``mau.eval.report.write_detection_report``).
+
+``--fit``: fit the ideal observer's likelihoods by maximum likelihood on the runs' recorded evidence instead,
+and write observer_fit.json into --out (docs/detection.md, "The fit"); ``--params FIT``: re-score the ideal
+observer of the runs from its recorded evidence with a fit (its held-out detection and calibration).
 """
 
 from __future__ import annotations
@@ -23,6 +28,10 @@ FLAGS = [
     Flag("--resamples", "bootstrap resamples (default 1000)", type=int, default=1000),
     Flag("--seed", "bootstrap seed (default 0)", type=int, default=0),
     Flag("--match", "match folder of the belief-curve plot (default: the first with model probes)"),
+    Flag("--fit", "fit the ideal observer's likelihoods on the runs (training seeds): writes observer_fit.json",
+         type=bool),
+    Flag("--l2", "the fit's L2 penalty on the log likelihood ratios (default 0.01)", type=float, default=0.01),
+    Flag("--params", "an observer_fit.json (or its folder): re-score the ideal observer with its likelihoods"),
 ]
 CONFIG = None  # no config file: the flags are the whole configuration
 
@@ -37,6 +46,12 @@ def config_from_args(args: argparse.Namespace) -> argparse.Namespace:
             raise ConfigError(f"RUN {r}: no such folder; give a collect or eval run folder or a match folder")
     if args.resamples < 1:
         raise ConfigError("--resamples: must be at least 1")
+    if args.fit and args.params:
+        raise ConfigError("--fit and --params: fit on training runs, then report held-out runs with --params")
+    if args.l2 < 0:
+        raise ConfigError("--l2: must be 0 or more")
+    if args.params and not Path(args.params).exists():
+        raise ConfigError(f"--params {args.params}: no such file; give the observer_fit.json of mau beliefs --fit")
     return args
 
 
@@ -46,8 +61,16 @@ def main(args: argparse.Namespace, opts: RunOptions = RunOptions()) -> int:
     from mau.eval.report import write_detection_report
 
     out = Path(args.out or args.runs[0])
+    if args.fit:
+        from mau.eval.observer_fit import fit_runs
+
+        doc = fit_runs(args.runs, out, args.l2)
+        print("likelihood:", " ".join(f"{k}={v:g}" for k, v in doc["params"].items()))
+        print(f"observer fit: {doc['probes']} probes of {doc['matches']} matches, log-likelihood per probe "
+              f"{doc['start_loglik_per_probe']:.4f} -> {doc['loglik_per_probe']:.4f} -> {out}/observer_fit.json")
+        return 0
     r = write_detection_report(args.runs, out, args.baseline, args.resamples, args.seed,
-                               Path(args.match) if args.match else None)
+                               Path(args.match) if args.match else None, args.params)
     print(r["markdown"])
     print(f"beliefs: {r['matches']} matches -> {out}/{{{','.join(r['files'])}}}")
     return 0

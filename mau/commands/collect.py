@@ -31,6 +31,10 @@ FLAGS = [*config_flags("grid.repetitions=2"), OUT, RESUME, SHARD, WORKERS, NO_PR
 CONFIG = "mau.collect.run:CollectConfig"
 
 
+def _r(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
 def main(cfg, opts: RunOptions = RunOptions()) -> int:
     import json
     import sys
@@ -44,7 +48,8 @@ def main(cfg, opts: RunOptions = RunOptions()) -> int:
         return 0
     print(f"collected {s['matches']}/{s['planned']} matches (shard {s['shard']}: {s['played_now']} played now, "
           f"{s['wall_s']} s) outcomes={json.dumps(s['outcomes'])} crew_win_rate="
-          f"{s['crew_win_rate'] if s['crew_win_rate'] is None else round(s['crew_win_rate'], 3)} -> {out}")
+          f"{s['crew_win_rate'] if s['crew_win_rate'] is None else round(s['crew_win_rate'], 3)} "
+          f"meetings_per_match={_r(s['play']['meetings_per_match'])} -> {out}")
     for role, f in s.get("fallback_share", {}).items():
         if f["share"] is not None and f["share"] > cfg.max_fallback_share:
             print(f"mau collect: warning: the {role}s' own calls fell back {100 * f['share']:.1f} % of the time "

@@ -20,13 +20,15 @@ from mau import schema as F
 from mau.datasets.audit import Auditor, input_text
 from mau.datasets.card import MAX_LISTED_PROBLEMS, BuildStats, render_card
 from mau.datasets.config import DatasetConfig
-from mau.datasets.filters import definition, is_expert_example, parse_spec, select
+from mau.datasets.filters import VOTE_MODULE, definition, is_expert_example, parse_spec, select
 from mau.datasets.sources import MatchInfo, Problem, find_matches, iter_calls, load_match
 from mau.errors import MauError
+from mau.infer.learnability import cross_validated_accuracy, vote_rows
 from mau.rundir import make_staging
 from mau.schema import CREWMATE
 
 PRINTED_PROBLEMS = 20  # damaged inputs printed as they are met; all are counted and the first 100 listed in the card
+MIN_LEARNABILITY_VOTES = 20  # fewer expert votes: no learnability figure in the card (two folds need both)
 BUILD_DIR = ".build"  # inside the staging folder: the per-split Arrow files before save_to_disk
 
 
@@ -195,6 +197,7 @@ def build_dataset(cfg: DatasetConfig, out: Path, warn: Callable[[str], None] | N
         split_matches: dict[str, list[str]] = {s: [] for s in F.DATASET_SPLITS}
         sources: dict[str, int] = {}
         seen_calls: dict[str, str] = {}  # match id + call id -> digest of the call: the same run given twice
+        votes: list[dict[str, Any]] = []  # every expert crewmate VOTE, kept or not: the learnability check
         for match_dir, run in tqdm(matches, desc="matches", unit="match", disable=None if progress else True,
                                    file=sys.stderr):
             match = load_match(match_dir, run, problem)
@@ -224,7 +227,10 @@ def build_dataset(cfg: DatasetConfig, out: Path, warn: Callable[[str], None] | N
                 if call[F.ROLE] != CREWMATE:
                     stats.skipped["non_crew"] += 1
                     continue
-                tags = select(call, match, filters, cfg) if is_expert_example(call) else None
+                expert = is_expert_example(call)
+                if expert and call.get(F.MODULE) == VOTE_MODULE:
+                    votes += vote_rows([call], list(match.roles))
+                tags = select(call, match, filters, cfg) if expert else None
                 if tags is None:
                     stats.skipped["fallback"] += 1
                 elif not tags:
@@ -245,6 +251,7 @@ def build_dataset(cfg: DatasetConfig, out: Path, warn: Callable[[str], None] | N
             "filter": cfg.filter, "filters": [f.name for f in filters], "filter_definition": definition(cfg.filter),
             "split": {**fractions, "seed": cfg.split.seed}, "columns": list(feats),
             **stats.summary(), "problem_list": stats.problems, "sources": sources, "match_dirs": split_matches,
+            "vote_learnability": cross_validated_accuracy(votes) if len(votes) >= MIN_LEARNABILITY_VOTES else None,
             F.CONFIG: cfg.model_dump(mode="json"), "provenance": provenance(),
         }
         (staging / F.RESOLVED_CONFIG).write_text(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False))

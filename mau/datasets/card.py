@@ -110,6 +110,17 @@ def _len_row(name: str, s: dict[str, Any]) -> str:
     return f"| {name} | {s['n']} | {s['mean']} | {s['min']} | {s['median']} | {s['p95']} | {s['max']} |"
 
 
+def _learnability(v: dict[str, Any] | None) -> list[str]:
+    """The vote-learnability line (docs/detection.md, "Vote learnability"), when the sources had enough votes."""
+    if not v or v.get("accuracy") is None:
+        return []
+    return ["### Vote learnability", "",
+            f"A conditional logit on features parsed from each expert VOTE prompt's text alone (its Evidence block "
+            f"and the meeting transcript; not the suspicion line) predicts {100 * v['accuracy']:.1f} % of the "
+            f"expert's votes, skips included, on held-out matches (n = {v['n']} votes of the sources, kept or not; "
+            f"skips {100 * v['skip_share']:.1f} %; docs/detection.md).", ""]
+
+
 def render_card(header: dict[str, Any], stats: BuildStats) -> str:
     """The dataset card: what the folder holds, where it came from, how it was selected."""
     s = stats.summary()
@@ -126,6 +137,7 @@ def render_card(header: dict[str, Any], stats: BuildStats) -> str:
         "## Counts", "",
         "Examples: " + ", ".join(f"{k} {v}" for k, v in ex.items()) + f" (total {sum(ex.values())}), from "
         + ", ".join(f"{k} {v}" for k, v in s["matches"].items()) + " matches.", "",
+        *_learnability(header.get("vote_learnability")),
         "### Per filter (an example of a union counts under each filter that keeps it)", "",
         *_md_table(s["by_filter"], "filter"), "",
         "### Per module", "", *_md_table(s["by_module"], "module"), "",

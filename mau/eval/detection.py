@@ -1,16 +1,21 @@
 """Detection metrics from probe files (``probes.jsonl``) and the truth of each match folder.
 
-Per row (an arm's model probes, or the ideal observer) x imposter model, pooled over the matches of the cell:
-AUROC of P(imposter) against the truth, Brier score, expected calibration error (10 equal-width bins), top-2
-hit rate, detection rate, time to detection and detection lead; each with a match-level percentile bootstrap
-interval (matches resampled with replacement, the metric recomputed on the pooled probes). Fallback probes
-carry no beliefs and are left out of every metric (they are counted in ``probe_fallback_share``), never
-scored as 0.5. Definitions: docs/evaluation.md, "Detection".
+Per row (an arm's model probes, the ideal observer, and the knows-nothing reference) x imposter model, over the
+matches of the cell: AUROC and Brier score **within each probe** (computed on one probe's candidates, then
+averaged over probes: chance is 0.5 whatever the probe), the same two pooled over all (probe, player) pairs
+(their chance level is the knows-nothing row's, above 0.5: later probes have fewer candidates and a larger
+imposter share), expected calibration error (10 equal-width bins), top-2 hit rate (ties broken at random, as an
+expectation), detection rate, time to detection and detection lead; each with a match-level percentile
+bootstrap interval (matches resampled with replacement, the metric recomputed on their probes). The
+**knows-nothing** row gives every candidate k/n (k living imposters among n candidates) at the ideal observer's
+probes. Fallback probes carry no beliefs and are left out of every metric (they are counted in
+``probe_fallback_share``), never scored as 0.5. Definitions and which to quote: docs/evaluation.md, "Detection".
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,23 +25,31 @@ import numpy as np
 
 from mau import schema as F
 from mau.errors import MauError
+from mau.infer.model import knows_nothing
 from mau.matchdir import finished_matches, iter_events, read_header
 from mau.stats import Estimate, bootstrap, paired_bootstrap
 
+SOURCE_IDEAL, KNOWS_NOTHING = "ideal", "knows_nothing"  # probe sources (probes.jsonl `source`) and the reference
 IDEAL_ROW = "ideal observer"
+KNOWS_NOTHING_ROW = "knows nothing (k/n)"
+REFERENCE_ROWS = (IDEAL_ROW, KNOWS_NOTHING_ROW)  # rows that play nothing: no win rate, no paired test of theirs
 # metric -> (title, what n counts, lower is better)
 DETECTION_METRICS: dict[str, tuple[str, str, bool]] = {
-    "auroc": ("AUROC of P(imposter) against the truth", "(probe, player) pairs", False),
-    "brier": ("Brier score (lower is better)", "(probe, player) pairs", True),
+    "auroc_within": ("AUROC within each probe (chance 0.5), averaged over probes", "probes with both roles", False),
+    "brier_within": ("Brier score within each probe, averaged over probes (lower is better)", "probes", True),
+    "auroc": ("AUROC pooled over all (probe, player) pairs (chance: the knows-nothing row)", "(probe, player) pairs",
+              False),
+    "brier": ("Brier score pooled over all (probe, player) pairs (lower is better)", "(probe, player) pairs", True),
     "ece": ("Expected calibration error, 10 bins (lower is better)", "(probe, player) pairs", True),
-    "top2_hit_rate": ("Top-2 hit rate (%): probes whose top two hold a true imposter", "probes", False),
+    "top2_hit_rate": ("Top-2 hit rate (%): probes whose top two hold a true imposter (ties at random)", "probes",
+                      False),
     "detection_rate": ("Detection rate (%): (crewmate, imposter) pairs detected", "(crewmate, imposter) pairs", False),
     "time_to_detection": ("Time to detection (fraction of the match; detected pairs)", "detected pairs", True),
     "detection_lead": ("Detection lead: time to detection minus ejection time (negative: before)", "pairs", True),
     "probe_fallback_share": ("Probe fallback share (%): probes without usable beliefs", "probes asked", True),
 }
 PERCENT_METRICS = {"top2_hit_rate", "detection_rate", "probe_fallback_share"}
-HEADLINE = ("auroc", "brier", "top2_hit_rate", "time_to_detection")
+HEADLINE = ("auroc_within", "brier_within", "auroc", "top2_hit_rate", "time_to_detection")
 
 
 def read_probes(folder: str | Path) -> list[dict[str, Any]]:
@@ -51,8 +64,8 @@ def read_probes(folder: str | Path) -> list[dict[str, Any]]:
                 continue
             r = json.loads(line)
             v = r.get(F.PROBES_VERSION_FIELD)
-            if v != F.PROBES_FORMAT_VERSION:
-                raise MauError(f"{path}:{n}: probe format_version {v!r} is not {F.PROBES_FORMAT_VERSION}; "
+            if v not in F.PROBES_READABLE_VERSIONS:
+                raise MauError(f"{path}:{n}: probe format_version {v!r} is not one of {F.PROBES_READABLE_VERSIONS}; "
                                "read it with the mau version that wrote it")
             out.append(r)
     return out
@@ -68,7 +81,9 @@ class MatchBeliefs:
     seed: int
     p: np.ndarray = field(default_factory=lambda: np.zeros(0))
     y: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    top2_hits: int = 0
+    probe_auroc: list[float] = field(default_factory=list)  # per probe with both roles among its candidates
+    probe_brier: list[float] = field(default_factory=list)  # per probe
+    top2_hits: float = 0.0  # expected hits (ties broken at random)
     top2_n: int = 0
     ttd: list[float | None] = field(default_factory=list)  # per (crewmate, imposter): None = censored
     leads: list[float] = field(default_factory=list)
@@ -83,8 +98,10 @@ def _group(h: dict[str, Any]) -> tuple[str, str]:
     return str(arm), str(g.get(F.EVAL_IMPOSTER) or g.get(F.IMPOSTER_MODEL) or "-")
 
 
-def match_beliefs(folder: str | Path) -> dict[str, MatchBeliefs]:
-    """{"model": ..., "ideal": ...} for a match folder (only the sources it has)."""
+def match_beliefs(folder: str | Path, params: Any = None) -> dict[str, MatchBeliefs]:
+    """{"model": ..., "ideal": ..., "knows_nothing": ...} for a match folder (only the sources it has);
+    ``params``: re-score the ideal observer from its recorded evidence with these likelihoods
+    (``mau.eval.observer_fit``)."""
     h = read_header(folder)
     roles = h[F.ROLES]
     ticks = max(1, int(h.get(F.TICKS) or 1))
@@ -93,7 +110,12 @@ def match_beliefs(folder: str | Path) -> dict[str, MatchBeliefs]:
                   if e[F.TYPE] == F.EV_EJECTION and e.get(F.EJECTED)}
     out: dict[str, MatchBeliefs] = {}
     by_source: dict[str, list[dict[str, Any]]] = {}
-    for r in read_probes(folder):
+    recs = read_probes(folder)
+    if params is not None:
+        from mau.eval.observer_fit import rescore
+
+        recs = rescore(recs, roles, params)
+    for r in recs:
         by_source.setdefault(r[F.PROBE_SOURCE], []).append(r)
     for source, recs in by_source.items():
         mb = MatchBeliefs(h.get(F.MATCH_ID) or Path(folder).name, arm if source == "model" else IDEAL_ROW, imp,
@@ -103,18 +125,59 @@ def match_beliefs(folder: str | Path) -> dict[str, MatchBeliefs]:
             mb.readouts = tuple(sorted({r.get(F.PROBE_READOUT) or "answer" for r in recs}))
         ok = [r for r in recs if not r[F.FALLBACK] and r[F.PROBE_BELIEFS] is not None]
         mb.fallbacks = mb.asked - len(ok)
-        ps, ys = [], []
-        for r in ok:
-            for name, v in r[F.PROBE_BELIEFS].items():
-                ps.append(float(v))
-                ys.append(roles.get(name) == "imposter")
-            if any(roles.get(c) == "imposter" for c in r[F.PROBE_CANDIDATES]):
-                mb.top2_n += 1
-                mb.top2_hits += any(roles.get(t) == "imposter" for t in r[F.PROBE_TOP2] or [])
-        mb.p, mb.y = np.asarray(ps, float), np.asarray(ys, float)
+        _score(mb, ok, roles)
         _detections(mb, ok, roles, ticks, ejected_at)
         out[source] = mb
+        if source == SOURCE_IDEAL:  # the reference that knows nothing, at the same probes
+            # k: the living imposters the beliefs are normalised to (older hand-made records: their sum)
+            nothing = [{**r, F.PROBE_BELIEFS: knows_nothing(
+                list(r[F.PROBE_BELIEFS]), int(r.get("n_imposters", round(sum(r[F.PROBE_BELIEFS].values()))))),
+                "top2_source": "derived"} for r in ok]
+            kn = MatchBeliefs(mb.match_id, KNOWS_NOTHING_ROW, imp, mb.seed, asked=len(nothing))
+            _score(kn, nothing, roles)
+            out[KNOWS_NOTHING] = kn
     return out
+
+
+def _score(mb: MatchBeliefs, recs: list[dict[str, Any]], roles: dict[str, str]) -> None:
+    """The pooled arrays, the per-probe AUROC and Brier, and the top-2 hits of usable probe records."""
+    ps, ys = [], []
+    for r in recs:
+        names = list(r[F.PROBE_BELIEFS])
+        p = np.asarray([float(r[F.PROBE_BELIEFS][n]) for n in names])
+        y = np.asarray([roles.get(n) == "imposter" for n in names], float)
+        ps.append(p)
+        ys.append(y)
+        if len(p):
+            mb.probe_brier.append(float(np.mean((p - y) ** 2)))
+            a = auroc(p, y)
+            if a is not None:
+                mb.probe_auroc.append(a)
+        if any(roles.get(c) == "imposter" for c in r[F.PROBE_CANDIDATES]):
+            mb.top2_n += 1
+            if r.get("top2_source", "answer") != "derived":  # the answer's own top two
+                mb.top2_hits += any(roles.get(t) == "imposter" for t in r[F.PROBE_TOP2] or [])
+            else:
+                mb.top2_hits += top2_expected_hit(r[F.PROBE_BELIEFS], {n for n in names if roles.get(n) == "imposter"})
+    mb.p = np.concatenate(ps) if ps else np.zeros(0)
+    mb.y = np.concatenate(ys) if ys else np.zeros(0)
+
+
+def top2_expected_hit(beliefs: dict[str, float], imposters: set[str]) -> float:
+    """P(the two most suspected hold an imposter) with ties broken uniformly at random."""
+    vals = sorted(beliefs.values(), reverse=True)
+    if not vals:
+        return 0.0
+    v2 = vals[min(1, len(vals) - 1)]
+    above = [n for n, v in beliefs.items() if v > v2]
+    tied = [n for n, v in beliefs.items() if v == v2]
+    if any(n in imposters for n in above):
+        return 1.0
+    need = min(2 - len(above), len(tied))
+    crew_tied = len([n for n in tied if n not in imposters])
+    if need <= 0:
+        return 0.0
+    return 1.0 - math.comb(crew_tied, need) / math.comb(len(tied), need)
 
 
 def _detections(mb: MatchBeliefs, recs: list[dict[str, Any]], roles: dict[str, str], ticks: int,
@@ -193,6 +256,13 @@ def _pairs_metric(fn: Callable[[np.ndarray, np.ndarray], float | None]) -> Calla
     return f
 
 
+def _within(attr: str) -> Callable:
+    def f(ms: list[MatchBeliefs]) -> tuple[float | None, int]:
+        xs = [x for m in ms for x in getattr(m, attr)]
+        return (float(np.mean(xs)) if xs else None), len(xs)
+    return f
+
+
 def _top2(ms: list[MatchBeliefs]) -> tuple[float | None, int]:
     n = sum(m.top2_n for m in ms)
     return _ratio(sum(m.top2_hits for m in ms), n), n
@@ -219,6 +289,7 @@ def _fallback_share(ms: list[MatchBeliefs]) -> tuple[float | None, int]:
 
 
 _METRIC_FNS: dict[str, Callable[[list[MatchBeliefs]], tuple[float | None, int]]] = {
+    "auroc_within": _within("probe_auroc"), "brier_within": _within("probe_brier"),
     "auroc": _pairs_metric(auroc), "brier": _pairs_metric(brier), "ece": _pairs_metric(ece),
     "top2_hit_rate": _top2, "detection_rate": _detection_rate, "time_to_detection": _ttd,
     "detection_lead": _lead, "probe_fallback_share": _fallback_share,
@@ -254,11 +325,12 @@ def paired_diff(a: dict[Any, MatchBeliefs], b: dict[Any, MatchBeliefs], metric: 
             "method": "paired_bootstrap"}
 
 
-def load_run(run: str | Path) -> list[MatchBeliefs]:
-    """Every source of every finished match of a run folder (or of one match folder)."""
+def load_run(run: str | Path, params: Any = None) -> list[MatchBeliefs]:
+    """Every source of every finished match of a run folder (or of one match folder); ``params``: see
+    ``match_beliefs``."""
     out = []
     for f in finished_matches(run):
-        out += list(match_beliefs(f).values())
+        out += list(match_beliefs(f, params).values())
     return out
 
 
@@ -268,10 +340,10 @@ def evaluate(ms: list[MatchBeliefs], baseline: str | None = None, resamples: int
     """Cells per row x imposter model (plus pooled when several), the ideal observer last; paired comparisons of
     each row with the baseline (pairs: imposter model and seed) and with the ideal observer (pairs: matches).
     ``rows`` / ``imposters``: their order (default: sorted, as found)."""
-    found = {m.row for m in ms if m.row != IDEAL_ROW}
-    order = [r for r in (rows or sorted(found)) if r != IDEAL_ROW]
+    found = {m.row for m in ms if m.row not in REFERENCE_ROWS}
+    order = [r for r in (rows or sorted(found)) if r not in REFERENCE_ROWS]
     rows = order + [r for r in sorted(found) if r not in order]
-    rows += [IDEAL_ROW] if any(m.row == IDEAL_ROW for m in ms) else []
+    rows += [r for r in REFERENCE_ROWS if any(m.row == r for m in ms)]
     imps = list(imposters) if imposters else sorted({m.imposter for m in ms})
     columns = imps + ([pooled] if len(imps) > 1 else [])
 
@@ -282,7 +354,7 @@ def evaluate(ms: list[MatchBeliefs], baseline: str | None = None, resamples: int
               "metrics": {k: e.to_dict() for k, e in cell(of(r, i), resamples, seed).items()}}
              for r in rows for i in columns]
     paired: list[dict[str, Any]] = []
-    models = [r for r in rows if r != IDEAL_ROW]
+    models = [r for r in rows if r not in REFERENCE_ROWS]
     base = baseline if baseline in models else (models[0] if models else None)
     ideal_by_match = {m.match_id: m for m in ms if m.row == IDEAL_ROW}
     for r in models:
@@ -297,7 +369,8 @@ def evaluate(ms: list[MatchBeliefs], baseline: str | None = None, resamples: int
             for k in HEADLINE:
                 paired.append({"row": r, "versus": IDEAL_ROW, "imposter": i,
                                **paired_diff(same, ideal_by_match, k, resamples, seed)})
-    readouts = {r: sorted({x for m in ms if m.row == r for x in m.readouts}) for r in rows if r != IDEAL_ROW}
+    readouts = {r: sorted({x for m in ms if m.row == r for x in m.readouts}) for r in rows
+                if r not in REFERENCE_ROWS}
     return {"rows": rows, "columns": columns, "baseline": base, "cells": cells, "paired": paired,
             "readouts": readouts,
             "matches": len({m.match_id for m in ms}), "bootstrap": {"resamples": resamples, "seed": seed}}

@@ -25,7 +25,7 @@ import numpy as np
 
 from mau import schema as F
 from mau.eval.config import POOLED
-from mau.matchdir import finished_matches, iter_events, read_header
+from mau.matchdir import count_events, finished_matches, read_header
 from mau.schema import CREW_OUTCOMES, IMPOSTER, OUTCOMES
 from mau.stats import Estimate, bootstrap, paired_bootstrap, wilson
 
@@ -34,6 +34,11 @@ METRICS: dict[str, tuple[str, str, str]] = {
     "crew_win_rate": ("Crew win rate (%)", "matches", "wilson"),
     "ejection_recall": ("Ejection recall (%): imposters ejected / imposters fielded", "imposters fielded", "bootstrap"),
     "ejection_precision": ("Ejection precision (%): imposters ejected / all ejections", "ejections", "bootstrap"),
+    "vote_precision": ("Crew vote precision (%): crewmate votes naming an imposter / crewmate votes naming anyone",
+                       "named crewmate votes", "bootstrap"),
+    "vote_skip_share": ("Crew skip share (%): crewmate votes that skip / all crewmate votes", "crewmate votes",
+                        "bootstrap"),
+    "meetings_per_game": ("Meetings per game", "matches", "bootstrap"),
     "imposters_ejected_per_game": ("Imposters ejected per game", "matches", "bootstrap"),
     "kills_per_game": ("Kills per game", "matches", "bootstrap"),
     "missions_per_game": ("Missions completed per game", "matches", "bootstrap"),
@@ -42,7 +47,8 @@ METRICS: dict[str, tuple[str, str, str]] = {
                        "(with arm_modules, only those modules), answered by a fallback", "calls", "bootstrap"),
     "imposter_fallback_share": ("Fallback share of the imposters' model calls (%)", "calls", "bootstrap"),
 }
-PERCENT = {"crew_win_rate", "ejection_recall", "ejection_precision", "fallback_share", "imposter_fallback_share"}
+PERCENT = {"crew_win_rate", "ejection_recall", "ejection_precision", "vote_precision", "vote_skip_share",
+           "fallback_share", "imposter_fallback_share"}
 METHODS = {
     "wilson": "95% Wilson score interval",
     "bootstrap": "95% percentile interval of a match-level bootstrap (matches resampled with replacement)",
@@ -65,6 +71,10 @@ class MatchStats:
     imposters_ejected: int
     kills: int
     missions: int  # mission_complete events (real missions: imposters only fake them)
+    meetings: int = 0
+    crew_votes: int = 0  # votes cast by crewmates (a vote missing at the count is not one)
+    crew_skips: int = 0
+    crew_votes_on_imposters: int = 0
     calls: int = 0  # model calls of both sides (the header's count)
     fallbacks: int = 0  # of which answered by the module's fallback
     arm_calls: int = 0  # crewmate calls sent to the arm's own model (not arm_rest_model)
@@ -83,22 +93,12 @@ def match_stats(folder: str | Path) -> MatchStats:
     h = read_header(folder)
     g = h.get(F.GRID, {})
     roles = h[F.ROLES]
-    ejections = imposters_ejected = kills = missions = 0
-    for e in iter_events(folder):
-        t = e[F.TYPE]
-        if t == F.EV_EJECTION and e.get(F.EJECTED):
-            ejections += 1
-            imposters_ejected += roles.get(e[F.EJECTED]) == IMPOSTER
-        elif t == F.EV_KILL:
-            kills += 1
-        elif t == F.EV_MISSION_COMPLETE:
-            missions += 1
+    c = count_events(folder)
     return MatchStats(
         match_id=str(h.get(F.MATCH_ID) or Path(folder).name), arm=str(g.get(F.ARM, h.get(F.ARM, "?"))),
         imposter=str(g.get(F.EVAL_IMPOSTER, g.get(F.IMPOSTER_MODEL, "?"))), seed=int(h[F.SEED]),
         outcome=str(h[F.OUTCOME]), imposters_fielded=sum(r == IMPOSTER for r in roles.values()),
-        ejections=ejections, imposters_ejected=imposters_ejected, kills=kills, missions=missions,
-        calls=int(h.get("calls", {}).get("calls", 0)), fallbacks=int(h.get("calls", {}).get("fallbacks", 0)),
+        **c, calls=int(h.get("calls", {}).get("calls", 0)), fallbacks=int(h.get("calls", {}).get("fallbacks", 0)),
         **_side_counts(h.get("calls", {})))
 
 
@@ -160,6 +160,10 @@ def cell_metrics(ms: list[MatchStats], resamples: int = 2000, seed: int = 0) -> 
                                            resamples, seed),
         "ejection_precision": ratio_bootstrap([m.imposters_ejected for m in ms], [m.ejections for m in ms],
                                               resamples, seed),
+        "vote_precision": ratio_bootstrap([m.crew_votes_on_imposters for m in ms],
+                                          [m.crew_votes - m.crew_skips for m in ms], resamples, seed),
+        "vote_skip_share": ratio_bootstrap([m.crew_skips for m in ms], [m.crew_votes for m in ms], resamples, seed),
+        "meetings_per_game": mean_bootstrap([m.meetings for m in ms], resamples, seed),
         "imposters_ejected_per_game": mean_bootstrap([m.imposters_ejected for m in ms], resamples, seed),
         "kills_per_game": mean_bootstrap([m.kills for m in ms], resamples, seed),
         "missions_per_game": mean_bootstrap([m.missions for m in ms], resamples, seed),

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from mau import schema as F
-from mau.eval.detection import IDEAL_ROW, MatchBeliefs, read_probes
+from mau.eval.detection import IDEAL_ROW, KNOWS_NOTHING_ROW, MatchBeliefs, read_probes
 
 PALETTE = [(76, 114, 176), (221, 132, 82), (85, 168, 104), (196, 78, 82), (129, 114, 179), (147, 120, 96),
            (218, 139, 195), (140, 140, 140), (204, 185, 116), (100, 181, 205)]
@@ -18,7 +18,7 @@ def calibration_plot(ms: list[MatchBeliefs], bins: int = 10):
     import numpy as np
     from PIL import Image, ImageDraw
 
-    rows = sorted({m.row for m in ms}, key=lambda r: (r == IDEAL_ROW, r))
+    rows = sorted({m.row for m in ms if m.row != KNOWS_NOTHING_ROW}, key=lambda r: (r == IDEAL_ROW, r))
     size, left, top = 320, 50, 40 + 16 * len(rows)
     img = Image.new("RGB", (left + size + 30, top + size + 50), "white")
     d = ImageDraw.Draw(img)
@@ -155,8 +155,9 @@ def headline_panels(panels: list[tuple[str, list[tuple[str, list[tuple[str, dict
 # -- results.png -------------------------------------------------------------------------------------------
 HEADLINE_PLOT = (("crew_win_rate", "Crew win rate"), ("ejection_precision", "Ejection precision"),
                  ("ejection_recall", "Ejection recall"))
-DETECTION_PLOT = (("auroc", "AUROC of P(imposter)"), ("brier", "Brier score (lower is better)"),
-                  ("top2_hit_rate", "Top-2 hit rate"), ("detection_rate", "Detection rate"),
+DETECTION_PLOT = (("auroc_within", "AUROC within each probe (chance 0.5)"), ("auroc", "AUROC pooled"),
+                  ("brier_within", "Brier within each probe"), ("top2_hit_rate", "Top-2 hit rate"),
+                  ("detection_rate", "Detection rate"),
                   ("time_to_detection", "Time to detection (fraction of match)"))
 
 

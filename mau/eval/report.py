@@ -16,7 +16,13 @@ from typing import Any
 from mau import schema as F
 from mau.eval import detection as D
 from mau.eval.config import POOLED, EvalConfig
-from mau.eval.detection import DETECTION_METRICS, IDEAL_ROW, PERCENT_METRICS
+from mau.eval.detection import (
+    DETECTION_METRICS,
+    IDEAL_ROW,
+    KNOWS_NOTHING_ROW,
+    PERCENT_METRICS,
+    REFERENCE_ROWS,
+)
 from mau.eval.metrics import METHODS, METRICS, PERCENT, arm_health, evaluate, load_matches
 from mau.matchdir import finished_matches
 from mau.rundir import atomic_write
@@ -73,16 +79,27 @@ def write_report(cfg: EvalConfig, out: Path, planned: int) -> dict[str, Any]:
 
 
 def write_detection_report(runs: list[str], out: Path, baseline: str | None = None, resamples: int = 1000,
-                           seed: int = 0, curves_of: Path | None = None) -> dict[str, Any]:
+                           seed: int = 0, curves_of: Path | None = None, params_from: str | None = None
+                           ) -> dict[str, Any]:
     """``mau beliefs``: the detection tables of ``runs`` (run or match folders) as beliefs.md, beliefs.json,
     beliefs.csv, calibration.png and belief_curves.png (of ``curves_of``, default the first match with model
-    probes) in ``out``; returns the numbers with "markdown" and the "files" written."""
+    probes) in ``out``; returns the numbers with "markdown" and the "files" written. ``params_from``: an
+    observer fit whose likelihoods re-score the ideal observer from its recorded evidence."""
     from mau.eval.plots import belief_curves, calibration_plot
 
-    ms = [mb for r in runs for mb in D.load_run(r)]
+    params = None
+    if params_from is not None:
+        from mau.eval.observer_fit import read_fit
+
+        params = read_fit(params_from)
+    ms = [mb for r in runs for mb in D.load_run(r, params)]
     det = D.evaluate(ms, baseline, resamples, seed)
+    if params_from is not None:
+        det["observer_params"] = {"from": str(params_from), **params.to_dict()}
     out.mkdir(parents=True, exist_ok=True)
     md = detection_markdown(det, title="# Detection report", level="##")
+    if params_from is not None:
+        md += f"\n\nThe {IDEAL_ROW}'s beliefs were re-scored from its recorded evidence with the fit {params_from}."
     (out / F.BELIEFS_MD).write_text(md + "\n")
     (out / F.BELIEFS_JSON).write_text(json.dumps({"runs": [str(r) for r in runs], **det}, indent=1))
     buf = io.StringIO()
@@ -228,9 +245,12 @@ def detection_markdown(det: dict[str, Any], title: str = "## Detection (belief p
     rows, cols = det["rows"], det["columns"]
     cell = {(c["row"], c["imposter"]): c for c in det["cells"]}
     intro = (f"Probe records of {det['matches']} matches. Rows: each arm's model (its crewmates' answers to the "
-             f"belief probe) and the {IDEAL_ROW} (the exact posterior from what each crewmate perceived, same "
-             "moments). Value [95% match-level bootstrap interval] n. Fallback probes are excluded from every "
-             "metric. Definitions: docs/evaluation.md, \"Detection\".")
+             f"belief probe), the {IDEAL_ROW} (the exact posterior from what each crewmate perceived, same "
+             f"moments) and the reference that {KNOWS_NOTHING_ROW.split(' (')[0]} (k/n for each of the n "
+             "candidates, k living imposters). Quote the AUROC within each probe (chance 0.5) beside the "
+             "knows-nothing row; the pooled AUROC's chance level is that row's, not 0.5. Value [95% match-level "
+             "bootstrap interval] n. Fallback probes are excluded from every metric. Definitions: "
+             "docs/evaluation.md, \"Detection\".")
     lines = [title, "", intro]
     if readout_line(det):
         lines += ["", readout_line(det)]
@@ -281,16 +301,16 @@ def summary_table(res: dict[str, Any]) -> str:
     def short(e: dict[str, Any] | None, percent: bool) -> str:
         return "-" if e is None else fmt_estimate(e, percent, (0, 2), with_n=False, undefined="n/a")
 
-    lines = ["| arm | crew win % | ejection precision % | fallback % (calls) | AUROC | Brier | top-2 hit % | "
-             "probe fallback % |", "|---" * 8 + "|"]
+    lines = ["| arm | crew win % | ejection precision % | fallback % (calls) | AUROC within probe | "
+             "Brier within probe | top-2 hit % | probe fallback % |", "|---" * 8 + "|"]
     failed = {a for a, h in res.get("arm_health", {}).items() if h.get("failed")}
-    for r in list(res["arms"]) + ([IDEAL_ROW] if IDEAL_ROW in dcell else []):
+    for r in list(res["arms"]) + [r for r in REFERENCE_ROWS if r in dcell]:
         m, dm = cell.get(r), dcell.get(r)
         # An arm without a usable answer is not scored: its games measure the fallback rule, not the model.
         win, prec = (("FAILED", "FAILED") if r in failed else
                      (short(m and m['crew_win_rate'], True), short(m and m['ejection_precision'], True)))
         lines.append(f"| {r} | {win} | {prec} | {short(m and m['fallback_share'], True)} | "
-                     f"{short(dm and dm['auroc'], False)} | {short(dm and dm['brier'], False)} | "
+                     f"{short(dm and dm['auroc_within'], False)} | {short(dm and dm['brier_within'], False)} | "
                      f"{short(dm and dm['top2_hit_rate'], True)} | {short(dm and dm['probe_fallback_share'], True)} |")
     if readout_line(det):
         lines += ["", readout_line(det)]

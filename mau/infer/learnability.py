@@ -117,31 +117,45 @@ def vote_rows(calls: list[dict[str, Any]], roster: list[str]) -> list[dict[str, 
     return rows
 
 
-def _design(rows: list[dict[str, Any]]) -> tuple[list[np.ndarray], list[int]]:
-    xs, ys = [], []
-    for r in rows:
-        x = np.array([[r["features"][c][k] for k in FEATURES] for c in r["candidates"]], float)
-        xs.append(np.log1p(x))
-        ys.append(r["candidates"].index(r["vote"]) if r["vote"] in r["candidates"] else len(r["candidates"]))
-    return xs, ys
+def _design(rows: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(X: rows x slots x features, mask: rows x slots, y: the chosen slot); the last slot is skip (all zeros)."""
+    width = max((len(r["candidates"]) for r in rows), default=0) + 1
+    x = np.zeros((len(rows), width, len(FEATURES)))
+    mask = np.zeros((len(rows), width), bool)
+    y = np.zeros(len(rows), int)
+    for i, r in enumerate(rows):
+        for j, c in enumerate(r["candidates"]):
+            x[i, j] = np.log1p([r["features"][c][k] for k in FEATURES])
+            mask[i, j] = True
+        mask[i, -1] = True
+        y[i] = r["candidates"].index(r["vote"]) if r["vote"] in r["candidates"] else width - 1
+    return x, mask, y
+
+
+def _scores(w: np.ndarray, x: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    s = x @ w[:-1]
+    s[:, -1] = w[-1]  # skip: one constant
+    return np.where(mask, s, -np.inf)
 
 
 def fit_vote_model(rows: list[dict[str, Any]], l2: float = 1e-3, iters: int = 400) -> np.ndarray:
     """Weights (features + the skip constant) of the conditional logit, by gradient ascent (Adam)."""
-    xs, ys = _design(rows)
+    x, mask, y = _design(rows)
     w = np.zeros(len(FEATURES) + 1)
     m = np.zeros_like(w)
     v = np.zeros_like(w)
+    n = max(1, len(rows))
+    idx = np.arange(len(rows))
+    skip_col = np.zeros(x.shape[1])
+    skip_col[-1] = 1.0
     for t in range(1, iters + 1):
-        g = -2 * l2 * w
-        for x, y in zip(xs, ys):
-            s = np.append(x @ w[:-1], w[-1])
-            p = np.exp(s - s.max())
-            p /= p.sum()
-            feats = np.vstack([x, np.zeros(len(FEATURES))])
-            g[:-1] += feats[y] - p @ feats
-            g[-1] += (1.0 if y == len(x) else 0.0) - p[-1]
-        g /= max(1, len(xs))
+        s = _scores(w, x, mask)
+        p = np.exp(s - s.max(axis=1, keepdims=True))
+        p /= p.sum(axis=1, keepdims=True)
+        g = np.empty_like(w)
+        g[:-1] = (x[idx, y].sum(axis=0) - np.einsum("rs,rsf->f", p, x)) / n
+        g[-1] = ((y == x.shape[1] - 1).sum() - (p @ skip_col).sum()) / n
+        g -= 2 * l2 * w
         m = 0.9 * m + 0.1 * g
         v = 0.999 * v + 0.001 * g * g
         w += 0.1 * (m / (1 - 0.9 ** t)) / (np.sqrt(v / (1 - 0.999 ** t)) + 1e-8)
@@ -149,9 +163,8 @@ def fit_vote_model(rows: list[dict[str, Any]], l2: float = 1e-3, iters: int = 40
 
 
 def predict(w: np.ndarray, row: dict[str, Any]) -> str:
-    x = np.log1p(np.array([[row["features"][c][k] for k in FEATURES] for c in row["candidates"]], float))
-    s = np.append(x @ w[:-1], w[-1])
-    i = int(np.argmax(s))
+    x, mask, _ = _design([row])
+    i = int(np.argmax(_scores(w, x, mask)[0]))
     return row["candidates"][i] if i < len(row["candidates"]) else "skip"
 
 

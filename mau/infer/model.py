@@ -23,39 +23,46 @@ command and the run it came from).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
 from itertools import combinations
 from typing import Any
 
-from mau.infer.evidence import ACCUSE, CALLED, DEAD, DEATH, EJECTED, FAR, NEAR_BINS, REPORTED, SAW_KILL, VOTE
+from pydantic import Field
+
+from mau.config import Model
+from mau.infer.evidence import ACCUSE, CALLED, DEAD, DEATH, EJECTED, REPORTED, SAW_KILL, VOTE
 
 ROLE_PAIRS = ("ci", "ic", "ii")
 
 
-@dataclass
-class Params:
-    """Log likelihood ratios of the evidence kinds (module docstring); a flat vector for the fit."""
+class Params(Model):
+    """Log likelihood ratios of the evidence kinds (module docstring); 0 makes a kind count for nothing.
+    The defaults are the maximum-likelihood fit of docs/detection.md ("The fit")."""
 
-    near_0: float = 5.49  # <= 3 blocks
-    near_1: float = 0.04  # <= 6
-    near_2: float = -0.88  # <= 12
-    kill_decay: float = 0.96  # in (0, 1]: prior weight of the j-th step end of a death's window ~ decay^j
-    saw_kill_error: float = -8.0  # log P(I saw X kill | X not an imposter): a misperception
-    strong_ci: float = 0.31
-    strong_ic: float = 0.7
-    strong_ii: float = -4.42
-    weak_ci: float = -0.22
-    weak_ic: float = 1.2
-    weak_ii: float = -1.99
-    vote_ci: float = 0.33
-    vote_ic: float = 1.32
-    vote_ii: float = -0.47
-    reported: float = -3.32
-    called: float = 0.0
+    near_0: float = Field(5.49, description="A death's window: the killer's log LR of standing <= 3 blocks "
+                                            "(kill reach) from where the victim lay, at one step end.")
+    near_1: float = Field(0.04, description="... of standing 3-6 blocks from it.")
+    near_2: float = Field(-0.88, description="... of standing 6-12 blocks from it (farther or unseen: 0).")
+    kill_decay: float = Field(0.96, gt=0, le=1, description="Prior weight of the j-th step end of a death's "
+                                                              "window as the one just after the kill: decay^j.")
+    saw_kill_error: float = Field(-8.0, description="log P(I saw X kill | X is not an imposter): a misperception "
+                                                    "(held fixed by the fit).")
+    strong_ci: float = Field(0.31, description="A strong accusation (says it saw the kill or the player by the "
+                                               "victim) by a crewmate of an imposter (log, relative to crewmate "
+                                               "of crewmate = 0).")
+    strong_ic: float = Field(0.7, description="... by an imposter of a crewmate.")
+    strong_ii: float = Field(-4.42, description="... by an imposter of an imposter.")
+    weak_ci: float = Field(-0.22, description="A weak accusation ('I suspect X') by a crewmate of an imposter.")
+    weak_ic: float = Field(1.2, description="... by an imposter of a crewmate.")
+    weak_ii: float = Field(-1.99, description="... by an imposter of an imposter.")
+    vote_ci: float = Field(0.33, description="A public vote by a crewmate for an imposter.")
+    vote_ic: float = Field(1.32, description="... by an imposter for a crewmate.")
+    vote_ii: float = Field(-0.47, description="... by an imposter for an imposter.")
+    reported: float = Field(-3.32, description="Reporting a body: log LR imposter : crewmate of the reporter.")
+    called: float = Field(0.0, description="Calling an emergency meeting: log LR imposter : crewmate of the caller.")
 
     @classmethod
     def names(cls) -> list[str]:
-        return [f.name for f in fields(cls)]
+        return list(cls.model_fields)
 
     def vector(self) -> list[float]:
         return [getattr(self, n) for n in self.names()]
@@ -69,7 +76,7 @@ class Params:
         return cls(**(d or {}))
 
     def to_dict(self) -> dict[str, float]:
-        return {k: round(v, 6) for k, v in asdict(self).items()}
+        return {k: round(float(v), 6) for k, v in self.model_dump().items()}
 
     def near(self) -> list[float]:
         return [self.near_0, self.near_1, self.near_2, 0.0]
@@ -157,6 +164,3 @@ def knows_nothing(candidates: list[str], k: int) -> dict[str, float]:
     n = len(candidates)
     return {c: round(min(1.0, k / n), 6) for c in candidates} if n else {}
 
-
-NEAR_EDGES = NEAR_BINS
-__all__ = ["Params", "posterior", "marginals", "beliefs", "knows_nothing", "log_factor", "hypotheses", "FAR"]

@@ -7,30 +7,15 @@ from typing import Literal
 from pydantic import Field
 
 from mau.config import Model
+from mau.infer.model import Params
 
 MOMENTS = ("meeting_start", "round_end", "before_vote", "roam")
 
 
-class ObserverConfig(Model):
-    """The ideal observer's likelihood model (docs/evaluation.md, "The ideal observer"). Each factor multiplies
-    the likelihood of every imposter pair; 1.0 makes a kind of evidence count for nothing."""
-
-    witness_error: float = Field(
-        0.0, ge=0, le=1,
-        description="Likelihood of a kill seen by me when the killer is NOT an imposter of the pair (0: certain).")
-    near_body_radius: float = Field(
-        8.0, gt=0, description="Blocks: players in my view this close to a body when I first see it are near it.")
-    near_body_lr: float = Field(
-        2.0, gt=0, description="Likelihood ratio imposter : crewmate of being seen near a body I found.")
-    full_hold_lr: float = Field(
-        0.3, gt=0, description="Likelihood ratio imposter : crewmate of being seen holding a station a full mission.")
-    hold_seen_fraction: float = Field(
-        0.5, gt=0, le=1,
-        description="Share of the hold's step ends at which I must have seen the player (and at its end).")
-    vote_weights: dict[str, float] = Field(
-        default_factory=lambda: {"crew_on_imposter": 1.0, "crew_on_crew": 1.0, "imposter_on_crew": 1.0,
-                                 "imposter_on_imposter": 0.25},
-        description="Public votes (unverified): relative likelihood of a vote by voter role on target role.")
+class ObserverConfig(Params):
+    """The ideal observer's likelihood model (docs/detection.md, "The model"): the log likelihood ratios of
+    ``mau.infer.model.Params``. The defaults are the fit the scripted teacher reasons with too; ``mau beliefs
+    --fit RUN...`` fits them on training matches."""
 
 
 class ProbeConfig(Model):

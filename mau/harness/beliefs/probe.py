@@ -19,10 +19,10 @@ from typing import Any
 from mau import schema as F
 from mau.env.state import DISCUSSION, ROAM, VOTING
 from mau.harness.backends.base import ModelRequest
-from mau.harness.beliefs import observer as O
 from mau.harness.beliefs.config import ProbeConfig
 from mau.harness.beliefs.perceive import Perception
 from mau.harness.modules import VOTE, Context, ParseError, _name, extract_json
+from mau.infer import model as infer
 from mau.snapshot import Parts, Restored
 
 PROBE_MODULE = "probe"
@@ -173,7 +173,8 @@ class BeliefProbes:
         self.cfg: ProbeConfig = crew[0].aria.probes if crew else ProbeConfig()
         self.active = bool(crew) and (self.cfg.enabled or self.cfg.observer)
         self.log = ProbeLog(folder if self.active else None)
-        self.perception = Perception(world, self.cfg.likelihood) if self.active else None
+        modes = {a.name: a.aria.state for a in crew}
+        self.perception = Perception(world, modes) if self.active else None
         self.n = 0  # probe moments so far
         self.wall_s = 0.0
         self._meeting, self._round, self._voted, self._roam = -1, 0, -1, -1
@@ -239,12 +240,13 @@ class BeliefProbes:
             self.log.add(rec)
 
     def _ideal(self, me: str, common: dict[str, Any], cands: list[str]) -> dict[str, Any]:
-        ev = self.perception.evidence.get(me, [])
-        bel, ok = O.beliefs(me, self.perception.roster, cands, self.world.cfg.num_imposters, ev, self.cfg.likelihood)
+        ev = self.perception.items(me)
+        bel, ok = infer.beliefs(me, self.perception.roster, cands, self.world.cfg.num_imposters, ev,
+                                self.cfg.likelihood)
         return {**common, F.PROBE_SOURCE: SOURCE_IDEAL, F.MODEL: "ideal-observer", F.BACKEND: None,
                 F.PROBE_BELIEFS: bel, "raw_beliefs": None, F.PROBE_TOP2: top_two(bel), "top2_source": "derived",
                 F.FALLBACK: False, F.FALLBACK_REASON: None, F.ERROR: None, "consistent": ok,
-                "evidence": [e.to_dict() for e in ev], F.LATENCY_S: 0.0, F.PROMPT_TOKENS: 0,
+                "evidence": ev, F.LATENCY_S: 0.0, F.PROMPT_TOKENS: 0,
                 F.COMPLETION_TOKENS: 0}
 
     async def _model(self, a, obs: dict[str, Any], common: dict[str, Any], cands: list[str], k: int) -> dict[str, Any]:
@@ -314,8 +316,8 @@ class BeliefProbes:
         if agent.role == "imposter":
             return None
         cands = [n for n in Context(obs, self.rooms).alive if n != name]
-        bel, _ = O.beliefs(name, self.perception.roster, cands, self.world.cfg.num_imposters,
-                           self.perception.evidence.get(name, []), self.cfg.likelihood)
+        bel, _ = infer.beliefs(name, self.perception.roster, cands, self.world.cfg.num_imposters,
+                               self.perception.items(name), self.cfg.likelihood)
         return {"beliefs": bel, "threshold": self.cfg.observer_vote}
 
     def close(self) -> dict[str, Any] | None:
