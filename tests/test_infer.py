@@ -172,17 +172,19 @@ def test_vectorised_prediction_equals_the_exact_posterior():
 
 
 # -- vote learnability ----------------------------------------------------------------------------------------
+DEATH_LINE = ("- D is dead in Storage. Within 12 blocks of where D lay, from 20 s to 35 s (blocks at step ends): "
+              "A 2.5 at 20 s, 8 at 25 s; C 10 at 35 s.")
 PROMPT = """Beliefs about the others:
 - A: last seen step 3 in Admin
 Evidence:
 - At 40 s I flagged B: I saw B kill D in Storage.
-- D is dead in Storage. Within 12 blocks of where D lay, from 20 s to 35 s (blocks at step ends): A 2.5 at 20 s, 8 at 25 s; C 10 at 35 s.
+DEATH_LINE
 - C was ejected: a Crewmate.
 - Meeting 1: A reported the body of D; A accused C (strong); B accused A (weak); votes: A->C, B->C, Me->skip.
 Meeting: B pressed the emergency button. Round 1 of 3. Speaking order: B, A.
 B: "I suspect A, they were acting strange."
 Vote now.
-Answer: {"vote_target": "<one of: A, B, skip>", "reasoning": "<one sentence>"}"""
+Answer: {"vote_target": "<one of: A, B, skip>", "reasoning": "<one sentence>"}""".replace("DEATH_LINE", DEATH_LINE)
 
 
 def test_vote_features_are_parsed_from_the_prompt_text():
