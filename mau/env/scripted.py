@@ -67,6 +67,16 @@ TEMPERAMENTS: dict[str, Temperament] = {
 }
 
 
+def leave_point(game_map: GameMap, obs: dict[str, Any], target: str) -> tuple[float, float]:
+    """Where a killer walks right after the strike (the kill action's ``point``): the centre of the room farthest
+    by path from the victim (its position in view; else mine)."""
+    x, z = obs["position"][0], obs["position"][2]
+    for p in obs["players_in_view"]:
+        if p["name"] == target:
+            x, z = p["position"]
+    return game_map.room_centers[game_map.farthest_room(x, z)]
+
+
 def temperament_of(model_name: str) -> str:
     """The temperament a scripted model name asks for: the first known one named in it, else ``expert``."""
     low = model_name.lower()
@@ -112,6 +122,7 @@ class ScriptedBrain:
         self._flagged: set[tuple[str, str]] = set()  # kills I have told of in surveillance
         self._checked: set[str] = set()  # players I went to look at (lying still: maybe dead)
         self._goto: str | None = None  # where I go to look
+        self._posterior_cache: tuple[Any, dict[str, float]] = (None, {})
 
     # -- what the player knows -----------------------------------------------------------------------------
     def observe(self, obs: dict[str, Any]) -> None:
@@ -142,11 +153,16 @@ class ScriptedBrain:
         return u < self.t.attention
 
     def posterior(self, candidates: list[str]) -> dict[str, float]:
-        """My P(imposter) of each candidate: the model's posterior over the evidence I took in (read only)."""
+        """My P(imposter) of each candidate: the model's posterior over the evidence I took in (read only;
+        computed again only when the evidence changed)."""
         if self.ev is None or not candidates:
             return {c: 0.0 for c in candidates}
-        items = [it for it in self.ev.items() if self._attends(it)]
-        return infer.beliefs(self.name, self.ev.roster, candidates, self.n_imposters, items, self.params)[0]
+        key = (self.ev.version, tuple(candidates))
+        if self._posterior_cache[0] != key:
+            items = [it for it in self.ev.items() if self._attends(it)]
+            bel = infer.beliefs(self.name, self.ev.roster, candidates, self.n_imposters, items, self.params)[0]
+            self._posterior_cache = (key, bel)
+        return dict(self._posterior_cache[1])
 
     def beliefs(self, candidates: list[str]) -> dict[str, float]:
         """``posterior``, kept as my suspicion (what BELIEF and REFLECT pass on)."""
@@ -229,6 +245,7 @@ class ScriptedBrain:
             self.called_for.add(live[0])
             return True
         return False
+
     def report(self, obs: dict[str, Any], victim: str) -> bool:
         if obs["role"] != "imposter":
             return True
@@ -328,14 +345,6 @@ class ScriptedBrain:
                 self._checked.add(name)
                 return self.map.place_name(pos[0], pos[1])
         return None
-
-    def leave_point(self, obs: dict[str, Any], target: str) -> tuple[float, float]:
-        """Where an imposter walks right after a kill: the centre of the room farthest from the victim."""
-        x, z = obs["position"][0], obs["position"][2]
-        for p in obs["players_in_view"]:
-            if p["name"] == target:
-                x, z = p["position"]
-        return self.map.room_centers[self.map.farthest_room(x, z)]
 
     def far_room(self, obs: dict[str, Any]) -> str:
         return self.map.farthest_room(obs["position"][0], obs["position"][2])
@@ -530,7 +539,7 @@ class ScriptedPolicy(ScriptedBrain):
         if decision == "KILL":
             if current and current.get("kind") == "kill" and current.get("target") == target:
                 return None
-            return Action("kill", target=target, point=self.leave_point(obs, target),
+            return Action("kill", target=target, point=leave_point(self.map, obs, target),
                           narration=f"{target} is alone with me; strike now")
         if current is not None and current.get("kind") != "kill":
             return None
@@ -542,7 +551,3 @@ class ScriptedPolicy(ScriptedBrain):
                           narration=f"pretend to work at station {station}")
         return Action("goto", target=self.move(obs)[1], narration="wander to look for someone alone")
 
-
-def _dist(a: list[float], b: list[float]) -> float:
-    ax, az = (a[0], a[2]) if len(a) == 3 else a
-    return ((ax - b[0]) ** 2 + (az - b[1]) ** 2) ** 0.5

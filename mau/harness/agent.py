@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 from mau.env.actions import Action
+from mau.env.scripted import leave_point
 from mau.harness import modules as M
 from mau.harness.backends.base import Frame, ModelBackend
 from mau.harness.calls import Caller, FrameStore
@@ -160,7 +161,7 @@ class AriaAgent:
     async def _kill(self, obs: dict[str, Any]) -> Action | None:
         ans = await self.call(M.KILL, obs)
         if ans["decision"] == "KILL":  # after the strike it walks away at once (docs/harness.md, "KILL")
-            return Action("kill", target=ans["target"], point=self.leave_point(obs, ans["target"]),
+            return Action("kill", target=ans["target"], point=leave_point(self.builder.map, obs, ans["target"]),
                           narration=self._narrate(ans))
         if ans["decision"] == "STALK":
             return Action("follow", target=ans["target"], narration=self._narrate(ans))
@@ -171,15 +172,6 @@ class AriaAgent:
         if len(seen) >= 2:
             return Action("flee", target=seen[0][1], narration=self._narrate(ans) or "a witness is here; move away")
         return None
-
-    def leave_point(self, obs: dict[str, Any], target: str) -> tuple[float, float]:
-        """The centre of the room farthest (by path) from the victim: where a killer walks after the strike."""
-        x, z = obs["position"][0], obs["position"][2]
-        for p in obs["players_in_view"]:
-            if p["name"] == target:
-                x, z = p["position"]
-        gmap = self.builder.map
-        return gmap.room_centers[gmap.farthest_room(x, z)]
 
     async def _update_beliefs(self, obs: dict[str, Any], event: str,
                               flagged: str | None = None) -> list[dict[str, Any]]:

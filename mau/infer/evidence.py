@@ -77,6 +77,7 @@ class EvidenceLog:
         self._meeting_tick = -1
         self.mode = "privileged"
         self.flags: list[dict[str, Any]] = []  # ARIA memory only: what the agent itself flagged in surveillance
+        self.version = 0  # counts the changes of items(): readers cache what they computed from them
 
     # -- taking things in ------------------------------------------------------------------------------------
     def observe(self, obs: dict[str, Any]) -> None:
@@ -99,7 +100,9 @@ class EvidenceLog:
         for v in obs["known_dead"]:
             self._learn_death(v, tick, None)
         for e in obs["ejections"]:
-            self.ejected.setdefault(e["name"], e["role"])
+            if e["name"] not in self.ejected:
+                self.ejected[e["name"]] = e["role"]
+                self.version += 1
         for m in obs.get("meetings_public") or []:
             self._public_meeting(m)
         if obs.get("meeting") is not None:
@@ -110,6 +113,7 @@ class EvidenceLog:
         if any(k["killer"] == killer and k["victim"] == victim for k in self.kills_seen):
             return
         self.kills_seen.append({"killer": killer, "victim": victim, "room": room, "tick": tick})
+        self.version += 1
 
     def flag(self, tick: int, suspect: str, detail: str) -> None:
         """A sighting the agent itself flagged (its SURVEILLANCE answer): kept as said, for its memory."""
@@ -120,6 +124,7 @@ class EvidenceLog:
         n = len(self.meetings) + (0 if obs["tick"] == self._meeting_tick else 1)
         if obs["tick"] != self._meeting_tick:  # the clock stops during a meeting: its tick names it
             self._meeting_tick = obs["tick"]
+            self.version += 1
             self.meetings.append({"n": n, "caller": m["caller"], "reason": m["reason"], "body": m["body"],
                                   "tick": obs["tick"]})
             if m["reason"] == "report" and m["body"] in self.deaths:
@@ -132,6 +137,7 @@ class EvidenceLog:
             if t["speaker"] == self.me:
                 continue
             for target, strength in accusations(t["text"], t["speaker"], self.roster).items():
+                self.version += 1
                 self.accused.append({"meeting": n, "speaker": t["speaker"], "target": target,
                                      "strength": strength})
 
@@ -142,11 +148,13 @@ class EvidenceLog:
             return
         for voter, target in m["votes"].items():
             self.votes.append({"meeting": n, "voter": voter, "target": target})
+            self.version += 1
 
     def _learn_death(self, victim: str, tick: int, reporter: str | None) -> None:
         if victim in self.deaths or victim == self.me:
             return
         self.dead.append(victim)
+        self.version += 1
         spot = self.body_spots.get(victim)
         # Privileged state lists a dead player where it fell until its death is public; in ego state the last
         # sight of the victim is of it alive, so only a body I saw gives the spot.
