@@ -60,10 +60,10 @@ class Temperament:
 
 
 TEMPERAMENTS: dict[str, Temperament] = {
-    "expert": Temperament(None, 0.6, 0.5, 0.8, 1.0, 0.2, None, 1, 0.3, None, 0.5, 0.6, 0.4),
-    "cautious": Temperament(0.75, 0.75, 0.6, 0.85, 0.95, 0.2, 8.0, 1, 0.6, 0.0, 0.2, 0.6, 0.15),
-    "accusatory": Temperament(0.85, 0.45, 0.35, 0.6, 0.85, 0.5, 16.0, 2, 0.2, 0.6, 0.9, 0.4, 0.6),
-    "mission": Temperament(0.65, 0.6, 0.5, 9.0, 0.7, 0.3, 12.0, 1, 0.3, 0.3, 0.3, 0.8, 0.25),
+    "expert": Temperament(None, 0.6, 0.5, 0.8, 1.0, 0.1, None, 1, 0.3, None, 0.5, 0.6, 0.4),
+    "cautious": Temperament(0.75, 0.75, 0.6, 0.85, 0.97, 0.1, 8.0, 1, 0.6, 0.0, 0.2, 0.6, 0.15),
+    "accusatory": Temperament(0.85, 0.45, 0.35, 0.6, 0.92, 0.25, 16.0, 2, 0.2, 0.6, 0.9, 0.4, 0.6),
+    "mission": Temperament(0.65, 0.6, 0.5, 9.0, 0.9, 0.15, 12.0, 1, 0.3, 0.3, 0.3, 0.8, 0.25),
 }
 
 

@@ -3,26 +3,33 @@
 Features of each candidate are parsed from the VOTE prompt's text alone: the Evidence block of ARIA's memory
 (``mau.infer.evidence.EvidenceLog.lines``: kills flagged, who was near where each victim lay and how close,
 ejections, each meeting's accusations and votes) and the current meeting's transcript (read with
-``mau.infer.hearsay``). The "Suspicion scores" line is not read: it is the teacher's own summary, and copying it
-is not detection. A conditional logit over {candidates, skip} (a weight per feature, one constant for skip) is
-fitted by maximum likelihood on some matches and scored on the others (two folds by match), so the accuracy
-says how much of the teacher's voting is a function a student can learn from its input.
+``mau.infer.hearsay``): counts of each kind (``FEATURES``), and the model's log-odds of the candidate (``logodds``):
+the evidence lines parsed back into items (``parse_items``) and weighed by ``mau.infer.model`` with its shipped
+parameters, a function of the text alone. The "Suspicion scores" line is not read: it is the teacher's own
+summary, and copying it is not detection. A conditional logit over {candidates, skip} (a weight per feature,
+one constant for skip) is fitted by maximum likelihood on some matches and scored on the others (two folds by
+match), so the accuracy says how much of the teacher's voting is a function a student can learn from its
+input; the accuracy from the counts alone is reported beside it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from typing import Any
 
 import numpy as np
 
+from mau.infer import model as infer_model
+from mau.infer.evidence import dist_bin
 from mau.infer.hearsay import STRONG, accusations
 
-FEATURES = ("flag_kill", "flag_near", "near3", "near6", "near12", "near3_first", "near_deaths",
-            "acc_strong", "acc_weak", "acc_by_imposter", "acc_by_crew", "accuses_strong", "accuses_weak",
-            "accuses_ejected_crew", "accuses_ejected_imposter", "votes_got", "reported", "called", "now_strong",
-            "now_weak")
+FEATURES = ("flag_kill", "flag_near", "near3", "near6", "near12", "first3", "first6", "first12", "near3_first",
+            "near_deaths", "acc_strong", "acc_weak", "acc_by_imposter", "acc_by_crew", "accuses_strong",
+            "accuses_weak", "accuses_ejected_crew", "accuses_ejected_imposter", "votes_got", "votes_cast",
+            "voted_ejected_crew", "voted_ejected_imposter", "reported", "called", "now_strong", "now_weak",
+            "now_accuses", "logodds")
 _DEATH = re.compile(r"^- (\w[\w ]*?) is dead.*?Within [\d.]+ blocks of where .*?\(blocks at step ends\): (.*)\.$")
 _NEAR = re.compile(r"(\w+) ((?:[\d.]+ at [\d.]+ s(?:, )?)+)")
 _HIT = re.compile(r"([\d.]+) at ([\d.]+) s")
@@ -32,6 +39,10 @@ _VOTE = re.compile(r"(\w+)->(\w+)")
 _EJECT = re.compile(r"^- (\w+) was ejected: an? (Imposter|Crewmate)\.$")
 _MEETING = re.compile(r"^- Meeting \d+: (\w+) (reported|called)")
 _FLAG = re.compile(r"^- At [\d.]+ s I flagged (\w+): (.*)$")
+_SAW_KILL = re.compile(r"\bI saw (\w+) kill (\w+)\b")
+_SPAN_END = re.compile(r"from ([\d.]+) s to ([\d.]+) s")
+_IMPOSTERS = re.compile(r"(\d+) secret Imposters?")
+STEP_S = 5.0  # game seconds between two step ends (docs/game.md, "Time")
 
 
 def _text(messages: list[dict[str, Any]]) -> str:
@@ -45,9 +56,67 @@ def _text(messages: list[dict[str, Any]]) -> str:
     return "\n".join(parts)
 
 
-def features(prompt: str, candidates: list[str], speaker_names: list[str]) -> dict[str, dict[str, float]]:
-    """{candidate: {feature: value}} from a VOTE prompt's text."""
+def parse_items(prompt: str, me: str, roster: list[str]) -> list[dict[str, Any]]:
+    """The evidence items (``mau.infer.evidence``) that the prompt's Evidence block renders, read back from text:
+    what the model needs to weigh the evidence as the teacher does. A window's step ends are taken 5 s apart."""
+    lines = prompt.split("\n")
+    items: list[dict[str, Any]] = []
+    ejected: list[str] = []
+    for line in lines:
+        m = _EJECT.match(line)
+        if m:
+            ejected.append(m.group(1))
+            items.append({"k": "ejected", "p": m.group(1), "role": m.group(2).lower()})
+    for line in lines:
+        m = _FLAG.match(line)
+        if m:
+            k = _SAW_KILL.search(m.group(2))
+            if k:
+                items.append({"k": "saw_kill", "p": k.group(1), "victim": k.group(2)})
+            continue
+        m = re.match(r"^- (\w+) is dead", line)
+        if m and m.group(1) in roster:
+            victim = m.group(1)
+            items.append({"k": "dead", "p": victim})
+            d, span = _DEATH.match(line), _SPAN_END.search(line)
+            if not d or not span:
+                continue
+            start, end = float(span.group(1)), float(span.group(2))
+            steps = int(round((end - start) / STEP_S)) + 1
+            bins = {n: [3] * steps for n in roster if n not in (me, victim) and n not in ejected}
+            for name, hits in _NEAR.findall(d.group(2)):
+                if name in bins:
+                    for dist, t in _HIT.findall(hits):
+                        j = min(steps - 1, max(0, int(round((float(t) - start) / STEP_S))))
+                        bins[name][j] = dist_bin(float(dist))
+            items.append({"k": "death", "victim": victim, "bins": bins})
+            continue
+        m = _MEETING.match(line)
+        if m:
+            items.append({"k": "reported" if m.group(2) == "reported" else "called", "p": m.group(1)})
+            items += [{"k": "accuse", "p": a, "target": t, "s": st} for a, t, st in _ACC.findall(line)]
+            if "votes:" in line:
+                items += [{"k": "vote", "p": a, "target": t} for a, t in _VOTE.findall(line.split("votes:", 1)[1])
+                          if t != "skip"]
+    return items
+
+
+def model_logodds(prompt: str, me: str, roster: list[str], candidates: list[str]) -> dict[str, float]:
+    """log P / (1 - P) of each candidate under the shipped model, from the evidence parsed out of the prompt."""
+    m = _IMPOSTERS.search(prompt)
+    k = int(m.group(1)) if m else 2
+    bel, _ = infer_model.beliefs(me, roster, candidates, k, parse_items(prompt, me, roster), infer_model.Params())
+    return {c: math.log(min(1 - 1e-6, max(1e-6, bel[c])) / (1 - min(1 - 1e-6, max(1e-6, bel[c]))))
+            for c in candidates}
+
+
+def features(prompt: str, candidates: list[str], speaker_names: list[str],
+             me: str | None = None) -> dict[str, dict[str, float]]:
+    """{candidate: {feature: value}} from a VOTE prompt's text (``logodds`` needs ``me``, the prompt's agent)."""
     f = {c: dict.fromkeys(FEATURES, 0.0) for c in candidates}
+    if me is not None:
+        for c, v in model_logodds(prompt, me, speaker_names, candidates).items():
+            f[c]["logodds"] = v
     ejected: dict[str, str] = {}
     lines = prompt.split("\n")
     for line in lines:
@@ -72,6 +141,9 @@ def features(prompt: str, candidates: list[str], speaker_names: list[str]) -> di
                 f[name]["near_deaths"] += 1
                 f[name]["near3" if best <= 3 else "near6" if best <= 6 else "near12"] += 1
                 f[name]["near3_first"] += any(d <= 3 and t <= start + 10 for d, t in pts)
+                first = [d for d, t in pts if t == start]  # the step end the model weighs most (kill_decay)
+                if first:
+                    f[name]["first3" if first[0] <= 3 else "first6" if first[0] <= 6 else "first12"] += 1
             continue
         m = _MEETING.match(line)
         if m:
@@ -91,12 +163,19 @@ def features(prompt: str, candidates: list[str], speaker_names: list[str]) -> di
                 for s, t in _VOTE.findall(line.split("votes:", 1)[1]):
                     if t in f and s != t:
                         f[t]["votes_got"] += 1
+                    if s in f and t != "skip":
+                        f[s]["votes_cast"] += 1
+                        if t in ejected:
+                            f[s][f"voted_ejected_{'imposter' if ejected[t] == 'imposter' else 'crew'}"] += 1
     for line in lines:  # the current meeting's transcript: `Name: "text"`
         m = re.match(r'^(\w+): "(.*)"$', line)
         if m:
-            for t, strength in accusations(m.group(2), m.group(1), speaker_names).items():
+            acc = accusations(m.group(2), m.group(1), speaker_names)
+            for t, strength in acc.items():
                 if t in f:
                     f[t]["now_strong" if strength == STRONG else "now_weak"] += 1
+            if acc and m.group(1) in f:
+                f[m.group(1)]["now_accuses"] += 1
     return f
 
 
@@ -112,24 +191,32 @@ def vote_rows(calls: list[dict[str, Any]], roster: list[str]) -> list[dict[str, 
         if not m:
             continue
         cands = [x.strip() for x in m.group(1).split(",") if x.strip() != "skip"]
-        rows.append({"match": c.get("match"), "candidates": cands, "features": features(text, cands, roster),
-                     "vote": parsed["vote_target"]})
+        rows.append({"match": c.get("match"), "candidates": cands,
+                     "features": features(text, cands, roster, c.get("agent")), "vote": parsed["vote_target"]})
     return rows
 
 
-def _design(rows: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+COUNTS = tuple(k for k in FEATURES if k != "logodds")
+
+
+def _design(rows: list[dict[str, Any]], names: tuple[str, ...] = FEATURES
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(X: rows x slots x features, mask: rows x slots, y: the chosen slot); the last slot is skip (all zeros)."""
     width = max((len(r["candidates"]) for r in rows), default=0) + 1
-    x = np.zeros((len(rows), width, len(FEATURES)))
+    x = np.zeros((len(rows), width, len(names)))
     mask = np.zeros((len(rows), width), bool)
     y = np.zeros(len(rows), int)
     for i, r in enumerate(rows):
         for j, c in enumerate(r["candidates"]):
-            x[i, j] = np.log1p([r["features"][c][k] for k in FEATURES])
+            x[i, j] = [_scale(k, r["features"][c][k]) for k in names]
             mask[i, j] = True
         mask[i, -1] = True
         y[i] = r["candidates"].index(r["vote"]) if r["vote"] in r["candidates"] else width - 1
     return x, mask, y
+
+
+def _scale(name: str, v: float) -> float:
+    return v if name == "logodds" else math.log1p(v)  # counts on a log scale; the log-odds as they are
 
 
 def _scores(w: np.ndarray, x: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -138,10 +225,11 @@ def _scores(w: np.ndarray, x: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return np.where(mask, s, -np.inf)
 
 
-def fit_vote_model(rows: list[dict[str, Any]], l2: float = 1e-3, iters: int = 400) -> np.ndarray:
+def fit_vote_model(rows: list[dict[str, Any]], l2: float = 1e-3, iters: int = 400,
+                   names: tuple[str, ...] = FEATURES) -> np.ndarray:
     """Weights (features + the skip constant) of the conditional logit, by gradient ascent (Adam)."""
-    x, mask, y = _design(rows)
-    w = np.zeros(len(FEATURES) + 1)
+    x, mask, y = _design(rows, names)
+    w = np.zeros(len(names) + 1)
     m = np.zeros_like(w)
     v = np.zeros_like(w)
     n = max(1, len(rows))
@@ -162,25 +250,32 @@ def fit_vote_model(rows: list[dict[str, Any]], l2: float = 1e-3, iters: int = 40
     return w
 
 
-def predict(w: np.ndarray, row: dict[str, Any]) -> str:
-    x, mask, _ = _design([row])
+def predict(w: np.ndarray, row: dict[str, Any], names: tuple[str, ...] = FEATURES) -> str:
+    x, mask, _ = _design([row], names)
     i = int(np.argmax(_scores(w, x, mask)[0]))
     return row["candidates"][i] if i < len(row["candidates"]) else "skip"
 
 
 def cross_validated_accuracy(rows: list[dict[str, Any]], folds: int = 2) -> dict[str, Any]:
-    """Accuracy of the vote model on held-out matches (folds by a hash of the match id), with its n."""
+    """Accuracy of the vote model on held-out matches (folds by a hash of the match id), with its n; with every
+    feature (``accuracy``) and with the counts alone (``accuracy_counts``: no model log-odds)."""
     def fold(r: dict[str, Any]) -> int:
         return int(hashlib.sha256(str(r["match"]).encode()).hexdigest(), 16) % folds
 
-    hits = n = 0
-    for k in range(folds):
-        train = [r for r in rows if fold(r) != k]
-        test = [r for r in rows if fold(r) == k]
-        if not train or not test:
-            continue
-        w = fit_vote_model(train)
-        hits += sum(predict(w, r) == r["vote"] for r in test)
-        n += len(test)
+    def accuracy(names: tuple[str, ...]) -> tuple[float | None, int]:
+        hits = n = 0
+        for k in range(folds):
+            train = [r for r in rows if fold(r) != k]
+            test = [r for r in rows if fold(r) == k]
+            if not train or not test:
+                continue
+            w = fit_vote_model(train, names=names)
+            hits += sum(predict(w, r, names) == r["vote"] for r in test)
+            n += len(test)
+        return (hits / n if n else None), n
+
+    acc, n = accuracy(FEATURES)
+    counts, _ = accuracy(COUNTS)
     skips = sum(r["vote"] == "skip" for r in rows)
-    return {"accuracy": hits / n if n else None, "n": n, "skip_share": skips / len(rows) if rows else None}
+    return {"accuracy": acc, "accuracy_counts": counts, "n": n,
+            "skip_share": skips / len(rows) if rows else None}
