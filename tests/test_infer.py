@@ -215,3 +215,31 @@ def test_learnability_finds_a_rule_the_votes_follow_and_none_in_random_votes():
 
     assert cross_validated_accuracy([row(i, True) for i in range(300)])["accuracy"] > 0.95
     assert cross_validated_accuracy([row(i, False) for i in range(300)])["accuracy"] < 0.5
+
+
+def test_the_evidence_block_reads_back_into_the_same_posterior():
+    """parse_items(lines()) gives the model what items() gives it: the prompt holds the evidence, not a summary."""
+    from mau.infer.learnability import parse_items
+
+    log = EvidenceLog("Me", ROSTER)
+    far = (200.0, 200.0)
+    log.observe(_obs(100, {"A": (10, 10), "B": (50, 50), "C": far, "D": (30, 30)}))
+    log.observe(_obs(200, {"A": (12, 10), "B": (40, 40), "C": far, "D": (31, 30)}))
+    log.observe(_obs(300, {"A": (32, 30), "B": (36, 30), "C": far, "D": (31, 30)}))
+    meeting = {"caller": "C", "reason": "report", "body": "D",
+               "transcript": [{"speaker": "C", "text": "I saw A near where D died (1 blocks away at 15 s).", "round": 1},
+                              {"speaker": "A", "text": "I suspect C, they were acting strange.", "round": 1}]}
+    log.observe(_obs(400, {}, known_dead=["D"], meeting=meeting))
+    log.observe(_obs(500, {"A": (60, 60)}, meetings_public=[{"n": 1, "caller": "C", "reason": "report", "body": "D",
+                                                             "votes": {"A": "C", "B": "A", "Me": "A"},
+                                                             "ejected": "A"}],
+                     ejections=[{"name": "A", "role": "imposter"}]))
+    log.flag(250, "A", "I saw A kill D in Admin.")
+    prompt = "Evidence:\n" + "\n".join(f"- {x}" for x in log.lines())
+    items = log.items() + [{"k": "saw_kill", "p": "A", "victim": "D"}]  # the flag stands for the sighting
+    cands = ["B", "C"]
+    want = M.beliefs("Me", ROSTER, cands, 2, items, M.Params())[0]
+    got = M.beliefs("Me", ROSTER, cands, 2, parse_items(prompt, "Me", ROSTER), M.Params())[0]
+    assert got == pytest.approx(want, abs=1e-6)
+    assert {it["k"] for it in parse_items(prompt, "Me", ROSTER)} >= {"dead", "death", "accuse", "vote", "ejected",
+                                                                    "reported", "saw_kill"}
