@@ -227,7 +227,8 @@ def test_the_evidence_block_reads_back_into_the_same_posterior():
     log.observe(_obs(200, {"A": (12, 10), "B": (40, 40), "C": far, "D": (31, 30)}))
     log.observe(_obs(300, {"A": (32, 30), "B": (36, 30), "C": far, "D": (31, 30)}))
     meeting = {"caller": "C", "reason": "report", "body": "D",
-               "transcript": [{"speaker": "C", "text": "I saw A near where D died (1 blocks away at 15 s).", "round": 1},
+               "transcript": [{"speaker": "C", "text": "I saw A near where D died (1 blocks away at 15 s).",
+                               "round": 1},
                               {"speaker": "A", "text": "I suspect C, they were acting strange.", "round": 1}]}
     log.observe(_obs(400, {}, known_dead=["D"], meeting=meeting))
     log.observe(_obs(500, {"A": (60, 60)}, meetings_public=[{"n": 1, "caller": "C", "reason": "report", "body": "D",
