@@ -309,6 +309,11 @@ class GameMap:
         """The room whose centre is farthest by path from (x, z): where a player goes to get away."""
         return max(self.room_names, key=lambda r: self.path_length(x, z, *self.room_centers[r]))
 
+    def nearest_room(self, x: float, z: float) -> str:
+        """The room at (x, z), or in a corridor the room whose centre is nearest by path (a walk's target)."""
+        return self.room_at(x, z) or min(self.room_names,
+                                         key=lambda r: self.path_length(x, z, *self.room_centers[r]))
+
     def path_length(self, ax: float, az: float, bx: float, bz: float) -> float:
         total, px, pz = 0.0, ax, az
         for qx, qz in self.path(ax, az, bx, bz):
