@@ -61,9 +61,9 @@ class Temperament:
 
 TEMPERAMENTS: dict[str, Temperament] = {
     "expert": Temperament(None, 0.6, 0.5, 0.8, 1.0, 0.1, None, 1, 0.3, None, 0.5, 0.6, 0.4),
-    "cautious": Temperament(0.75, 0.75, 0.6, 0.85, 0.98, 0.05, 8.0, 1, 0.6, 0.0, 0.2, 0.6, 0.15),
-    "accusatory": Temperament(0.85, 0.45, 0.35, 0.6, 0.96, 0.1, 16.0, 2, 0.2, 0.6, 0.9, 0.4, 0.6),
-    "mission": Temperament(0.65, 0.6, 0.5, 9.0, 0.96, 0.08, 12.0, 1, 0.3, 0.3, 0.3, 0.8, 0.25),
+    "cautious": Temperament(0.75, 0.75, 0.6, 0.85, 0.99, 0.03, 8.0, 1, 0.6, 0.0, 0.2, 0.6, 0.15),
+    "accusatory": Temperament(0.85, 0.45, 0.35, 0.6, 0.97, 0.06, 16.0, 2, 0.2, 0.6, 0.9, 0.4, 0.6),
+    "mission": Temperament(0.65, 0.6, 0.5, 9.0, 0.98, 0.05, 12.0, 1, 0.3, 0.3, 0.3, 0.8, 0.25),
 }
 
 
