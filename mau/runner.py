@@ -176,7 +176,8 @@ def play_one(cfg: PlayConfig, out: Path, progress: bool = False) -> Played:
             result = asyncio.run(play_and_close(match, cfg.seed, backends.values()))
             extra = match.header_extra()
         else:
-            policies = {p.name: ScriptedPolicy(p.name, world.map, cfg.seed) for p in cfg.world.game.players}
+            policies = {p.name: ScriptedPolicy(p.name, world.map, cfg.seed, claims=cfg.world.claims)
+                        for p in cfg.world.game.players}
             result = play_match(world, policies, cfg.seed, cfg.state_mode, writer, frames=cfg.world.frames.save,
                                 topdown=cfg.world.frames.topdown)
         folder = write_match(writer, world, result, cfg, provenance(), extra)

@@ -29,6 +29,24 @@ TRACKS_VERSION = 1
 TRACK_AFTER = "after"  # "start", "roam" or "meeting"
 TRACK_PLAYERS = "players"  # {name: [x, z, yaw in degrees]} of the active players
 TRACK_BODIES = "bodies"  # [[victim, x, z], ...] bodies lying on the map
+# sights.jsonl (an optional part of match format 1, with its own version in the header's "sights"): between step
+# ends, at the sub-step rate, every change of a player's place and of who has whom in view (docs/formats.md)
+SIGHTS_FILE = "sights.jsonl"
+SIGHTS = "sights"  # header: {"version": SIGHTS_VERSION, "lines": n}
+SIGHTS_VERSION = 1
+SIGHTS_VERSION_FIELD = "version"  # the first line, the legend: {version, players, places}
+SIGHT_PLAYERS = "players"  # legend: the players in seat order (a player is written as its index here)
+SIGHT_PLACE_NAMES = "places"  # legend: the map's places (a place is written as its index here)
+SIGHT_TICK = "t"  # the tick of the sample
+SIGHT_PLACES = "at"  # [[player, place or null (dead or ejected)], ...] of the players whose place changed
+SIGHT_GAINED = "see"  # [[viewer, seen], ...] pairs that came into view
+SIGHT_LOST = "lost"  # [[viewer, seen], ...] pairs that went out of view
+SIGHT_AFTER_MEETING = "meeting"  # true on the sample of the table after a meeting (same tick as the call)
+# claims.jsonl (an optional part of match format 1, with its own version in the header's "claims"): the role-blind
+# checker's verdict on every claim of the match (docs/claims.md, docs/formats.md)
+CLAIMS_FILE = "claims.jsonl"
+CLAIMS_HEADER = "claims"  # header: {"version": CLAIMS_VERSION, "lines": n, "verdicts": {verdict: n}}
+CLAIMS_VERSION = 1
 
 # -- header fields ---------------------------------------------------------------------------------------
 FORMAT = "format"
@@ -74,6 +92,11 @@ EV_VOTE = "vote"
 EV_EJECTION = "ejection"
 EV_MEETING_END = "meeting_end"
 EV_MATCH_END = "match_end"
+# utterance events with world.claims.mode structured (docs/claims.md); the transcript line has CLAIMS too
+CLAIMS = "claims"  # the claims kept (canonical; public)
+CLAIM_INTENT = "intent"  # a private label per kept claim ("lie", "mistake" or null): events.jsonl only
+CLAIMS_DROPPED = "claims_dropped"  # [{claim, reason}] of the claims the grammar refused
+INTENT_LIE, INTENT_MISTAKE = "lie", "mistake"
 EVENT_TYPES = (
     EV_MATCH_START, EV_ACTION_START, EV_ACTION_END, EV_MISSION_START, EV_MISSION_CANCEL, EV_MISSION_COMPLETE,
     EV_FAKE_MISSION_START, EV_FAKE_MISSION_END, EV_KILL, EV_BODY_SEEN, EV_REPORT, EV_EMERGENCY,

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from mau.claims.config import ClaimsConfig
 from mau.env.actions import Action
 from mau.harness.config import AriaConfig
 from mau.harness.memory import SemanticMemory, Suspicion, WindowMemory
@@ -23,9 +24,13 @@ CASES = [(style, role, module) for style in ("minimal", "deterministic") for rol
          for module in modules_for(style, role)]
 
 
-def _scenario():
-    """James and Olivia imposters; James has just killed Steve in Cafeteria, Jason watching; then a meeting."""
+def _scenario(claims: bool = False):
+    """James and Olivia imposters; James has just killed Steve in Cafeteria, Jason watching; then a meeting (with
+    ``claims``: structured claims on, and James backs his words with two)."""
     w = make_world(roles="paper")
+    if claims:
+        w.config.claims = ClaimsConfig(mode="structured")
+        w.rules.claims = w.config.claims
     w.reset(0)
     park_everyone(w)
     st = w.state
@@ -41,16 +46,19 @@ def _scenario():
     ego = {n: w.observe(n, "ego") for n in ("Jason", "James")}
     w.rules.do_report(st, st.player("Jason"), st.bodies[0])
     w.step({"Jason": Action("speak", text="I saw James kill Steve in Cafeteria. Vote James.")})
-    w.step({"James": Action("speak", text="That is not true, I was in Admin. I suspect Jason.")})
+    said = ({"k": "at", "who": "me", "room": "Admin", "from_s": 120, "to_s": 150}, {"k": "accuse", "who": "Jason"})
+    w.step({"James": Action("speak", text="That is not true, I was in Admin. I suspect Jason.",
+                            claims=said if claims else None, intent=("lie", None) if claims else None)})
     meeting = {n: w.observe(n, "privileged") for n in ("Jason", "James")}
     return roam, ego, meeting
 
 
-def _render(style: str, role: str, module: str) -> str:
-    roam, ego, meeting = _scenario()
+def _render(style: str, role: str, module: str, claims: bool = False) -> str:
+    roam, ego, meeting = _scenario(claims)
     name = "Jason" if role == "crewmate" else "James"
     obs = meeting[name] if module in ("meeting", "vote", "belief") else roam[name]
-    builder = PromptBuilder(AriaConfig(prompt_style=style), make_world(roles="paper").cfg, make_world().map)
+    builder = PromptBuilder(AriaConfig(prompt_style=style), make_world(roles="paper").cfg, make_world().map,
+                            ClaimsConfig(mode="structured") if claims else None)
     mem = SemanticMemory(name, [p["name"] for p in obs["roster"]], 20)
     mem.observe(roam[name])
     sus = Suspicion(name, [p["name"] for p in obs["roster"]])
@@ -74,6 +82,19 @@ def test_golden_prompt(style, role, module):
         path.write_text(text)
     assert path.is_file(), f"missing golden file {path}; run with MAU_UPDATE_GOLDEN=1 after checking the prompt"
     assert text == path.read_text()
+
+
+@pytest.mark.parametrize("style, role", [("minimal", "crewmate"), ("deterministic", "imposter")])
+def test_golden_meeting_prompt_with_claims(style, role):
+    """With claims on: the transcript shows the claims rendered, the MEETING format asks for claims; no label."""
+    path = GOLDEN / f"{style}_{role}_meeting_claims.txt"
+    text = _render(style, role, "meeting", claims=True)
+    if os.environ.get("MAU_UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert path.is_file(), f"missing golden file {path}; run with MAU_UPDATE_GOLDEN=1 after checking the prompt"
+    assert text == path.read_text()
+    assert "I was in Admin from 120 s to 150 s. I accuse Jason." in text and '"claims": [' in text
+    assert "intent" not in text and "\"lie\"" not in text
 
 
 def test_window_memory_renders_in_prompts():

@@ -2,7 +2,8 @@
 program over ticks until it is done, fails, is interrupted by a meeting, or times out.
 
 Roam actions: goto, follow, flee, mission, fake_mission, kill, report, button, wait, look_around.
-Meeting actions: speak (text, or none to pass), vote (a player's name or "skip").
+Meeting actions: speak (text, or none to pass; with ``world.claims.mode: structured`` also a list of structured
+claims, docs/claims.md), vote (a player's name or "skip").
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ class Action:
     ticks: int | None = None
     text: str | None = None
     narration: str | None = None  # an imposter's private note of intent: logged, never shown to others
+    claims: tuple[Any, ...] | None = None  # speak: structured claims (checked and made public by the world)
+    intent: tuple[str | None, ...] | None = None  # speak: private label per claim (lie, mistake): events.jsonl only
 
     def to_dict(self) -> dict[str, Any]:
         # What asdict gave (a copy of a point, None fields left out), without its recursive deep copy: this
@@ -76,10 +79,10 @@ def parse_action(data: dict[str, Any] | Action) -> Action:
         return data
     if not isinstance(data, dict):
         raise ValueError(f"action: expected an object with a 'kind', got {type(data).__name__}")
-    unknown = set(data) - {"kind", "target", "station", "point", "ticks", "text", "narration"}
+    unknown = set(data) - {"kind", "target", "station", "point", "ticks", "text", "narration", "claims", "intent"}
     if unknown:
         raise ValueError(f"action: unknown field {sorted(unknown)[0]!r}; fields are kind, target, station, "
-                         f"point, ticks, text")
+                         f"point, ticks, text, claims")
     kind = data.get("kind")
     if kind not in KINDS:
         raise ValueError(f"action.kind: {kind!r} is not one of {', '.join(KINDS)}")
@@ -104,10 +107,20 @@ def parse_action(data: dict[str, Any] | Action) -> Action:
     narration = data.get("narration")
     if narration is not None and not isinstance(narration, str):
         raise ValueError("action.narration: must be a string")
+    claims = data.get("claims")
+    if claims is not None:  # each claim is checked by the world, which drops a bad one with its reason
+        if not isinstance(claims, (list, tuple)):
+            raise ValueError("action.claims: must be a list of claims (docs/claims.md)")
+        claims = tuple(claims)
+    intent = data.get("intent")
+    if intent is not None:
+        if not isinstance(intent, (list, tuple)) or not all(i is None or isinstance(i, str) for i in intent):
+            raise ValueError("action.intent: must be a list with a label (or null) per claim")
+        intent = tuple(intent)
     needs = {"follow": "target", "flee": "target", "kill": "target", "vote": "target",
              "mission": "station", "fake_mission": "station"}
     if kind in needs and data.get(needs[kind]) is None:
         raise ValueError(f"action.{needs[kind]}: a {kind} action needs one")
     if kind == "goto" and target is None and station is None and point is None:
         raise ValueError("action: goto needs a target (room, player or 'button'), a station or a point")
-    return Action(kind, target, station, point, ticks, text, narration)
+    return Action(kind, target, station, point, ticks, text, narration, claims, intent)

@@ -9,6 +9,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from mau.claims.config import ClaimsConfig
 from mau.config import Model  # re-exported: the base of every config model lives in mau.config
 
 TICKS_PER_SECOND = 20
@@ -144,3 +145,5 @@ class WorldConfig(Model):
     frames: FramesConfig = Field(default_factory=FramesConfig, description="First-person frames.")
     observation: ObservationConfig = Field(default_factory=ObservationConfig,
                                            description="Observation options (ablations of perception).")
+    claims: ClaimsConfig = Field(default_factory=ClaimsConfig,
+                                 description="Structured claims in meeting speech (docs/claims.md).")

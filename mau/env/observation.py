@@ -48,6 +48,14 @@ def _privileged_players(world: SimWorld, me: PlayerState, in_view: set[str]) -> 
     return out
 
 
+def _line(t: dict[str, Any]) -> dict[str, Any]:
+    """A transcript line, copied (its claims too: an agent may change its observation, never the world's)."""
+    line = dict(t)
+    if F.CLAIMS in line:
+        line[F.CLAIMS] = [dict(c, near=list(c["near"])) if "near" in c else dict(c) for c in line[F.CLAIMS]]
+    return line
+
+
 def observe(world: SimWorld, name: str, mode: str = "ego") -> F.Observation:
     if mode not in STATE_MODES:
         raise ValueError(f"state mode {mode!r}: use one of {STATE_MODES}")
@@ -116,7 +124,7 @@ def observe(world: SimWorld, name: str, mode: str = "ego") -> F.Observation:
             "rounds": cfg.meeting_rounds, "order": list(m.order),
             "speaker": m.speaker if st.phase == DISCUSSION else None,
             "your_turn": st.phase == DISCUSSION and m.speaker == name,
-            "voting": st.phase == VOTING, "transcript": [dict(t) for t in m.transcript],
+            "voting": st.phase == VOTING, "transcript": [_line(t) for t in m.transcript],
             "alive_players": [p.name for p in st.players if p.active],
         }
     else:

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import math
 import random
+from typing import Any
 
 from mau import schema as F
+from mau.claims.config import ClaimsConfig
+from mau.claims.grammar import Scope, validate_all
+from mau.claims.render import utterance
 from mau.env.config import PAPER_IMPOSTERS, GameConfig
 from mau.env.map import GameMap
 from mau.env.state import (
@@ -45,9 +49,11 @@ def imposters_of(cfg: GameConfig, seed: int) -> list[str]:
 
 
 class Rules:
-    def __init__(self, config: GameConfig, game_map: GameMap):
+    def __init__(self, config: GameConfig, game_map: GameMap, claims: ClaimsConfig | None = None):
         self.cfg = config
         self.map = game_map
+        self.claims = claims or ClaimsConfig()
+        self.places = tuple(dict.fromkeys(r.name for r in game_map.regions))
 
     # -- set-up --------------------------------------------------------------------------------------------
     def new_game(self, seed: int) -> GameState:
@@ -237,17 +243,38 @@ class Rules:
             return f"it is {state.meeting.speaker}'s turn to speak"
         return None
 
-    def do_speak(self, state: GameState, p: PlayerState, text: str | None) -> None:
-        """The current speaker says ``text`` (None or blank = pass); then the turn moves on."""
+    def do_speak(self, state: GameState, p: PlayerState, text: str | None, claims: Any = None,
+                 intent: Any = None) -> None:
+        """The current speaker says ``text`` (None or blank = pass) and, with claims on, its structured claims:
+        each is checked against the grammar (a bad one is dropped with its reason, in the event), the kept ones
+        are public (in the transcript, and rendered after the text); ``intent`` (a private label per claim, in
+        the order given) goes to the event log only. Then the turn moves on."""
         m = state.meeting
         assert m is not None
         text = (text or "").strip()
+        kept: list[dict[str, Any]] = []
+        extra: dict[str, Any] = {}
+        if self.claims.on and claims is not None:
+            scope = Scope(tuple(q.name for q in state.players), p.name, self.places, len(self.map.stations),
+                          state.tick / 20)
+            kept, where, dropped = validate_all(claims, scope, self.claims.max_per_utterance)
+            text = utterance(text, kept)
+            if kept:
+                extra[F.CLAIMS] = kept
+                labels = [intent[i] if isinstance(intent, (list, tuple)) and i < len(intent) else None for i in where]
+                if any(labels):
+                    extra[F.CLAIM_INTENT] = labels
+            if dropped:
+                extra[F.CLAIMS_DROPPED] = dropped
         if text:
-            m.transcript.append({"speaker": p.name, "text": text, "round": m.round})
+            line = {"speaker": p.name, "text": text, "round": m.round}
+            if kept:
+                line[F.CLAIMS] = kept
+            m.transcript.append(line)
             m.spoke_this_round = True
-            state.emit(F.EV_UTTERANCE, speaker=p.name, text=text, round=m.round)
+            state.emit(F.EV_UTTERANCE, speaker=p.name, text=text, round=m.round, **extra)
         else:
-            state.emit(F.EV_PASS, speaker=p.name, round=m.round)
+            state.emit(F.EV_PASS, speaker=p.name, round=m.round, **extra)
         m.turn += 1
         if m.turn == len(m.order):
             if m.round >= self.cfg.meeting_rounds or not m.spoke_this_round:

@@ -107,4 +107,19 @@ def write_match(writer: MatchWriter, world, result: MatchResult, config, provena
     if tracks:
         writer.write_text(F.TRACKS_FILE, "".join(json.dumps(t, separators=(",", ":")) + "\n" for t in tracks))
         header[F.TRACKS] = {"version": F.TRACKS_VERSION, "lines": len(tracks)}
+    sights = getattr(world, "sights", None)
+    if sights is not None and sights.lines:
+        writer.write_text(F.SIGHTS_FILE, jsonl(sights.lines))
+        header[F.SIGHTS] = {"version": F.SIGHTS_VERSION, "lines": len(sights.lines)}
+        if world.config.claims.on:  # the checker's verdicts, from memory (mau claims recomputes them from files)
+            from mau.claims.check import check_match, counts
+
+            records = check_match(world.state.events, sights.lines)
+            writer.write_text(F.CLAIMS_FILE, jsonl(records))
+            header[F.CLAIMS_HEADER] = {"version": F.CLAIMS_VERSION, "lines": len(records),
+                                       "verdicts": counts(records)}
     return writer.publish({**header, **(extra or {})})
+
+
+def jsonl(lines: list[dict[str, Any]]) -> str:
+    return "".join(json.dumps(x, separators=(",", ":")) + "\n" for x in lines)

@@ -32,6 +32,8 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from mau.claims.config import ClaimsConfig
+from mau.claims.speaker import ClaimSpeaker
 from mau.env.actions import Action
 from mau.env.map import GameMap
 from mau.infer import model as infer
@@ -91,7 +93,7 @@ class ScriptedBrain:
     ``perceive(kills)`` with the kills its frames showed, before a decision."""
 
     def __init__(self, name: str, game_map: GameMap, seed: int, temperament: str = "expert",
-                 params: infer.Params | None = None):
+                 params: infer.Params | None = None, claims: ClaimsConfig | None = None):
         self.name = name
         self.map = game_map
         self.rng = random.Random(f"mau-scripted-{seed}-{name}")
@@ -123,10 +125,15 @@ class ScriptedBrain:
         self._checked: set[str] = set()  # players I went to look at (lying still: maybe dead)
         self._goto: str | None = None  # where I go to look
         self._posterior_cache: tuple[Any, dict[str, float]] = (None, {})
+        # Structured claims (world.claims.mode structured): made by a speaker of their own (mau.claims.speaker)
+        # that reads the same observations; None when claims are off.
+        self.speaker = ClaimSpeaker(name, game_map, seed, temperament, claims) if claims and claims.on else None
 
     # -- what the player knows -----------------------------------------------------------------------------
     def observe(self, obs: dict[str, Any]) -> None:
         """Take in an observation: positions, bodies, deaths, ejections, meetings and what was said in them."""
+        if self.speaker is not None:
+            self.speaker.observe(obs)
         if self.ev is None:
             self.ev = EvidenceLog(self.name, [p["name"] for p in obs["roster"]])
             self.n_imposters = obs.get("n_imposters", self.n_imposters)
@@ -140,6 +147,8 @@ class ScriptedBrain:
 
     def perceive(self, kills: list[dict[str, Any]]) -> None:
         """The kills my frames showed (a scripted reader of frames is told what they show)."""
+        if self.speaker is not None:
+            self.speaker.perceive(kills)
         if self.ev is not None:
             for k in kills:
                 self.ev.saw_kill(k["killer"], k["victim"], k["room"], k["tick"])
@@ -384,7 +393,10 @@ class ScriptedBrain:
                    for t in meeting["transcript"])
 
     def _where_i_was(self, obs: dict[str, Any]) -> str:
-        """The room I say I was in: the truth, unless I am an imposter who killed since the last meeting."""
+        """The room I say I was in: the truth, unless I am an imposter who killed since the last meeting (with
+        claims on: the room my claims name)."""
+        if self.speaker is not None:
+            return self.speaker.said_room(obs)
         room = self.last_room or obs["room"]
         if obs["role"] == "imposter" and self.killed_since_meeting and obs.get("fake_missions"):
             room = obs["fake_missions"][0]["room"]
@@ -433,6 +445,18 @@ class ScriptedBrain:
         if self._accused(meeting, names) and meeting["round"] == 2:
             return f"I am a crewmate, I was in {room} doing my missions.", NONE
         return "", NONE
+
+    def say(self, obs: dict[str, Any]) -> tuple[str, str, list[dict[str, Any]] | None, list[str | None] | None]:
+        """``speech`` with its structured claims: (text, suspicion cast on, claims, a private label per claim);
+        claims and labels are None when claims are off."""
+        text, on = self.speech(obs)
+        if self.speaker is None:
+            return text, on, None, None
+        self.speaker.note_meeting(obs["tick"])
+        if not text:
+            return text, on, [], []
+        claims, intent = self.speaker.claims(obs, on if on != NONE else None)
+        return text, on, claims, intent
 
     def vote(self, obs: dict[str, Any]) -> str:
         self.read_transcript(obs)
@@ -496,7 +520,10 @@ class ScriptedPolicy(ScriptedBrain):
             if meeting["voting"]:
                 return Action("vote", target=self.vote(obs))
             if meeting["your_turn"]:
-                return Action("speak", text=self.speech(obs)[0])
+                text, _, claims, intent = self.say(obs)
+                if claims:
+                    return Action("speak", text=text, claims=tuple(claims), intent=tuple(intent or ()))
+                return Action("speak", text=text)
             self.read_transcript(obs)
             return None
         self.observe(obs)

@@ -19,6 +19,7 @@ from mau.env.config import TICKS_PER_SECOND, WorldConfig
 from mau.env.map import GameMap, load_map
 from mau.env.observation import observe
 from mau.env.rules import SKIP, Rules
+from mau.env.sights import SightRecorder
 from mau.env.state import DISCUSSION, ENDED, ROAM, VOTING, Body, GameState, PlayerState
 from mau.env.vision import Vision
 from mau.snapshot import Parts, Restored, Snapshot, freeze, thaw
@@ -46,12 +47,13 @@ class SimWorld:
         self.config = config or WorldConfig()
         self.cfg = self.config.game
         self.map = game_map or load_map(self.config.map)
-        self.rules = Rules(self.cfg, self.map)
+        self.rules = Rules(self.cfg, self.map, self.config.claims)
         self.vision = Vision(self.cfg, self.map)
         self.state: GameState | None = None
         self.runs: dict[str, ActionRun] = {}
         self.last_results: dict[str, dict[str, Any]] = {}
         self.tracks: list[dict[str, Any]] = []  # positions after each roam step and meeting (tracks.jsonl)
+        self.sights = SightRecorder(self.map, self.vision)  # places and views at the sub-step rate (sights.jsonl)
         self._speed_per_tick = self.cfg.walk_speed / TICKS_PER_SECOND
         self._renderer = None
         self._programs: dict[str, Callable[[PlayerState, ActionRun, int], None]] = {
@@ -69,6 +71,8 @@ class SimWorld:
         self.tracks = []
         self._track("start")
         self._track_known()
+        self.sights.reset()
+        self.sights.record(self.state)
         return self.state
 
     @property
@@ -81,16 +85,18 @@ class SimWorld:
 
     # -- snapshots (mau.snapshot) --------------------------------------------------------------------------
     def parts(self) -> Parts:
-        """What changes: game state, running actions, last results; the event log and the tracks are
-        append-only (their lines are never changed once written); the map, configs and rules never change."""
+        """What changes: game state, running actions, last results, the sight recorder's state; the event log,
+        the tracks and the sights are append-only (their lines are never changed once written); the map, configs
+        and rules never change."""
         return Parts({"state": self.state, "runs": self.runs, "last_results": self.last_results,
-                      "tracks": self.tracks},
+                      "tracks": self.tracks, "sights": self.sights},
                      shared=[self, self.map, self.cfg, self.config, self.rules, self.vision],
-                     logs={"events": self.state.events, "tracks": self.tracks})
+                     logs={"events": self.state.events, "tracks": self.tracks, "sights": self.sights.lines})
 
     def restore_parts(self, r: Restored) -> None:
         c = r.changing
         self.state, self.runs, self.last_results, self.tracks = c["state"], c["runs"], c["last_results"], c["tracks"]
+        self.sights = c["sights"]
 
     def snapshot(self) -> Snapshot:
         """A copy of everything that changes (restore + the same actions gives an identical continuation)."""
@@ -155,8 +161,12 @@ class SimWorld:
                     res.results[name] = {"status": A.FAILED, "reason": err or "not your turn"}
             raw = actions.get(speaker.name)
             action, _ = self._parse(raw) if raw is not None else (None, None)
-            text = action.text if action is not None and action.kind == "speak" else None
-            self.rules.do_speak(st, speaker, text)
+            said = action if action is not None and action.kind == "speak" else None
+            text = said.text if said is not None else None
+            if said is not None and said.claims:
+                self.rules.do_speak(st, speaker, text, said.claims, said.intent)
+            else:
+                self.rules.do_speak(st, speaker, text)
             res.results[speaker.name] = {"status": A.DONE, "reason": "spoke" if text and text.strip() else "passed"}
         elif st.phase == VOTING:
             st.meeting_steps += 1
@@ -176,6 +186,7 @@ class SimWorld:
                 else:
                     res.results[p.name] = {"status": A.FAILED, "reason": err}
             self.rules.close_vote(st)
+            self.sights.record(st, after_meeting=True)  # the table after the meeting: places, views
             self._see_bodies()
             self.rules.check_end(st, budget_check=True)  # a meeting in the budget's last step ends it
             self._track("meeting")
@@ -251,6 +262,7 @@ class SimWorld:
                 break
             self._substep_move(dt)
             self.rules.advance_clock(st, dt)
+            self.sights.record(st)
             if st.bodies:
                 self._see_bodies()
             if self.rules.check_end(st):

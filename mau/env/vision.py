@@ -31,3 +31,29 @@ class Vision:
             if abs(off) > self.half_fov + math.atan2(radius, d):
                 return False
         return self.map.line_of_sight(viewer.x, viewer.z, x, z)
+
+    def pairs_in_view(self, players: list[PlayerState], radius: float = 0.3) -> set[tuple[str, str]]:
+        """Every (viewer, seen) pair of ``players`` with ``sees(viewer, seen.x, seen.z, radius)``: the same
+        arithmetic, in one loop (the sight recorder asks this at every sub-step)."""
+        out: set[tuple[str, str]] = set()
+        max2, half, los = self.max_dist2, self.half_fov, self.map.line_of_sight
+        atan2, sqrt, pi = math.atan2, math.sqrt, math.pi
+        n = len(players)
+        for i in range(n):
+            a = players[i]
+            ax, az = a.x, a.z
+            for j in range(i + 1, n):
+                b = players[j]
+                dx, dz = b.x - ax, b.z - az
+                d2 = dx * dx + dz * dz
+                if d2 > max2:
+                    continue
+                for v, t, ddx, ddz in ((a, b, dx, dz), (b, a, -dx, -dz)):
+                    if d2 > 1e-12:
+                        d = sqrt(d2)
+                        off = (atan2(ddz, ddx) - v.yaw + pi) % TWO_PI - pi
+                        if abs(off) > half + atan2(radius, d):
+                            continue
+                    if los(v.x, v.z, t.x, t.z):
+                        out.add((v.name, t.name))
+        return out

@@ -209,6 +209,10 @@ class AriaAgent:
         ans = await self.call(M.MEETING, obs)
         if ans["suspicion_cast_on"] != M.NONE:
             self.memory.note(f"I cast suspicion on {ans['suspicion_cast_on']} in a meeting.")
+        if ans.get("claims"):  # structured claims; a scripted stand-in's private labels come unrecorded
+            intent = (ans.get(M.PRIVATE) or {}).get("intent")
+            return Action("speak", text=ans["response_text"] or None, claims=tuple(ans["claims"]),
+                          intent=tuple(intent) if intent else None)
         return Action("speak", text=ans["response_text"] or None)
 
     async def vote(self, obs: dict[str, Any], observer: dict[str, Any] | None = None) -> Action:

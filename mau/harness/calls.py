@@ -18,7 +18,7 @@ from typing import Any
 
 from mau import schema as F
 from mau.harness.backends.base import Frame, ModelBackend, ModelConfig, ModelRequest
-from mau.harness.modules import Context, decide
+from mau.harness.modules import PRIVATE, Context, decide
 from mau.snapshot import Parts, Restored
 
 
@@ -207,6 +207,7 @@ class Caller:
                                temperature=temperature, max_tokens=model.max_tokens,
                                context={"obs": obs, "module": module, "match": self.match_id, "seed": st.seed,
                                         "map": self.world.config.map, "seen_kills": seen_kills(self.world, agent),
+                                        "claims": self.world.config.claims,
                                         **(extra_context or {})})
         t1 = time.perf_counter()
         response = await backend.complete(request)
@@ -226,4 +227,6 @@ class Caller:
         # Harness time: prompt building (from t_start), request, check and record; not the model, not the frames.
         record[F.HARNESS_MS] = round(((t1 - t0) + (time.perf_counter() - t2)) * 1000, 3)
         self.log.add(record, source)
+        if response.private and fallback_reason is None:  # handed to the agent only, after the record
+            answer = {**answer, PRIVATE: response.private}
         return answer

@@ -98,7 +98,7 @@ class AriaMatch:
             key = self._seat(p.name, p.role)
             seat = self.seats[key]
             if key not in builders:
-                builders[key] = PromptBuilder(seat.aria, w.cfg, w.map)
+                builders[key] = PromptBuilder(seat.aria, w.cfg, w.map, w.config.claims)
             self.agents[p.name] = AriaAgent(p.name, p.role, roster, seat, self.backends[key], builders[key],
                                             self.caller, self.frames, rooms, rest_backend=self._rest_backend(key))
         from mau.harness.beliefs.probe import BeliefProbes
@@ -126,10 +126,14 @@ class AriaMatch:
             await self.beliefs.point()
             speaker = st.meeting.speaker
             action = await agents[speaker].speak(w.observe(speaker, agents[speaker].aria.state))
+            n_events = len(st.events)
             w.step({speaker: action})
-            if action.text and st.phase in (DISCUSSION, VOTING):  # the others take it in (BELIEF)
+            heard = action.text
+            if action.claims:  # what everyone heard: the text and the claims the world kept, rendered
+                heard = next((e[F.UTTERANCE_TEXT] for e in st.events[n_events:] if e[F.TYPE] == F.EV_UTTERANCE), None)
+            if heard and st.phase in (DISCUSSION, VOTING):  # the others take it in (BELIEF)
                 listeners = [p.name for p in st.players if p.active and p.name != speaker]
-                await asyncio.gather(*(agents[n].listen(w.observe(n, agents[n].aria.state), speaker, action.text)
+                await asyncio.gather(*(agents[n].listen(w.observe(n, agents[n].aria.state), speaker, heard)
                                        for n in listeners))
         elif st.phase == VOTING:
             await self.beliefs.point()

@@ -12,6 +12,7 @@ from typing import Any, Callable, NamedTuple
 from mau.schema import NONE, SKIP
 
 WANDER = "wander"
+PRIVATE = "_private"  # an answer's key for what a scripted stand-in hands the agent unrecorded (ModelResponse.private)
 
 # Module names, as they appear in call records.
 SURVEILLANCE, EMERGENCY, REPORT, KILL = "surveillance", "emergency", "report", "kill"
@@ -264,12 +265,21 @@ def fallback_move(c: Context) -> dict[str, Any]:
     return {"target_player": WANDER, "room": c.rooms[c.obs["step"] % len(c.rooms)], "reasoning": ""}
 
 
+MAX_CLAIMS = 20  # claims passed on to the world, which keeps world.claims.max_per_utterance and drops the rest
+
+
 def parse_meeting(d: dict[str, Any], c: Context) -> dict[str, Any]:
+    """The text, and the structured claims as given (with claims on; the world checks each one and drops a bad
+    one with its reason, so a bad claim never costs the answer its text)."""
     text = _str(d, "response_text")
-    return {"response_text": text[:1000],
-            "suspicion_cast_on": _name(d.get("suspicion_cast_on", NONE), "suspicion_cast_on",
-                                       [n for n in c.alive if n != c.me], (NONE,)),
-            "reasoning": _reasoning(d)}
+    out = {"response_text": text[:1000],
+           "suspicion_cast_on": _name(d.get("suspicion_cast_on", NONE), "suspicion_cast_on",
+                                      [n for n in c.alive if n != c.me], (NONE,)),
+           "reasoning": _reasoning(d)}
+    if "claims" in d:
+        claims = d["claims"]
+        out["claims"] = (claims if isinstance(claims, list) else [claims])[:MAX_CLAIMS] if claims is not None else []
+    return out
 
 
 def fallback_meeting(c: Context) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from mau.claims.config import ClaimsConfig
 from mau.env.config import TICKS_PER_SECOND, GameConfig
 from mau.env.map import GameMap
 from mau.harness.config import AriaConfig
@@ -44,10 +45,11 @@ def _secs(ticks: int) -> str:
 class PromptBuilder:
     """Builds the exact messages of one agent's calls."""
 
-    def __init__(self, aria: AriaConfig, game: GameConfig, game_map: GameMap):
+    def __init__(self, aria: AriaConfig, game: GameConfig, game_map: GameMap, claims: ClaimsConfig | None = None):
         self.aria = aria
         self.game = game
         self.map = game_map
+        self.claims = claims or ClaimsConfig()
         self.rooms = list(game_map.room_names)
         self.rules = Template((PROMPTS_DIR / "rules.txt").read_text().rstrip("\n")).substitute(
             n_players=game.num_players, n_imposters=game.num_imposters, n_crewmates=game.num_crewmates,
@@ -133,12 +135,14 @@ class PromptBuilder:
         else:
             stations = [m["station"] for m in obs["missions"] if not m["done"]]
         modes = "report, mission, explore, kill" if obs["role"] == "imposter" else "report, mission, explore"
+        if module == "meeting" and self.claims.on:  # the answer may carry structured claims (docs/claims.md)
+            module = "meeting_claims"
         return _formats()[module].substitute(
             others_or_none=", ".join(others + ["none"]), others_or_skip=", ".join(others + ["skip"]),
             crew_in_view=", ".join(n for n in in_view if n not in mates) or "nobody",
             modes=modes, strategy_every=self.aria.strategy_every, stations=", ".join(map(str, stations)) or "none",
             in_view_or_wander=", ".join(in_view + ["wander"]), clamp=f"{self.aria.suspicion_clamp:g}",
-            rooms=", ".join(self.rooms))
+            rooms=", ".join(self.rooms), max_claims=self.claims.max_per_utterance)
 
     # -- the messages --------------------------------------------------------------------------------------
     def messages(self, module: str, obs: dict[str, Any], *, memory: str, skills: str = "", others: list[str],

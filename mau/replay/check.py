@@ -36,7 +36,8 @@ def replay_scripted(rec: RecordedMatch) -> list[dict[str, Any]]:
     from mau.env.scripted import ScriptedPolicy
 
     world = make_world(rec.world)
-    policies = {p.name: ScriptedPolicy(p.name, world.map, rec.seed) for p in rec.world.game.players}
+    policies = {p.name: ScriptedPolicy(p.name, world.map, rec.seed, claims=rec.world.claims)
+                for p in rec.world.game.players}
     play_match(world, policies, rec.seed, rec.state_mode)
     return world.state.events
 

@@ -55,6 +55,9 @@ class ModelResponse:
     completion_tokens: int | None = None
     attempts: int = 1
     model: str = ""
+    # What a scripted stand-in hands the harness beside its answer (the private intent label of each claim):
+    # never recorded in calls.jsonl, never in a prompt (docs/claims.md).
+    private: dict[str, Any] | None = None
 
 
 @dataclass

@@ -48,7 +48,7 @@ class Backend(ModelBackend):
         key = (ctx["match"], request.agent)
         if key not in self._brains:
             self._brains[key] = ScriptedBrain(request.agent, load_map(ctx["map"]), ctx["seed"] + self.config.seed,
-                                              temperament_of(self.config.model))
+                                              temperament_of(self.config.model), claims=ctx.get("claims"))
         return self._brains[key]
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
@@ -60,9 +60,10 @@ class Backend(ModelBackend):
             brain.observe(request.context["obs"])
             brain.perceive(request.context.get("seen_kills", []))
             answer = self.answer(brain, request.module, request.context)
+        private = answer.pop(M.PRIVATE, None)  # the claims' intent labels: to the harness, never in the text
         text = json.dumps(answer)
         return ModelResponse(text=text, latency_s=time.perf_counter() - t0, prompt_tokens=0,
-                             completion_tokens=0, model=self.config.model)
+                             completion_tokens=0, model=self.config.model, private=private)
 
     @staticmethod
     def probe(brain: ScriptedBrain, context: dict[str, Any]) -> dict[str, Any]:
@@ -105,8 +106,12 @@ class Backend(ModelBackend):
             target, room = brain.move(obs)
             return {"target_player": target, "room": room, "reasoning": "look around"}
         if module == M.MEETING:
-            text, on = brain.speech(obs)
-            return {"response_text": text, "suspicion_cast_on": on or NONE, "reasoning": "say what I know"}
+            text, on, claims, intent = brain.say(obs)
+            out = {"response_text": text, "suspicion_cast_on": on or NONE, "reasoning": "say what I know"}
+            if claims is not None:  # claims on (world.claims.mode structured)
+                out["claims"] = claims
+                out[M.PRIVATE] = {"intent": intent}
+            return out
         if module == M.VOTE:
             hint = context.get("observer")
             if hint and obs["role"] != "imposter":  # the observer_vote temperament (docs/harness.md)
