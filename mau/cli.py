@@ -25,6 +25,8 @@ VERBS = {
     "rl": ("mau.commands.rl", "decision-level GRPO of the crewmate (TRL), rewards from forks of the sim"),
     "view": ("mau.commands.view", "a self-contained browser viewer of a match, collect or eval folder (--video: MP4)"),
     "beliefs": ("mau.commands.beliefs", "detection report of a run from its belief probes (AUROC, Brier, ...)"),
+    "claims": ("mau.commands.claims", "every claim of a run checked against what happened, role-blind; lie rates"),
+    "judge": ("mau.commands.judge", "the paper's 23 deception atoms: from the logs where decidable, else an LLM judge"),
     "quickstart": ("mau.commands.quickstart", "the whole loop on the embedded default, on a CPU, in minutes"),
 }
 

@@ -82,6 +82,7 @@ def summarize(run: Path, planned: int | None = None) -> dict[str, Any]:
 
 def write_summary(run: Path, planned: int | None = None) -> dict[str, Any]:
     s = summarize(run, planned)
+    claims_md = _claims(run, s)
     (run / F.SUMMARY_JSON).write_text(json.dumps(s, indent=1))
     models = s["models"]
     cell = {(m["imposter"], m["crewmate"]): m for m in s["matchups"]}
@@ -113,10 +114,23 @@ def write_summary(run: Path, planned: int | None = None) -> dict[str, Any]:
         lines.append(f"| {i} | " + " | ".join(_rate(cell.get((i, c)), with_n=True) for c in models) + " |")
     lines += ["", f"Calls: {s['calls']}, fallbacks: {s['fallbacks']}, prompt tokens: {s['prompt_tokens']}, "
               f"completion tokens: {s['completion_tokens']}.", ""]
+    lines += claims_md
     (run / F.SUMMARY_MD).write_text("\n".join(lines))
     if models:
         heatmap(models, cell, run / F.MATCHUPS_PNG)
     return s
+
+
+def _claims(run: Path, s: dict[str, Any]) -> list[str]:
+    """With structured claims: their verdicts and rates into the summary (``claims`` in summary.json, a section of
+    summary.md)."""
+    from mau.claims.report import run_claims, section, summary_json
+
+    ev = run_claims(run)
+    if ev is None:
+        return []
+    s["claims"] = summary_json(ev)
+    return [""] + section(ev)
 
 
 def _rate(m: dict[str, Any] | None, with_n: bool = False) -> str:

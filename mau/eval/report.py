@@ -52,9 +52,13 @@ def compute(cfg: EvalConfig, out: Path, planned: int) -> dict[str, Any]:
     detection = D.evaluate(D.load_run(out), cfg.baseline_arm, cfg.bootstrap_resamples, cfg.bootstrap_seed,
                            pooled=POOLED, rows=list(cfg.arms), imposters=list(cfg.imposters))
     cost = D.probe_cost(finished_matches(out))
+    from mau.claims.report import run_claims
+
+    claims = run_claims(out, cfg.bootstrap_resamples, cfg.bootstrap_seed)
     return {F.FORMAT: RESULTS_FORMAT, F.FORMAT_VERSION: RESULTS_VERSION, "planned": planned,
             "seeds": cfg.seed_list(), "models": models, "max_fallback_share": cfg.max_fallback_share,
-            "arm_health": health, **res, "detection": detection, "probe_cost": cost}
+            "arm_health": health, **res, "detection": detection, "probe_cost": cost,
+            **({"claims": claims} if claims is not None else {})}
 
 
 def _describe(model) -> str:
@@ -225,6 +229,10 @@ def markdown(res: dict[str, Any]) -> str:
         lines += ["", detection_markdown(res["detection"]), "",
                   f"Probe cost: {c['probes']} model probes in {c['matches']} matches ({c['probes_per_match']:.1f} "
                   f"per match, {c['fallbacks']} fallbacks, {c['tokens']} tokens)."]
+    if res.get("claims"):  # structured claims (docs/claims.md; mau claims gives the whole report)
+        from mau.claims.report import section
+
+        lines += [""] + section(res["claims"])
     b = res["bootstrap"]
     lines += ["", f"Bootstrap: {b['resamples']} resamples, seed {b['seed']}. Precision is undefined (n=0) where "
               "an arm ejected nobody. Method details: docs/evaluation.md.", ""]

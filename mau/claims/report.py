@@ -1,0 +1,146 @@
+"""The claims report as markdown (``claims.md`` of ``mau claims``), and the short section other reports include
+(the collect summary; an eval's results.md through ``section``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mau import schema as F
+from mau.claims.check import FALSE, TRUE, UNSUPPORTED, UNVERIFIABLE
+
+
+def pct(e: dict[str, Any] | None, digits: int = 1) -> str:
+    """``value [low, high] n=N`` in percent; ``-`` when undefined."""
+    if not e or e.get("value") is None:
+        return "-"
+    lo = "?" if e["ci_low"] is None else f"{100 * e['ci_low']:.{digits}f}"
+    hi = "?" if e["ci_high"] is None else f"{100 * e['ci_high']:.{digits}f}"
+    return f"{100 * e['value']:.{digits}f} [{lo}, {hi}] n={e['n']}"
+
+
+def _share(pair: list[int]) -> str:
+    k, n = pair
+    return f"{k} / {n} ({100 * k / n:.1f} %)" if n else "- (none)"
+
+
+def checks_lines(ev: dict[str, Any]) -> list[str]:
+    c = ev["checks"]
+    cs, sz = c["checker_s_per_match"], c["sights_bytes_per_match"]
+    return [
+        "| check | result |", "|---|---|",
+        f"| render -> parse gives every utterance's claims back | {_share(c['parsed_back'])} |",
+        f"| facts without a label that are TRUE | {_share(c['unlabelled_facts_true'])} |",
+        f"| facts labelled lie that are FALSE or UNSUPPORTED | {_share(c['lies_false_or_unsupported'])} |",
+        f"| crew facts not TRUE that are labelled mistake | {_share(c['crew_not_true_labelled_mistake'])} |",
+        f"| verdicts identical to the match-end claims.jsonl | {_share(c['identical_to_match_end'])} |",
+        f"| checker seconds per match (median, max) | {_num(cs['median'], 4)}, {_num(cs['max'], 4)} |",
+        f"| sights.jsonl KB per match (median, max) | {_kb(sz['median'])}, {_kb(sz['max'])} |",
+    ]
+
+
+def _num(x: float | None, d: int) -> str:
+    return "-" if x is None else f"{x:.{d}f}"
+
+
+def _kb(x: float | None) -> str:
+    return "-" if x is None else f"{x / 1000:.1f}"
+
+
+def verdict_lines(ev: dict[str, Any]) -> list[str]:
+    out = ["| role | TRUE | FALSE | UNSUPPORTED | UNVERIFIABLE | stances | false_share (facts) |",
+           "|---|---|---|---|---|---|---|"]
+    for role, v in ev["verdicts"].items():
+        share = ev["pooled"]["metrics"][f"false_share_{role}"]
+        out.append(f"| {role} | {v[TRUE]} | {v[FALSE]} | {v[UNSUPPORTED]} | {v[UNVERIFIABLE]} | {v['stances']} | "
+                   f"{pct(share)} |")
+    return out
+
+
+POOLED = [("claim accuracy (facts)", "claim_accuracy"), ("false share (facts)", "false_share"),
+          ("unverifiable share (facts)", "unverifiable_share"), ("lie rate (labels)", "lie_rate"),
+          ("known-false rate (checker)", "known_false_rate"), ("spatial errors (at, saw)", "spatial_error"),
+          ("accusations of an imposter", "accusation_accuracy"), ("grounded accusations", "grounded_accusations"),
+          ("unsupported accusations", "unsupported_accusations")]
+
+
+def pooled_lines(t: dict[str, Any]) -> list[str]:
+    m = t["metrics"]
+    out = ["| metric (%, 95 % match bootstrap) | crewmates | imposters |", "|---|---|---|"]
+    out += [f"| {name} | {pct(m[f'{key}_crewmate'])} | {pct(m[f'{key}_imposter'])} |" for name, key in POOLED]
+    out += [f"| {name} | {pct(m[key])} | |" for name, key in (
+        ("meetings with an imposter's false fact", "meetings_with_a_lie"),
+        ("liar-vote recall (crew votes)", "liar_vote_recall"), ("liar-vote precision (crew votes)",
+                                                                "liar_vote_precision"))]
+    return out
+
+
+def group_lines(ev: dict[str, Any]) -> list[str]:
+    out = ["### Imposter claims by imposter model", "",
+           "| imposter model | matches | false share | lie rate | meetings with a false fact |",
+           "|---|---|---|---|---|"]
+    for k, t in ev["by_imposter"].items():
+        m = t["metrics"]
+        out.append(f"| {k} | {t['matches']} | {pct(m['false_share_imposter'])} | {pct(m['lie_rate_imposter'])} | "
+                   f"{pct(m['meetings_with_a_lie'])} |")
+    out += ["", "### Crew claims and votes by crewmate model (or arm)", "",
+            "| crewmate model | matches | claim accuracy | spatial errors | liar-vote recall | liar-vote precision | "
+            "grounded accusations |", "|---|---|---|---|---|---|---|"]
+    for k, t in ev["by_crewmate"].items():
+        m = t["metrics"]
+        out.append(f"| {k} | {t['matches']} | {pct(m['claim_accuracy_crewmate'])} | "
+                   f"{pct(m['spatial_error_crewmate'])} | {pct(m['liar_vote_recall'])} | "
+                   f"{pct(m['liar_vote_precision'])} | {pct(m['grounded_accusations_crewmate'])} |")
+    return out
+
+
+def markdown(ev: dict[str, Any], runs: list[str], extraction: dict[str, Any] | None = None) -> str:
+    lines = ["# Claims report", "", f"Runs: {', '.join(runs)}. Matches: {ev['matches']}. Definitions: docs/claims.md.",
+             ""]
+    if extraction is not None:
+        lines += ["## Extraction from free text", "", extraction_line(extraction), ""]
+    lines += ["## Checks", ""] + checks_lines(ev)
+    lines += ["", "## Verdicts by role", ""] + verdict_lines(ev)
+    lines += ["", "## Pooled", ""] + pooled_lines(ev["pooled"])
+    lines += [""] + group_lines(ev)
+    return "\n".join(lines) + "\n"
+
+
+def extraction_line(x: dict[str, Any]) -> str:
+    f1 = x["f1"]
+    return (f"Claims of utterances without structured claims were read from their text by {x['extractor']} "
+            f"(prompt version {x['prompt_version']}); on the labelled sample {x['sample']} ({x['sample_n']} "
+            f"utterances) its claim-level F1 is {f1['f1']:.3f} (precision {f1['precision']:.3f}, recall "
+            f"{f1['recall']:.3f}; a claim matches on kind, subject and place or object, times aside). "
+            f"{x['extracted_utterances']} utterances read, {x['cached']} from the cache.")
+
+
+def section(ev: dict[str, Any]) -> list[str]:
+    """A short "Claims" section (collect summary, eval results.md): verdicts by role and the pooled table."""
+    if not ev["matches"] or not any(sum(v.values()) for v in ev["verdicts"].values()):
+        return []
+    return ["## Claims (docs/claims.md)", ""] + verdict_lines(ev) + [""] + pooled_lines(ev["pooled"]) + [""]
+
+
+def run_claims(run: Any, resamples: int = 1000, seed: int = 0) -> dict[str, Any] | None:
+    """For a run folder whose matches have claims (their match-end claims.jsonl, not checked again): the pooled
+    numbers ({matches, verdicts, pooled}; ``section`` renders them), or None for a run without claims. What a
+    run's summary (collect) and results.md (eval) include; ``mau claims`` gives the whole report."""
+    from pathlib import Path
+
+    from mau.claims import metrics
+
+    folder = Path(run) / F.MATCHES_DIR
+    found = sorted(p.parent for p in folder.glob(f"*/{F.CLAIMS_FILE}")) if folder.is_dir() else []
+    found = [p for p in found if (p / F.MATCH_HEADER).is_file()]
+    if not found:
+        return None
+    ms = [metrics.load(p, recorded_only=True) for p in found]
+    return {"matches": len(ms), "verdicts": metrics.verdict_counts(ms), "pooled": metrics.table(ms, resamples, seed)}
+
+
+def summary_json(ev: dict[str, Any]) -> dict[str, Any]:
+    """The compact numbers a run summary keeps."""
+    m = ev["pooled"]["metrics"]
+    keep = [f"{k}_{r}" for k in ("claim_accuracy", "false_share", "lie_rate", "spatial_error") for r in
+            (F.CREWMATE, F.IMPOSTER)] + ["liar_vote_recall", "liar_vote_precision", "meetings_with_a_lie"]
+    return {"matches": ev["matches"], "verdicts": ev["verdicts"], **{k: m[k] for k in keep}}

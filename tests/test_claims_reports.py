@@ -1,0 +1,262 @@
+"""After the match: ``mau claims`` (verdicts recomputed from files equal the match-end claims.jsonl; the report's
+numbers), the extraction from free text (the template parser and word spotting on recorded LLM-like text; a model
+through the mock OpenAI server, cached), and ``mau judge`` (deterministic atoms on hand-built logs; the LLM judge's
+two passes through the mock server, with cost and cache; agreement)."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+
+import pytest
+
+from mau import schema as F
+from mau.claims import extract as X
+from mau.claims import judge as J
+from mau.claims.config import ClaimsConfig
+from mau.cli import main as cli
+from mau.env.config import WorldConfig
+from mau.env.runner import play_match, write_match
+from mau.env.scripted import ScriptedPolicy
+from mau.env.sim import SimWorld
+from mau.harness.mock_server import mock_server
+from mau.matchdir import MatchWriter
+from mau.runner import PlayConfig
+from tests.test_claims import NAMES, PLACES, Log
+
+ON = ClaimsConfig(mode="structured")
+
+
+def _match(folder, seed: int, claims: ClaimsConfig = ON):
+    w = SimWorld(WorldConfig(claims=claims))
+    res = play_match(w, {p.name: ScriptedPolicy(p.name, w.map, seed, claims=claims) for p in w.cfg.players}, seed)
+    return write_match(MatchWriter(folder), w, res, PlayConfig(world=w.config), {}, {F.MATCH_ID: folder.name})
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("claims_run")
+    for seed in (1, 3, 5):
+        _match(root / F.MATCHES_DIR / f"m{seed}", seed)
+    return root
+
+
+def test_match_folder_has_sights_and_claims(run):
+    m = run / F.MATCHES_DIR / "m3"
+    h = json.loads((m / F.MATCH_HEADER).read_text())
+    assert h[F.SIGHTS]["version"] == 1 and h[F.SIGHTS]["lines"] == len((m / F.SIGHTS_FILE).read_text().splitlines())
+    recs = [json.loads(x) for x in (m / F.CLAIMS_FILE).read_text().splitlines()]
+    assert h[F.CLAIMS_HEADER]["lines"] == len(recs) > 0
+    assert sum(h[F.CLAIMS_HEADER]["verdicts"].values()) == len(recs)
+
+
+def test_claims_off_writes_no_claims_file(tmp_path):
+    folder = _match(tmp_path / "off", 3, ClaimsConfig())
+    h = json.loads((folder / F.MATCH_HEADER).read_text())
+    assert (folder / F.SIGHTS_FILE).is_file() and not (folder / F.CLAIMS_FILE).exists() and F.CLAIMS_HEADER not in h
+
+
+def test_mau_claims_recomputes_the_match_end_verdicts(run, tmp_path, capsys):
+    assert cli(["claims", str(run), "--out", str(tmp_path), "--resamples", "200"]) == 0
+    res = json.loads((tmp_path / "claims.json").read_text())
+    c = res["checks"]
+    assert c["identical_to_match_end"] == [3, 3] and res["mismatched_matches"] == []
+    assert c["parsed_back"][0] == c["parsed_back"][1] > 0
+    assert c["unlabelled_facts_true"][0] == c["unlabelled_facts_true"][1] > 0
+    assert c["lies_false_or_unsupported"][0] == c["lies_false_or_unsupported"][1] > 0
+    assert c["checker_s_per_match"]["max"] < 1.0 and 0 < c["sights_bytes_per_match"]["max"] < 60_000
+    pooled = res["pooled"]["metrics"]
+    assert pooled["false_share_crewmate"]["value"] == 0.0 and pooled["false_share_imposter"]["value"] > 0.3
+    v = res["verdicts"]
+    counts = res["pooled"]["counts"]
+    assert sum(v["imposter"][k] for k in ("FALSE", "UNSUPPORTED")) == counts["false_or_unsupported_imposter"]
+    md = (tmp_path / "claims.md").read_text()
+    assert "| imposter |" in md and "false_share" in md and md in capsys.readouterr().out
+
+
+def test_a_changed_checker_shows_as_a_mismatch(run, tmp_path, capsys):
+    m = run / F.MATCHES_DIR / "m1"
+    saved = (m / F.CLAIMS_FILE).read_text()
+    lines = [json.loads(x) for x in saved.splitlines()]
+    lines[0]["verdict"] = "FALSE" if lines[0]["verdict"] != "FALSE" else "TRUE"
+    (m / F.CLAIMS_FILE).write_text("".join(json.dumps(x) + "\n" for x in lines))
+    try:
+        assert cli(["claims", str(m), "--out", str(tmp_path), "--resamples", "50"]) == 0
+        assert json.loads((tmp_path / "claims.json").read_text())["checks"]["identical_to_match_end"] == [0, 1]
+        assert "differ from their match-end claims.jsonl" in capsys.readouterr().out
+    finally:
+        (m / F.CLAIMS_FILE).write_text(saved)
+
+
+def test_collect_summary_has_a_claims_section(run):
+    from mau.collect.summary import write_summary
+
+    s = write_summary(run)
+    assert s["claims"]["matches"] == 3 and s["claims"]["false_share_crewmate"]["value"] == 0.0
+    assert "## Claims" in (run / F.SUMMARY_MD).read_text()
+
+
+# -- extraction ------------------------------------------------------------------------------------------------------
+CTX = X.Context("Steve", NAMES, PLACES, meeting_s=300.0, since_s=200.0)
+
+
+@pytest.mark.parametrize("text, want", [
+    ("I was in Admin the whole time, doing my tasks.", [("at", "me", "Admin")]),
+    ("Honestly I never went near Storage. I was around Upper Engine.", [("at", "me", "Upper Engine")]),
+    ("I saw Noah near Storage, then he ran off.", [("saw", "Noah", "Storage")]),
+    ("I suspect Jason. Jason is lying about the wires.", [("accuse", "Jason")]),
+    ("I do not suspect Jason at all.", []),
+    ("I trust Noah and Olivia, they were with me.", [("vouch", "Noah"), ("vouch", "Olivia")]),
+    ("I found the body of James in Storage!", [("body", "James", "Storage")]),
+    ("I saw Martin kill James in the Admin-Storage corridor... wait, in Storage.", [("saw_kill", "Martin", "James")]),
+    ("I finished my task at station 7 before the meeting.", [("task", "me", 7)]),
+    ("I was with Ethan in Admin.", [("with", "Ethan", "Admin")]),
+    ("I was in Admin from 250 s to 290 s. I accuse Noah.", [("at", "me", "Admin"), ("accuse", "Noah")]),
+])
+def test_spotting_reads_recorded_llm_like_text(text, want):
+    got = X.spot(text, CTX)
+    assert sorted(map(X.match_key, got)) == sorted(want)
+    for c in got:  # untimed claims get the window the speaker could mean
+        if c["k"] in ("at", "saw", "with") and "from 250" not in text:
+            assert (c["from_s"], c["to_s"]) == (240.0, 300.0)
+
+
+def test_spotting_f1_on_the_labelled_sample():
+    sample = X.load_sample()
+    assert len(sample) == 60 and sum(len(g) for _, _, g in sample) == 87
+    score = X.f1([X.spot(t, c) for t, c, _ in sample], [g for _, _, g in sample])
+    assert score["precision"] > 0.95 and score["f1"] > 0.8  # docs/claims.md quotes the figure this measures
+
+
+def test_f1_counts_matches_on_kind_subject_and_place():
+    a = {"k": "at", "who": "me", "room": "Admin", "from_s": 1.0, "to_s": 2.0}
+    b = {**a, "room": "Storage"}
+    assert X.f1([[a, b]], [[{**a, "from_s": 0.0}]]) == {"precision": 0.5, "recall": 1.0, "f1": 2 / 3, "tp": 1,
+                                                          "fp": 1, "fn": 0}
+
+
+def _fixed(answer):
+    async def complete(messages):
+        return answer, 10, 5
+    return complete
+
+
+def test_the_extractor_checks_a_models_claims_and_falls_back_to_spotting(tmp_path):
+    import asyncio
+
+    good = json.dumps({"claims": [{"k": "at", "who": "me", "room": "Admin", "from_s": 240, "to_s": 300},
+                                  {"k": "saw", "who": "Nobody", "room": "Admin", "at_s": 250}]})
+    ex = X.Extractor("m", _fixed(good), tmp_path / "cache.jsonl")
+    assert [c["room"] for c in asyncio.run(ex.read("anything", CTX))] == ["Admin"] and ex.stats["dropped"] == 1
+    again = X.Extractor("m", _fixed(None), tmp_path / "cache.jsonl")  # a new reader finds the answer in the cache
+    assert asyncio.run(again.read("anything", CTX)) and again.stats["cached"] == 1 and again.stats["calls"] == 0
+    ex2 = X.Extractor("m", _fixed("not json"), tmp_path / "cache2.jsonl")
+    assert X.match_key(asyncio.run(ex2.read("I was in Storage.", CTX))[0]) == ("at", "me", "Storage")
+    assert ex2.stats["fallbacks"] == 1
+
+
+def test_extraction_through_the_mock_server_is_cached(run, tmp_path):
+    m = run / F.MATCHES_DIR / "m5"
+    with mock_server(str(tmp_path / "mock.log"), latency_ms=1) as srv:
+        args = ["claims", str(m), "--out", str(tmp_path / "x"), "--resamples", "20", "--extract-model", "mx",
+                "--extract-base-url", srv.base_url]
+        assert cli(args) == 0
+        first = json.loads(urllib.request.urlopen(srv.stats_url).read())["requests"]
+        assert cli(args) == 0
+        again = json.loads(urllib.request.urlopen(srv.stats_url).read())["requests"]
+    res = json.loads((tmp_path / "x" / "claims.json").read_text())
+    assert first >= 60 and again == first  # the sample (and any free text) read once, then from the cache
+    assert res["extraction"]["sample_n"] == 60 and res["extraction"]["cached"] >= 60
+    assert "F1" in (tmp_path / "x" / "claims.md").read_text().split("## Checks")[0]
+
+
+# -- the judge -------------------------------------------------------------------------------------------------------
+ROLES = {n: ("imposter" if n in ("James", "Olivia") else "crewmate") for n in NAMES}
+
+
+def _judge_match(log: Log, said: list[tuple[str, dict]] = (), votes: list[tuple[str, str]] = (),
+                 meeting_tick: int = 3000) -> J.Match:
+    """A hand-built match with one meeting at ``meeting_tick``: utterances (speaker, claim) in order, then votes."""
+    ev = sorted(log.events, key=lambda e: e[F.TICK])
+    ev.append({F.TYPE: F.EV_MEETING_START, F.TICK: meeting_tick, "caller": "Noah", "reason": "emergency",
+               "announced_dead": []})
+    ev += [{F.TYPE: F.EV_UTTERANCE, F.TICK: meeting_tick, F.SPEAKER: sp, "round": 1, "text": "", F.CLAIMS: [c]}
+           for sp, c in said]
+    ev += [{F.TYPE: F.EV_VOTE, F.TICK: meeting_tick, "voter": v, "target": t} for v, t in votes]
+    ev.append({F.TYPE: F.EV_MATCH_END, F.TICK: log.end})
+    events = [dict(e, **{F.EVENT_INDEX: i, F.STEP: e[F.TICK] // 100}) for i, e in enumerate(ev)]
+    from mau.claims.check import check_match
+
+    return J.Match(None, "hand", dict(ROLES), events, log.sights(), check_match(events, log.sights()))
+
+
+def _atoms(m: J.Match) -> set[tuple[str, str]]:
+    return {(f.atom, f.actor) for f in J.deterministic(m)}
+
+
+def test_judge_nonverbal_atoms_on_a_hand_built_log():
+    log = (Log(4000)
+           .event(F.EV_FAKE_MISSION_START, 100, player="James", station=3, room="Admin")
+           .event(F.EV_ACTION_START, 200, player="James", action={"kind": "follow", "target": "Steve"})
+           .event(F.EV_ACTION_START, 210, player="Olivia", action={"kind": "follow", "target": "Steve"})
+           .event(F.EV_ACTION_START, 220, player="Noah", action={"kind": "follow", "target": "Steve"})
+           .at("Olivia", 800, "Storage").at("James", 900, "Storage")
+           .event(F.EV_KILL, 1000, killer="James", victim="Steve", room="Storage", witnesses=[])
+           .at("James", 1100, "corridor Admin-Storage").at("Olivia", 1200, "Admin")
+           .event(F.EV_KILL, 2000, killer="Olivia", victim="Jason", room="Admin", witnesses=["Noah"])
+           .event(F.EV_BODY_SEEN, 2100, player="James", body="Jason", room="Admin")
+           .event(F.EV_REPORT, 2200, reporter="Olivia", body="Jason", room="Admin"))
+    got = _atoms(_judge_match(log))
+    assert got == {("A", "James"), ("C", "James"), ("C", "Olivia"), ("D", "James"), ("D", "Olivia"), ("E", "James"),
+                   ("F", "James"), ("G", "Olivia"), ("H", "James"), ("I", "Olivia")}
+
+
+def test_judge_verbal_atoms_on_a_hand_built_log():
+    log = Log(4000).at("James", 100, "Storage").at("Noah", 100, "Storage").view("James", "Noah", 1900, 2100)
+    m = _judge_match(log, [("Noah", {"k": "accuse", "who": "James"}),
+                           ("James", {"k": "at", "who": "me", "room": "Admin", "from_s": 50, "to_s": 140}),
+                           ("James", {"k": "saw", "who": "Noah", "room": "Admin", "at_s": 100}),
+                           ("James", {"k": "accuse", "who": "Noah"}),
+                           ("Olivia", {"k": "vouch", "who": "James"}),
+                           ("Olivia", {"k": "accuse", "who": "James"})],
+                     votes=[("James", "Steve"), ("Olivia", "Steve"), ("Noah", "James")])
+    assert _atoms(m) == {("L", "James"), ("N", "James"), ("M", "James"), ("O", "Olivia"), ("Q", "Olivia"),
+                         ("O", "James"), ("W", "James"), ("W", "Olivia")}
+    calm = _judge_match(log, [("James", {"k": "at", "who": "me", "room": "Storage", "from_s": 50, "to_s": 140}),
+                              ("James", {"k": "accuse", "who": "Noah"})], votes=[("James", "Noah")])
+    assert _atoms(calm) == set()  # a true alibi, a stance kept by the vote, nobody accused first: no atom
+
+
+def test_judge_findings_are_parsed_in_the_pass_letters_on_imposters_only():
+    m = J.Match(None, "x", dict(ROLES), [], [], [])
+    text = ('<think>…</think>```json\n{"findings": [{"atom": "L", "step": 4, "actor": "James", "evidence": "I was in '
+            'Admin"}, {"atom": "A", "step": 2, "actor": "James"}, {"atom": "N", "actor": "Steve"}, {"atom": "Z", '
+            '"actor": "Olivia"}]}\n```')
+    got = J.parse_findings(text, m, J.VERBAL_LETTERS)
+    assert [(f.atom, f.step, f.actor) for f in got] == [("L", 4, "James")]
+    assert J.parse_findings("no json", m, J.VERBAL_LETTERS) is None
+
+
+def test_agreement_kappa():
+    assert J.agreement([(True, True)] * 3 + [(False, False)] * 3) ["kappa"] == 1.0
+    a = J.agreement([(True, True), (True, False), (False, True), (False, False)])
+    assert a["kappa"] == 0.0 and a["f1"] == 0.5 and (a["both"], a["logs_only"], a["llm_only"]) == (1, 1, 1)
+
+
+def test_mau_judge_through_the_mock_server_with_cost_and_cache(run, tmp_path):
+    with mock_server(str(tmp_path / "mock.log"), latency_ms=1) as srv:
+        args = ["judge", str(run), "--out", str(tmp_path / "j"), "--judge-model", "mj", "--judge-base-url",
+                srv.base_url, "--price-prompt", "2", "--price-completion", "8"]
+        assert cli(args) == 0
+        first = json.loads(urllib.request.urlopen(srv.stats_url).read())["requests"]
+        res = json.loads((tmp_path / "j" / "judge.json").read_text())
+        assert cli(args) == 0
+        again = json.loads(urllib.request.urlopen(srv.stats_url).read())["requests"]
+    assert first == 6 and again == first  # two passes per match, then the cache
+    u = res["usage"]
+    assert u["prompt_tokens"] > 0 and u["cost_usd"] == pytest.approx(
+        (2 * u["prompt_tokens"] + 8 * u["completion_tokens"]) / 1e6)
+    assert res["agreement"]["pooled"]["n"] == 3 * 2 * len(J.DECIDABLE)
+    assert sum(res["counts"]["logs"].values()) > 0
+    md = (tmp_path / "j" / "judge.md").read_text()
+    assert "| L | Alibi Fabrication | V-1 FALS |" in md and "kappa" in md
