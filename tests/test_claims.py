@@ -456,3 +456,42 @@ def test_scripted_speakers_truth_and_lies(honest_error):
             else:
                 assert roles[r["speaker"]] == "crewmate"
     assert n["unlabelled"] > 50 and n["lie"] > 5 and (n["mistake"] > 5) == (honest_error > 0)
+
+
+# -- what agents see and what is recorded -------------------------------------------------------------------------------
+def test_no_label_or_verdict_in_any_observation():
+    seen: list[str] = []
+
+    class Watcher(ScriptedPolicy):
+        def act(self, obs):
+            seen.append(json.dumps(obs))
+            return super().act(obs)
+
+    w = SimWorld(WorldConfig(claims=ON))
+    play_match(w, {p.name: Watcher(p.name, w.map, 3, claims=ON) for p in w.cfg.players}, 3)
+    assert any(F.CLAIM_INTENT in e for e in w.state.events)  # there were labels to leak
+    with_claims = [s for s in seen if '"claims": [{' in s]
+    assert with_claims and not any(k in s for s in seen for k in ('"intent"', '"verdict"', '"epistemic"'))
+
+
+def test_an_aria_match_with_claims_labels_its_events_and_records_no_label(tmp_path):
+    """The scripted expert behind the harness: its claims reach the world through the MEETING answer, their labels
+    through the backend's private channel (events.jsonl only): no call record carries them."""
+    from mau.cli import main as cli
+    from mau.datasets.audit import claim_label_leak
+
+    out = tmp_path / "aria"
+    assert cli(["play", "--config", "configs/play/aria_scripted.yaml", "--seed", "3", "--set",
+                "world.claims.mode=structured", "--set", "world.game.max_steps=60", "--out", str(out)]) == 0
+    events = [json.loads(x) for x in (out / F.EVENTS_FILE).read_text().splitlines()]
+    calls = [json.loads(x) for x in (out / F.CALLS_FILE).read_text().splitlines()]
+    labelled = [e for e in events if F.CLAIM_INTENT in e]
+    assert labelled and all(len(e[F.CLAIM_INTENT]) == len(e[F.CLAIMS]) for e in labelled)
+    meeting = [c for c in calls if c["module"] == "meeting" and c["parsed"].get("claims")]
+    assert meeting and all("_private" not in c["parsed"] for c in meeting)
+    assert [c for c in calls if claim_label_leak(c) is not None] == []
+    said = [e for e in events if e.get(F.CLAIMS)]
+    assert [e[F.CLAIMS] for e in said] == [
+        [validate(x, Scope(tuple(NAMES), c["agent"], tuple(dict.fromkeys(
+            json.loads((out / F.SIGHTS_FILE).read_text().splitlines()[0])["places"])), 20, c["tick"] / 20))[0]
+         for x in c["parsed"]["claims"]] for c in meeting]

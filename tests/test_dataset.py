@@ -185,6 +185,13 @@ def test_planted_leak_fails_the_build_with_one_line_and_writes_nothing(tmp_path,
     ('roles: {"James": "imposter", "Steve": "crewmate"}', 300, "Steve", None, True),
     ("Beliefs: James: suspicion 0.40", 300, "Steve", None, False),
     ("Ejected: Olivia (was an Imposter).", 300, "James", None, None),  # an imposter's call: no example, no audit
+    # claims (docs/claims.md): a private label or a verdict in the harness's text is a leak; in speech it is words
+    ('James: "I was in Admin." (verdict: FALSE)', 300, "Steve", None, True),
+    ('Claims: [{"k": "at", "who": "me", "intent": "lie"}]', 300, "Steve", None, True),
+    ("Noah's sighting is UNSUPPORTED.", 300, "Steve", None, True),
+    ('Meeting: Noah reported.\nNoah: "Your alibi is UNSUPPORTED, verdict: FALSE."\nVote now.', 300, "Steve", None,
+     False),
+    ("James: I was in Admin from 300 s to 345 s. I accuse Noah.", 300, "Steve", None, False),
 ])
 def test_audit_phrases(tmp_path, text, tick, agent, say, leaks):
     from mau.datasets.audit import Auditor
@@ -200,6 +207,26 @@ def test_audit_phrases(tmp_path, text, tick, agent, say, leaks):
         return
     found = Auditor(info).find(call)
     assert (found is not None) == leaks, found
+
+
+@pytest.mark.parametrize("parsed, leaks", [
+    ({"response_text": "Hi.", "claims": [{"k": "accuse", "who": "Noah"}], "suspicion_cast_on": "Noah"}, False),
+    ({"response_text": "Hi.", "claims": [{"k": "accuse", "who": "Noah", "intent": "lie"}]}, True),
+    ({"response_text": "Hi.", "_private": {"intent": ["lie"]}}, True),
+    ({"vote_target": "Noah", "verdict": "FALSE"}, True),
+])
+def test_audit_refuses_claim_labels_in_answers(tmp_path, parsed, leaks):
+    """A call record whose answer (raw or parsed) carries a claim's private label or a verdict is refused, for
+    either role (the audit of collected runs checks imposters' calls for these too)."""
+    from mau.datasets.audit import Auditor, claim_label_leak
+    from mau.datasets.sources import load_match
+
+    m = MatchSpec("labels", outcome="CREWMATE WIN")
+    m.call("Steve", "meeting", 300, raw=json.dumps(parsed), parsed=parsed)
+    info = load_match(m.write(tmp_path), str(tmp_path), lambda p: pytest.fail(str(p)))
+    assert (Auditor(info).find(m.calls[-1]) is not None) == leaks
+    imp = {**m.calls[-1], "role": "imposter", "parsed": {}}  # the raw answer alone
+    assert (claim_label_leak(imp) is not None) == leaks
 
 
 def test_audit_ignores_the_callers_own_earlier_words(tmp_path):

@@ -418,3 +418,45 @@ def test_eval_run_page_shows_results_with_intervals(match, browser, tmp_path, ar
     assert row[0][:4] == [mid, h[F.OUTCOME], "base", "scripted"] and row[0][4] == "7"
     page.screenshot(path=str(artifacts / "eval_run_page.png"))
     assert not page.errors
+
+
+def test_claims_show_as_chips_and_a_planted_lie_as_a_cross(browser, tmp_path, artifacts):
+    """Claims on: each claim is a chip; with "reveal truth" the checker's verdict shows (✗ on a lie planted in the
+    log, with the checker's reason and the label), hidden before."""
+    from mau.claims.check import check_match
+    from mau.claims.sights import read_lines
+
+    folder = tmp_path / "claims"
+    assert cli_main(["play", "--config", "configs/play/scripted.yaml", "--seed", str(SEED), "--set",
+                     "world.claims.mode=structured", "--out", str(folder)]) == 0
+    events = _jsonl(folder / F.EVENTS_FILE)
+    said = next(e for e in events if e[F.TYPE] == F.EV_UTTERANCE and e.get(F.CLAIMS))
+    plant = {"k": "at", "who": "me", "room": "Reactor", "from_s": 0.0, "to_s": said[F.TICK] / 20}
+    # The planted lie: the speaker says it was in Reactor the whole match so far (nobody starts there).
+    said[F.CLAIMS] = [plant] + said[F.CLAIMS]
+    said[F.CLAIM_INTENT] = ["lie"] + (said.get(F.CLAIM_INTENT) or [None] * (len(said[F.CLAIMS]) - 1))
+    (folder / F.EVENTS_FILE).write_text("".join(json.dumps(e) + "\n" for e in events))
+    records = check_match(events, read_lines(folder))
+    (folder / F.CLAIMS_FILE).write_text("".join(json.dumps(r) + "\n" for r in records))
+    planted = next(r for r in records if r["i"] == said[F.EVENT_INDEX] and r["n"] == 0)
+    assert planted["verdict"] == "FALSE"
+    index = _site(folder, tmp_path / "site")
+    page = _open(browser, f"{index.as_uri()}#step={said[F.STEP]}")
+    chips = page.locator("#transcript .claim")
+    assert chips.count() >= len(said[F.CLAIMS])
+    first = page.locator("#transcript li").nth(
+        [e for e in events if e[F.TYPE] in (F.EV_UTTERANCE, F.EV_PASS) and e[F.TICK] == said[F.TICK]].index(said))
+    chip = first.locator(".claim").first
+    assert "I was in Reactor from 0 s" in chip.inner_text() and "✗" not in page.inner_text("#transcript")
+    assert "lie" not in chip.inner_text()
+    page.click("#reveal-truth")
+    chip = first.locator(".claim").first
+    assert chip.get_attribute("data-verdict") == "FALSE" and chip.inner_text().startswith("✗")
+    assert planted["reason"] in chip.get_attribute("title") and "lie" in chip.inner_text()
+    assert "truth=1" in page.evaluate("location.hash")
+    marks = page.locator("#transcript .claim .mark").all_inner_texts()
+    assert set(marks) <= {"✓", "✗", "~", "?"} and "✓" in marks
+    page.screenshot(path=str(artifacts / "match_page_claims.png"))
+    page.click("#reveal-truth")
+    assert "✗" not in page.inner_text("#transcript")
+    assert not page.errors

@@ -17,6 +17,11 @@ Kill authors: for every kill of the match up to the call's tick (``kill`` events
 naming its killer in the searched text is a leak, whoever the caller is and whether or not the killer has been
 ejected since: only players may say who killed whom (their speech and the caller's own words are taken out).
 
+Claim labels (docs/claims.md): no call record may carry what only the analysis knows of a claim, the speaker's
+private ``intent`` label or the checker's verdict: a key ``intent``, ``verdict`` or ``epistemic`` in the answer
+(raw or parsed), or in the harness's text of the prompt such a key written out or a verdict word (``UNSUPPORTED``,
+``UNVERIFIABLE``, ``verdict: FALSE``). ``claim_label_leak`` finds it, for a call of either role.
+
 ``vanished_rule`` measures the inference the issue found in the old privileged state (a player silently
 dropped from the position list is the victim; the player listed nearest to it one call earlier the killer);
 ``python -m mau.datasets.audit RUN...`` runs the audit and the rule over collected matches and prints JSON.
@@ -62,6 +67,9 @@ KILL_AUTHOR_PHRASES: tuple[str, ...] = (
     "{killer} kills {victim}",
     "killed by {killer}",
 )
+# Claim labels: keys of a private label or a verdict, and the checker's words in the harness's text.
+CLAIM_LABEL_KEYS: tuple[str, ...] = ("intent", "verdict", "epistemic")
+CLAIM_LABEL_RE = re.compile(r"""["']?\b(?:intent|verdict|epistemic)\b["']?\s*[:=]|\bUNSUPPORTED\b|\bUNVERIFIABLE\b""")
 # The caller's own earlier answers shorter than this are not taken out (names, rooms, "skip").
 MIN_AUTHORED_CHARS = 16
 
@@ -152,6 +160,9 @@ class Auditor:
         return text
 
     def find(self, call: dict[str, Any]) -> Leak | None:
+        label = claim_label_leak(call, self.searched_text(call))
+        if label is not None:
+            return Leak(None, label)
         text = self.searched_text(call)
         low = text.lower()
         same = len(low) == len(text)  # show the phrase as written when lower-casing kept the positions
@@ -183,11 +194,45 @@ class Auditor:
             whose = f"who killed {leak.kill[1]} ({leak.kill[0]}): only players may say that, the harness never"
         elif leak.player:
             whose = f"the role of {leak.player}, not revealed by tick {call[F.TICK]}"
+        elif leak.phrase.startswith(CLAIM_LABEL_PREFIX):
+            whose = "a claim's private label or the checker's verdict, which no call may carry (docs/claims.md)"
         else:
             whose = "an imposter's teammate in a crewmate's prompt"
         raise RoleLeakError(
             f"role leak in match {self.match.match_id} ({self.match.path}), call {call[F.CALL_ID]}: "
             f"{phrase!r} states {whose}; nothing was written (docs/datasets.md, 'Role-leak audit')")
+
+
+CLAIM_LABEL_PREFIX = "claim label: "
+
+
+def _keys(value: Any) -> Iterable[str]:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield str(k)
+            yield from _keys(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _keys(v)
+
+
+def claim_label_leak(call: dict[str, Any], text: str | None = None) -> str | None:
+    """A claim's private label or a verdict in a call record: as a key of the answer (parsed, or raw JSON), or in
+    the prompt's harness text (``text``: speech already taken out; default the whole input text). The phrase
+    found (prefixed ``claim label: ``), or None."""
+    answers: list[Any] = [call.get(F.PARSED)]
+    raw = call.get(F.RAW_OUTPUT)
+    if isinstance(raw, str) and "{" in raw:
+        try:
+            answers.append(json.loads(raw[raw.index("{"): raw.rindex("}") + 1]))
+        except ValueError:
+            pass
+    for a in answers:
+        key = next((k for k in _keys(a) if k in CLAIM_LABEL_KEYS), None)
+        if key is not None:
+            return f"{CLAIM_LABEL_PREFIX}the answer has a key {key!r}"
+    m = CLAIM_LABEL_RE.search(input_text(call.get(F.MESSAGES) or []) if text is None else text)
+    return f"{CLAIM_LABEL_PREFIX}{m.group(0)}" if m else None
 
 
 # -- the "vanished player" inference ----------------------------------------------------------------------------
@@ -275,6 +320,8 @@ def audit_runs(paths: list[str]) -> dict[str, Any]:
                 leak = auditor.find(call)
                 if leak is not None:
                     leaks.append(f"{match.match_id} {call[F.CALL_ID]}: {' '.join(leak.phrase.split())!r}")
+            elif (label := claim_label_leak(call, auditor.searched_text(call))) is not None:  # imposters' calls too
+                leaks.append(f"{match.match_id} {call[F.CALL_ID]}: {label}")
             auditor.observe(call)
         for mode in modes:
             per_mode[mode]["matches"] += 1

@@ -86,7 +86,40 @@ def _frames(folder: Path, roster: list[str]) -> tuple[dict[int, dict[str, list[s
     return out, len(names)
 
 
-def _meetings(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _claims(folder: Path, events: list[dict[str, Any]], problems: list[str]) -> dict[int, list[dict[str, Any]]]:
+    """Each utterance's claims (event index -> chips): the sentence, the checker's verdict and reason from the
+    match-end claims.jsonl, and the speaker's private label (shown only with "reveal truth")."""
+    from mau.claims.render import render
+
+    verdicts: dict[tuple[int, int], dict[str, Any]] = {}
+    if (folder / F.CLAIMS_FILE).is_file():
+        for r in read_jsonl(folder / F.CLAIMS_FILE, problems):
+            verdicts[(r.get("i"), r.get("n"))] = r
+    elif any(e.get(F.CLAIMS) for e in events):
+        problems.append(f"{F.CLAIMS_FILE} is missing: claims shown without verdicts (run mau claims on the folder)")
+    out: dict[int, list[dict[str, Any]]] = {}
+    for e in events:
+        claims = e.get(F.CLAIMS)
+        if e.get(F.TYPE) != F.EV_UTTERANCE or not claims:
+            continue
+        labels = e.get(F.CLAIM_INTENT) or []
+        chips = []
+        for n, c in enumerate(claims):
+            v = verdicts.get((e.get(F.EVENT_INDEX), n), {})
+            try:
+                said = render(c)
+            except (KeyError, ValueError):
+                said = str(c)
+            chips.append({"k": c.get("k"), "text": said, "verdict": v.get("verdict"), "reason": v.get("reason"),
+                          "epistemic": v.get("epistemic"), "grounded": v.get("grounded"),
+                          "label": labels[n] if n < len(labels) else None,
+                          "t": c.get("at_s", c.get("to_s"))})
+        out[e.get(F.EVENT_INDEX)] = chips
+    return out
+
+
+def _meetings(events: list[dict[str, Any]], claims: dict[int, list[dict[str, Any]]] | None = None
+              ) -> list[dict[str, Any]]:
     meetings: list[dict[str, Any]] = []
     cur: dict[str, Any] | None = None
     for e in events:
@@ -111,6 +144,7 @@ def _meetings(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     "speaker": e.get(F.SPEAKER),
                     "round": e.get("round"),
                     "text": e.get(F.UTTERANCE_TEXT) if t == F.EV_UTTERANCE else None,
+                    "claims": (claims or {}).get(e.get(F.EVENT_INDEX), []),
                 }
             )
         elif t == F.EV_VOTE:
@@ -207,6 +241,7 @@ def build_match(
             tracks.append(
                 {
                     "s": t.get(F.STEP, 0),
+                    "t": t.get(F.TICK, 0),
                     "a": t.get(F.TRACK_AFTER),
                     "p": t.get(F.TRACK_PLAYERS) or {},
                     "b": t.get(F.TRACK_BODIES) or [],
@@ -315,7 +350,7 @@ def build_match(
         "map": map_info,
         "tracks": tracks,
         "events": keep,
-        "meetings": _meetings(events),
+        "meetings": _meetings(events, _claims(folder, events, problems)),
         "frames": {str(k): v for k, v in frames.items()},
         "calls": calls_index,
         "memory": memory,

@@ -5,7 +5,7 @@
   const MAU = (window.MAU = {});
   let D = null;
   const CALLS = {};
-  const S = { step: 0, p: null, roles: false, playing: false, timer: null, speed: 4 };
+  const S = { step: 0, p: null, roles: false, truth: false, playing: false, timer: null, speed: 4 };
   const SVG = "http://www.w3.org/2000/svg";
 
   MAU.data = (d) => { D = d; };
@@ -70,7 +70,9 @@
           el("b", { id: "outcome", text: h.outcome || "no outcome" }), h.end_reason ? ` (${h.end_reason})` : "",
           D.grid && D.grid.imposter_model ? ` · imposters ${D.grid.imposter_model} vs crew ${D.grid.crewmate_model}` : ""),
         el("label", { class: "toggle" }, el("input", { type: "checkbox", id: "reveal", on: { change: (e) => { S.roles = e.target.checked; update(); } } }),
-          " reveal roles")),
+          " reveal roles"),
+        el("label", { class: "toggle" }, el("input", { type: "checkbox", id: "reveal-truth", on: { change: (e) => { S.truth = e.target.checked; update(); } } }),
+          " reveal truth")),
       problemsBox(D.problems),
       el("main", {},
         el("section", { id: "left" },
@@ -102,12 +104,14 @@
     if (q.has("step")) S.step = Math.max(0, Math.min(D.last_step, parseInt(q.get("step"), 10) || 0));
     if (q.has("p") && player[q.get("p")]) S.p = q.get("p");
     if (q.has("roles")) S.roles = q.get("roles") === "1";
+    if (q.has("truth")) S.truth = q.get("truth") === "1";
   }
   function writeHash() {
     const q = new URLSearchParams();
     q.set("step", S.step);
     if (S.p) q.set("p", S.p);
     if (S.roles) q.set("roles", "1");
+    if (S.truth) q.set("truth", "1");
     const h = "#" + q.toString();
     if (location.hash !== h) history.replaceState(null, "", h);
   }
@@ -283,11 +287,31 @@
       ` at step ${m.step}: ${m.caller} ${m.reason === "report" ? "reported the body of " + m.body : "called an emergency meeting"}`));
     box.append(el("ol", { id: "transcript", class: "transcript" }, m.lines.map((l) =>
       el("li", { class: l.text === null ? "pass" : "say" }, el("b", { style: `color:${colorOf(l.speaker)}`, text: l.speaker }), ": ",
-        el("span", { class: "text", text: l.text === null ? "(passes)" : l.text })))));
+        el("span", { class: "text", text: l.text === null ? "(passes)" : l.text }),
+        (l.claims || []).length ? el("div", { class: "claims" }, l.claims.map(claimChip)) : null))));
     box.append(el("table", { id: "votes", class: "votes" },
       el("thead", {}, el("tr", {}, el("th", { text: "voter" }), el("th", { text: "vote" }))),
       el("tbody", {}, m.votes.map((v) => el("tr", {}, el("td", { text: v.voter }), el("td", { text: v.missing ? "(no vote)" : v.target }))))));
     if (m.ejection) box.append(el("p", { id: "ejection", text: m.ejection.text || "" }));
+  }
+
+  const MARK = { TRUE: "✓", FALSE: "✗", UNSUPPORTED: "~", UNVERIFIABLE: "?" };
+  function claimChip(c) {
+    // A claim as a chip; its verdict (✓ TRUE, ✗ FALSE, ~ UNSUPPORTED, ? UNVERIFIABLE), the checker's reason and
+    // the speaker's private label only with "reveal truth". A click goes to the step of the claim's time.
+    const truth = S.truth && c.verdict;
+    const cls = "claim " + (truth ? "v-" + c.verdict.toLowerCase() : "hidden");
+    const title = truth ? `${c.verdict}: ${c.reason || ""}` + (c.epistemic ? ` (${c.epistemic})` : "") +
+      (c.grounded !== null && c.grounded !== undefined ? (c.grounded ? " (grounded)" : " (not grounded)") : "") : c.text;
+    return el("span", { class: cls, title, "data-verdict": truth ? c.verdict : "",
+      on: { click: () => { if (c.t !== null && c.t !== undefined) setStep(stepAt(c.t * 20)); } } },
+      truth ? el("b", { class: "mark", text: MARK[c.verdict] || "" }) : null, c.text,
+      truth && c.label ? el("i", { class: "label", text: " " + c.label }) : null);
+  }
+  function stepAt(tick) {
+    let s = 0;
+    for (const t of D.tracks) if (t.t !== undefined && t.t <= tick && t.a !== "meeting") s = t.s;
+    return s;
   }
 
   function loadCalls(name) {
@@ -375,6 +399,7 @@
     $("slider").value = S.step;
     $("steplabel").textContent = `step ${S.step} / ${D.last_step}`;
     $("reveal").checked = S.roles;
+    $("reveal-truth").checked = S.truth;
     document.body.classList.toggle("roles", S.roles);
     if (S.rolesDrawn !== S.roles) { buildTimeline(); S.rolesDrawn = S.roles; }
     drawMap(); drawPlayers(); markTimeline(); drawFrames(); drawMeeting(); drawCalls(); drawMemory(); drawBeliefs();
