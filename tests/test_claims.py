@@ -458,7 +458,7 @@ def test_scripted_speakers_truth_and_lies(honest_error):
     assert n["unlabelled"] > 50 and n["lie"] > 5 and (n["mistake"] > 5) == (honest_error > 0)
 
 
-# -- what agents see and what is recorded -------------------------------------------------------------------------------
+# -- what agents see and what is recorded -------------------------------------------------------------------------
 def test_no_label_or_verdict_in_any_observation():
     seen: list[str] = []
 
@@ -491,7 +491,7 @@ def test_an_aria_match_with_claims_labels_its_events_and_records_no_label(tmp_pa
     assert meeting and all("_private" not in c["parsed"] for c in meeting)
     assert [c for c in calls if claim_label_leak(c) is not None] == []
     said = [e for e in events if e.get(F.CLAIMS)]
+    places = tuple(json.loads((out / F.SIGHTS_FILE).read_text().splitlines()[0])["places"])
     assert [e[F.CLAIMS] for e in said] == [
-        [validate(x, Scope(tuple(NAMES), c["agent"], tuple(dict.fromkeys(
-            json.loads((out / F.SIGHTS_FILE).read_text().splitlines()[0])["places"])), 20, c["tick"] / 20))[0]
-         for x in c["parsed"]["claims"]] for c in meeting]
+        [validate(x, Scope(tuple(NAMES), c["agent"], places, 64, c["tick"] / 20))[0] for x in c["parsed"]["claims"]]
+        for c in meeting]
