@@ -491,3 +491,19 @@ def test_eval_runs_on_minecraft_with_only_the_backend_changed(tmp_path, capsys):
         assert json.loads((folder / "events.jsonl").read_text().splitlines()[-1])["type"] == "match_end"
         logs.append((folder / "logs" / "minecraft-host.log").read_text())
     assert sum("match reset" in log for log in logs) == 3  # one host, started once, reset for each later match
+
+
+def test_minecraft_records_sights_through_the_shared_substep_loop(played):
+    """sights.jsonl on minecraft (docs/claims.md): the shared sub-step loop samples places and views of the bodies
+    the host moved; at the end (after a meeting: the table, one tick on), every active player is where the world
+    has it."""
+    from mau.claims.sights import Timeline
+
+    w, _, _ = played
+    lines = w.sights.lines
+    assert lines[0]["players"] == [p.name for p in w.state.players] and len(lines) > 50
+    tl = Timeline(lines, w.state.tick)
+    assert sum(len(v) for v in tl.views.values()) > 0
+    for p in w.state.players:
+        if p.active:
+            assert tl.in_place(p.name, w.map.place_name(p.x, p.z), w.state.tick, w.state.tick + 1), p.name
