@@ -260,3 +260,14 @@ def test_mau_judge_through_the_mock_server_with_cost_and_cache(run, tmp_path):
     assert sum(res["counts"]["logs"].values()) > 0
     md = (tmp_path / "j" / "judge.md").read_text()
     assert "| L | Alibi Fabrication | V-1 FALS |" in md and "kappa" in md
+
+
+def test_view_rows_count_false_claims(run, tmp_path):
+    from mau.view.match import build_match
+
+    m = run / F.MATCHES_DIR / "m3"
+    row = build_match(m, tmp_path / "page")
+    v = json.loads((m / F.MATCH_HEADER).read_text())[F.CLAIMS_HEADER]["verdicts"]
+    assert row["false_claims"] == v["FALSE"] + v["UNSUPPORTED"] > 0
+    data = (tmp_path / "page" / "data.js").read_text()
+    assert '"verdict":"FALSE"' in data.replace(" ", "") and '"label":"lie"' in data.replace(" ", "")

@@ -371,5 +371,12 @@ def build_match(
         "case": grid.get(F.CASE),
         F.STEPS: header.get(F.STEPS),
         "kills": kills,
+        "false_claims": _false_claims(header),
         "problems": len(problems),
     }
+
+
+def _false_claims(header: dict[str, Any]) -> int | None:
+    """The claims the checker found FALSE or UNSUPPORTED (the match header's count), None without claims."""
+    v = (header.get(F.CLAIMS_HEADER) or {}).get("verdicts")
+    return None if v is None else int(v.get("FALSE", 0)) + int(v.get("UNSUPPORTED", 0))

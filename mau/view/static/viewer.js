@@ -420,6 +420,8 @@
     const eval_ = D.format === "mau.eval";
     const cols = eval_ ? ["id", "outcome", "arm", "imposter", "seed", "steps", "kills", "problems"]
       : ["id", "outcome", "imposter", "crewmate", "case", "seed", "steps", "kills", "problems"];
+    // Matches with structured claims: how many the checker found false or unsupported (docs/claims.md).
+    if (D.matches.some((m) => m.false_claims !== null && m.false_claims !== undefined)) cols.splice(cols.indexOf("kills") + 1, 0, "false_claims");
     const tbody = el("tbody");
     for (const m of D.matches) {
       const tr = el("tr", { class: "m", "data-id": m.id, "data-text": Object.values(m).join(" ").toLowerCase(), "data-outcome": m.outcome || "not played" },
