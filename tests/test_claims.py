@@ -203,6 +203,10 @@ def test_claims_off_reproduces_the_events_of_play_without_claims_byte_for_byte(s
     on = SimWorld(WorldConfig(claims=ON))
     play_match(on, {p.name: ScriptedPolicy(p.name, on.map, seed, claims=ON) for p in on.cfg.players}, seed)
     assert any(F.CLAIMS in e for e in on.state.events)  # the same seed with claims on does carry claims
+    # ... and plays the same match: only what was said differs (the speaker draws from its own stream)
+    said = (F.UTTERANCE_TEXT, F.CLAIMS, F.CLAIM_INTENT, F.CLAIMS_DROPPED)
+    assert [{k: v for k, v in e.items() if k not in said} for e in on.state.events] == \
+        [{k: v for k, v in e.items() if k not in said} for e in plain.state.events]
 
 
 # -- sights --------------------------------------------------------------------------------------------------------
