@@ -77,16 +77,14 @@ class MatchClaims:
 
 
 def match_folders(paths: Iterable[str | Path]) -> list[Path]:
-    """Every finished match folder under run folders (or match folders) ``paths``."""
+    """Every finished match folder under run folders (or match folders) ``paths`` (``matchdir.finished_matches``)."""
+    from mau.matchdir import finished_matches
+
     out: list[Path] = []
     for p in map(Path, paths):
-        if (p / F.MATCH_HEADER).is_file():
-            out.append(p)
-        elif (p / F.MATCHES_DIR).is_dir():
-            out += sorted(m for m in (p / F.MATCHES_DIR).iterdir()
-                          if not m.name.startswith(".") and (m / F.MATCH_HEADER).is_file())
-        else:
+        if not (p / F.MATCH_HEADER).is_file() and not (p / F.MATCHES_DIR).is_dir():
             raise MauError(f"{p}: neither a run folder (with {F.MATCHES_DIR}/) nor a match folder; give one")
+        out += finished_matches(p)
     return out
 
 

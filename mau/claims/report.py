@@ -125,13 +125,10 @@ def run_claims(run: Any, resamples: int = 1000, seed: int = 0) -> dict[str, Any]
     """For a run folder whose matches have claims (their match-end claims.jsonl, not checked again): the pooled
     numbers ({matches, verdicts, pooled}; ``section`` renders them), or None for a run without claims. What a
     run's summary (collect) and results.md (eval) include; ``mau claims`` gives the whole report."""
-    from pathlib import Path
-
     from mau.claims import metrics
+    from mau.matchdir import finished_matches
 
-    folder = Path(run) / F.MATCHES_DIR
-    found = sorted(p.parent for p in folder.glob(f"*/{F.CLAIMS_FILE}")) if folder.is_dir() else []
-    found = [p for p in found if (p / F.MATCH_HEADER).is_file()]
+    found = [p for p in finished_matches(run) if (p / F.CLAIMS_FILE).is_file()]
     if not found:
         return None
     ms = [metrics.load(p, recorded_only=True) for p in found]
