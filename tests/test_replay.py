@@ -57,6 +57,18 @@ def test_replay_is_exact_on_aria_matches(tmp_path, mode):
         assert r["calls"]["replayed"] == r["calls"]["recorded"] > 100
 
 
+@pytest.mark.parametrize("config", [SCRIPTED, ARIA])
+def test_replay_is_exact_with_claims(tmp_path, config):
+    """Claims on (docs/claims.md): the replayed events carry the same claims and the same private labels, which
+    the record never held (the scripted expert, asked anyway, hands them over again)."""
+    m = play(tmp_path / "c", 3, config, *(NO_FRAMES if config == ARIA else []), "--set",
+             "world.claims.mode=structured", "--set", "world.game.max_steps=80")
+    events = [json.loads(x) for x in (m / F.EVENTS_FILE).read_text().splitlines()]
+    assert any(F.CLAIM_INTENT in e for e in events)
+    r = check(m)
+    assert r["ok"] and r["events_identical"], r
+
+
 def test_replay_is_exact_with_frames_and_other_harness_axes(tmp_path):
     m = play(tmp_path / "m", 2, ARIA, "--set", "world.game.max_steps=30",
              "--set", "seats.crewmate.aria.memory=window", "--set", "seats.crewmate.aria.planning=hierarchical",

@@ -94,15 +94,18 @@ class ReplayBackend(ModelBackend):
                 raise MauError(f"{request.agent}'s {request.module} must be played live but its seat has no model")
             self.name = self.live.name
             return await self.live.complete(request)
+        private = None
         if self.live is not None and self.live.name == "scripted":
-            await self.live.complete(request)  # keep the expert's state in step with the record
+            expert = await self.live.complete(request)  # keep the expert's state in step with the record
+            if expert.text == rec[F.RAW_OUTPUT]:
+                private = expert.private  # the labels of its claims, never recorded (docs/claims.md)
         self.name = rec[F.BACKEND]
         if mode == "fork":
             self.name = "fork"
             return ModelResponse(text=self.director.fork_answer, latency_s=0.0, model="fork")
         return ModelResponse(text=rec[F.RAW_OUTPUT], error=rec[F.ERROR], latency_s=rec.get(F.LATENCY_S) or 0.0,
                              prompt_tokens=rec.get(F.PROMPT_TOKENS), completion_tokens=rec.get(F.COMPLETION_TOKENS),
-                             attempts=rec.get("attempts", 1), model=rec.get(F.MODEL) or "")
+                             attempts=rec.get("attempts", 1), model=rec.get(F.MODEL) or "", private=private)
 
     async def aclose(self) -> None:
         if self.live is not None:
