@@ -244,3 +244,66 @@ def test_the_evidence_block_reads_back_into_the_same_posterior():
     assert got == pytest.approx(want, abs=1e-6)
     assert {it["k"] for it in parse_items(prompt, "Me", ROSTER)} >= {"dead", "death", "accuse", "vote", "ejected",
                                                                     "reported", "saw_kill"}
+
+
+# -- claims as evidence (issue 21) --------------------------------------------------------------------------
+def test_posterior_with_a_contradiction_and_a_conflict_equals_the_hand_computed_one():
+    p = M.Params(contradicted=math.log(0.1), conflict=math.log(0.25))
+    others = ["A", "B", "C", "D"]
+    post, ok = M.posterior(others, 1, [{"k": "contradicted", "p": "A"}], p)
+    # H = {A}: 1; {B}, {C}, {D}: 0.1 each (a crewmate's claim my eyes contradict is unlikely)
+    assert ok and post[frozenset("A")] == pytest.approx(1 / 1.3) and post[frozenset("B")] == pytest.approx(0.1 / 1.3)
+    post, _ = M.posterior(others, 1, [{"k": "conflict", "p": "A", "target": "B"}], p)
+    # {A}, {B}: 1 (one of the two lies); {C}, {D}: 0.25 (two crewmates' claims clash)
+    assert post[frozenset("A")] == pytest.approx(1 / 2.5) and post[frozenset("C")] == pytest.approx(0.25 / 2.5)
+    got = predict([Probe([{"k": "contradicted", "p": "A"}, {"k": "conflict", "p": "A", "target": "B"}], others, 1,
+                         frozenset("A"), others)], p)[0]
+    want = M.marginals(M.posterior(others, 1, [{"k": "contradicted", "p": "A"},
+                                               {"k": "conflict", "p": "A", "target": "B"}], p)[0], others)
+    assert got == pytest.approx(want)
+
+
+def _placed(tick: int, where: dict[str, str], me_room: str = "Cafeteria") -> dict:
+    obs = _obs(tick, {n: (float(i), 0.0) for i, n in enumerate(where)})
+    for q in obs["players"]:
+        q["room"] = where[q["name"]]
+    return {**obs, "room": me_room, "alive": True}
+
+
+def _claims_meeting(lines: list[tuple[str, list[dict]]]) -> dict:
+    return {"caller": "B", "reason": "emergency", "body": None,
+            "transcript": [{"speaker": s, "text": "...", "round": 1, "claims": cs} for s, cs in lines]}
+
+
+def test_a_claim_my_own_sightings_contradict_counts_against_its_speaker_and_reads_back():
+    from mau.infer.learnability import parse_items
+
+    log = EvidenceLog("Me", ROSTER)
+    for t in range(2000, 2400, 100):  # A in Storage 100-120 s; I am in Cafeteria
+        log.observe(_placed(t, {"A": "Storage", "B": "Admin"}))
+    claims = [("A", [{"k": "at", "who": "me", "room": "Admin", "from_s": 95.0, "to_s": 125.0}]),  # a lie
+              ("B", [{"k": "at", "who": "me", "room": "Admin", "from_s": 95.0, "to_s": 125.0}]),  # true
+              ("C", [{"k": "saw", "who": "Me", "room": "Admin", "at_s": 110.0}]),  # I was in Cafeteria
+              ("D", [{"k": "saw", "who": "A", "room": "Storage", "at_s": 110.0}])]  # true
+    log.observe({**_obs(2500, {}, meeting=_claims_meeting(claims)), "room": "Cafeteria"})
+    items = log.items()
+    assert sorted(it["p"] for it in items if it["k"] == "contradicted") == ["A", "C"]
+    lines = log.lines()
+    assert any("A placed themself in Admin from 95 s to 125 s; I saw A in Storage at 100 s" in x for x in lines)
+    assert any("C placed me in Admin" in x and "I was in Cafeteria at 110 s" in x for x in lines)
+    # A's own "at Admin" against D's sighting of A in Storage: a public conflict between A and D
+    assert [(it["p"], it["target"]) for it in items if it["k"] == "conflict"] == [("A", "D")]
+    prompt = "Evidence:\n" + "\n".join(f"- {x}" for x in lines)
+    p = M.Params(contradicted=-2.0, conflict=-1.0)
+    cands = ["A", "B", "C", "D"]
+    assert M.beliefs("Me", ROSTER, cands, 2, parse_items(prompt, "Me", ROSTER), p)[0] == pytest.approx(
+        M.beliefs("Me", ROSTER, cands, 2, items, p)[0], abs=1e-6)
+
+
+def test_claims_i_could_not_check_and_malformed_claims_count_for_nothing():
+    log = EvidenceLog("Me", ROSTER)
+    log.observe(_placed(2000, {"A": "Storage"}))
+    claims = [("A", [{"k": "at", "who": "me", "room": "Admin", "from_s": 300.0, "to_s": 320.0}]),  # not seen then
+              ("B", [{"k": "at", "who": "me", "room": "Admin"}, "not a claim", {"k": "vouch", "who": "A"}])]
+    log.observe({**_obs(2500, {}, meeting=_claims_meeting(claims)), "room": "Cafeteria"})
+    assert not [it for it in log.items() if it["k"] in ("contradicted", "conflict")]

@@ -11,7 +11,10 @@ and prints the tables. The numbers are the eval's own (``mau.eval.detection``; t
 
 ``--fit``: fit the ideal observer's likelihoods by maximum likelihood on the runs' recorded evidence instead,
 and write observer_fit.json into --out (docs/detection.md, "The fit"); ``--params FIT``: re-score the ideal
-observer of the runs from its recorded evidence with a fit (its held-out detection and calibration).
+observer of the runs from its recorded evidence with a fit (its held-out detection and calibration);
+``--ablate contradicted,conflict``: the ideal observer (with ``--params``, or the shipped model) against the same
+observer with those kinds of evidence counting for nothing, on the same probes, paired (writes ablation.json and
+ablation.md; docs/claims.md, "Detection that uses claims").
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ FLAGS = [
          type=bool),
     Flag("--l2", "the fit's L2 penalty on the log likelihood ratios (default 0.01)", type=float, default=0.01),
     Flag("--params", "an observer_fit.json (or its folder): re-score the ideal observer with its likelihoods"),
+    Flag("--ablate", "comma-separated parameters of the model (e.g. contradicted,conflict): compare the observer "
+                     "with the same observer without them, paired"),
 ]
 CONFIG = None  # no config file: the flags are the whole configuration
 
@@ -46,6 +51,8 @@ def config_from_args(args: argparse.Namespace) -> argparse.Namespace:
             raise ConfigError(f"RUN {r}: no such folder; give a collect or eval run folder or a match folder")
     if args.resamples < 1:
         raise ConfigError("--resamples: must be at least 1")
+    if args.ablate is not None and args.fit:
+        raise ConfigError("--ablate and --fit: fit first, then --ablate with --params FIT on held-out runs")
     if args.fit and args.params:
         raise ConfigError("--fit and --params: fit on training runs, then report held-out runs with --params")
     if args.l2 < 0:
@@ -68,6 +75,22 @@ def main(args: argparse.Namespace, opts: RunOptions = RunOptions()) -> int:
         print("likelihood:", " ".join(f"{k}={v:g}" for k, v in doc["params"].items()))
         print(f"observer fit: {doc['probes']} probes of {doc['matches']} matches, log-likelihood per probe "
               f"{doc['start_loglik_per_probe']:.4f} -> {doc['loglik_per_probe']:.4f} -> {out}/observer_fit.json")
+        return 0
+    if args.ablate:
+        import json
+
+        from mau.eval.observer_fit import ablation, ablation_markdown, read_fit
+        from mau.infer.model import Params
+        from mau.rundir import atomic_write
+
+        params = read_fit(args.params) if args.params else Params()
+        doc = ablation(args.runs, params, [d.strip() for d in args.ablate.split(",") if d.strip()],
+                       args.resamples, args.seed)
+        md = ablation_markdown(doc)
+        out.mkdir(parents=True, exist_ok=True)
+        atomic_write(out / "ablation.json", (json.dumps(doc, indent=1) + "\n").encode())
+        atomic_write(out / "ablation.md", (md + "\n").encode())
+        print(md)
         return 0
     r = write_detection_report(args.runs, out, args.baseline, args.resamples, args.seed,
                                Path(args.match) if args.match else None, args.params)

@@ -9,7 +9,13 @@ once) and the kills its frames showed (``saw_kill``). It keeps:
   (``death`` items, distances binned at 3 / 6 / 12 blocks);
 - **what it saw**: kills in its view (``saw_kill``), bodies (their spot);
 - **what is public**: deaths announced, ejections and the revealed roles, who reported or called each meeting,
-  every accusation in meeting speech (``mau.infer.hearsay``) and every vote.
+  every accusation in meeting speech (``mau.infer.hearsay``) and every vote;
+- **claims** (``world.claims.mode: structured``; docs/claims.md): a claim that puts a player in a place during a
+  window (``at``, ``saw``, ``with``, ``saw_kill``) is checked against my own sightings only: when I was shown its
+  subject inside the window, always elsewhere, the speaker is ``contradicted`` (I saw Noah in Storage when he
+  says he was in Admin; "I saw you in Admin" when I was in Storage); and two public claims that cannot both hold
+  (A says she was in Admin, B says he saw A in Storage then) are a ``conflict`` between their speakers. Never a
+  verdict of the checker: only what this crewmate saw and heard.
 
 ``items()`` is the evidence as plain dicts (the likelihood model's input, recorded with each ideal-observer
 probe); ``lines()`` renders the same evidence as the text ARIA's memory shows in prompts, so what a model reads
@@ -32,8 +38,12 @@ MAX_WINDOW = 24  # step ends of a death's window kept (older ones tell little ab
 REPORTER_APPROACH = 2  # last step ends of a window at which the reporter's nearness is its walk to the body
 
 # Evidence kinds (the ``k`` of an item)
-DEAD, EJECTED, SAW_KILL, DEATH, ACCUSE, VOTE, REPORTED, CALLED = (
-    "dead", "ejected", "saw_kill", "death", "accuse", "vote", "reported", "called")
+CLAIM_MARGIN = 20  # ticks (1 s): a sighting this close to a claim's window edge is not held against it
+CLAIM_TOL = 100  # ticks (5 s): a claimed moment (at_s) spans +/- this, as the checker reads it
+PLACED_KINDS = ("at", "saw", "with", "saw_kill")  # claims that put a player in a place during a window
+
+DEAD, EJECTED, SAW_KILL, DEATH, ACCUSE, VOTE, REPORTED, CALLED, CONTRADICTED, CONFLICT = (
+    "dead", "ejected", "saw_kill", "death", "accuse", "vote", "reported", "called", "contradicted", "conflict")
 
 
 def dist_bin(d: float | None) -> int:
@@ -64,6 +74,10 @@ class EvidenceLog:
         self.roster = list(roster)
         self.others = [n for n in roster if n != me]
         self.samples: list[tuple[int, dict[str, tuple[float, float]]]] = []  # (tick, fresh positions)
+        self.places: list[tuple[int, dict[str, str]]] = []  # (tick, {player: place}) of the same sightings, me too
+        self.placings: list[dict[str, Any]] = []  # claims heard that place a player: {speaker, who, room, t0, t1}
+        self.contradictions: list[dict[str, Any]] = []  # {speaker, who, room, t0, t1, seen_place, seen_tick}
+        self.conflicts: list[dict[str, Any]] = []  # {a, b, room_a, room_b, t0, t1}
         self._last_tick = -1
         self.body_spots: dict[str, tuple[float, float, str, int]] = {}  # victim -> (x, z, room, tick I saw it)
         self.deaths: dict[str, _Death] = {}
@@ -87,12 +101,16 @@ class EvidenceLog:
         if obs.get("meeting") is None and tick != self._last_tick:
             self._last_tick = tick
             fresh: dict[str, tuple[float, float]] = {}
+            where: dict[str, str] = {self.me: obs["room"]} if obs.get("alive", True) and "room" in obs else {}
             for p in obs.get("players") or []:
                 if p["seen_s_ago"] == 0:
                     fresh[p["name"]] = (float(p["position"][0]), float(p["position"][1]))
+                    where[p["name"]] = p.get("room", "")
             for p in obs["players_in_view"]:
                 fresh[p["name"]] = (float(p["position"][0]), float(p["position"][1]))
+                where[p["name"]] = p.get("room", "")
             self.samples.append((tick, fresh))
+            self.places.append((tick, where))
             for b in obs["bodies_in_view"]:
                 if b["victim"] not in self.body_spots:
                     self.body_spots[b["victim"]] = (float(b["position"][0]), float(b["position"][1]), b["room"], tick)
@@ -140,6 +158,67 @@ class EvidenceLog:
                 self.version += 1
                 self.accused.append({"meeting": n, "speaker": t["speaker"], "target": target,
                                      "strength": strength})
+            for c in t.get("claims") or []:
+                self._claim(n, t["speaker"], c)
+
+    def _claim(self, meeting: int, speaker: str, c: dict[str, Any]) -> None:
+        """A heard claim that places a player (``PLACED_KINDS``): checked against my sightings, and against the
+        claims heard before it."""
+        if not isinstance(c, dict) or c.get("k") not in PLACED_KINDS:
+            return
+        try:
+            if c.get("at_s") is not None:
+                t0, t1 = round(float(c["at_s"]) * 20) - CLAIM_TOL, round(float(c["at_s"]) * 20) + CLAIM_TOL
+            else:
+                t0, t1 = round(float(c["from_s"]) * 20), round(float(c["to_s"]) * 20)
+            room = str(c["room"])
+        except (KeyError, TypeError, ValueError):
+            return  # claims are data: one this log cannot read counts for nothing
+        who = speaker if c.get("who") == "me" else c.get("who")
+        subjects = [who] + ([speaker] if c["k"] == "with" else [])  # "with": both of us were there
+        for subj in subjects:
+            if subj not in self.roster:
+                continue
+            placing = {"meeting": meeting, "speaker": speaker, "who": subj, "room": room, "t0": t0, "t1": t1,
+                       "k": c["k"]}
+            self.placings.append(placing)
+            seen = self._seen_elsewhere(subj, room, t0, t1)
+            if seen is not None and speaker != self.me:
+                self.contradictions.append({**placing, "seen_place": seen[1], "seen_tick": seen[0]})
+                self.version += 1
+            for other in self.placings[:-1]:
+                a, b = self._conflict(other, placing)
+                if a is not None and not any({x["a"], x["b"]} == {a, b} and x["who"] == subj
+                                             for x in self.conflicts):
+                    self.conflicts.append({"a": a, "b": b, "who": subj, "first": other, "second": placing})
+                    self.version += 1
+
+    def _seen_elsewhere(self, who: str, room: str, t0: int, t1: int) -> tuple[int, str] | None:
+        """(tick, place) of my first sighting of ``who`` inside the window when every sighting of it there was
+        elsewhere; None when I did not see it then, or saw it in ``room``."""
+        first = None
+        for tick, where in self.places:
+            if tick < t0 + CLAIM_MARGIN or tick > t1 - CLAIM_MARGIN or who not in where:
+                continue
+            if where[who] == room:
+                return None
+            first = first or (tick, where[who])
+        return first
+
+    @staticmethod
+    def _conflict(x: dict[str, Any], y: dict[str, Any]) -> tuple[str | None, str | None]:
+        """Two speakers place the same player in different places at overlapping times: (speaker, speaker) of a
+        conflict, or (None, None). Only a speaker's claim about itself against another's about it: two
+        third-party sightings may both be right about a player on the move."""
+        if x["who"] != y["who"] or x["speaker"] == y["speaker"] or x["room"] == y["room"]:
+            return None, None
+        if x["speaker"] != x["who"] and y["speaker"] != y["who"]:
+            return None, None
+        lo, hi = max(x["t0"], y["t0"]), min(x["t1"], y["t1"])
+        if hi - lo < 2 * CLAIM_MARGIN:
+            return None, None
+        # a stay (at/with) claimed for the whole window against a sighting inside it
+        return x["speaker"], y["speaker"]
 
     def _public_meeting(self, m: dict[str, Any]) -> None:
         """A finished meeting's public record (observation ``meetings_public``): its votes."""
@@ -216,6 +295,8 @@ class EvidenceLog:
         out += [{"k": VOTE, "p": v["voter"], "target": v["target"]} for v in self.votes if v["target"] != "skip"]
         for m in self.meetings:
             out.append({"k": REPORTED if m["reason"] == "report" else CALLED, "p": m["caller"]})
+        out += [{"k": CONTRADICTED, "p": c["speaker"]} for c in self.contradictions]
+        out += [{"k": CONFLICT, "p": c["a"], "target": c["b"]} for c in self.conflicts]
         return out
 
     def lines(self) -> list[str]:
@@ -246,4 +327,22 @@ class EvidenceLog:
             votes = [v for v in self.votes if v["meeting"] == m["n"]]
             tally = ", ".join(f"{v['voter']}->{v['target']}" for v in votes)
             out.append(f"Meeting {m['n']}: {m['caller']} {what}; {said}" + (f"; votes: {tally}." if tally else "."))
+        for c in self.contradictions:
+            out.append(f"Meeting {c['meeting']}: {c['speaker']} placed {_who(c['who'], c['speaker'], self.me)} in "
+                       f"{c['room']} {_span(c['t0'], c['t1'])}; "
+                       + ("I was in " if c["who"] == self.me else f"I saw {c['who']} in ")
+                       + f"{c['seen_place']} at {c['seen_tick'] / 20:g} s.")
+        for c in self.conflicts:
+            f, s = c["first"], c["second"]
+            out.append(f"Meeting {s['meeting']}: {f['speaker']} placed {_who(c['who'], f['speaker'], self.me)} in "
+                       f"{f['room']} {_span(f['t0'], f['t1'])}, but {s['speaker']} placed "
+                       f"{_who(c['who'], s['speaker'], self.me)} in {s['room']} {_span(s['t0'], s['t1'])}.")
         return out
+
+
+def _who(name: str, speaker: str | None, me: str) -> str:
+    return "me" if name == me else "themself" if name == speaker else name
+
+
+def _span(t0: int, t1: int) -> str:
+    return f"from {t0 / 20:g} s to {t1 / 20:g} s"

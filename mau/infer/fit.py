@@ -17,7 +17,19 @@ from typing import Any
 
 import numpy as np
 
-from mau.infer.evidence import ACCUSE, CALLED, DEAD, DEATH, EJECTED, FAR, REPORTED, SAW_KILL, VOTE
+from mau.infer.evidence import (
+    ACCUSE,
+    CALLED,
+    CONFLICT,
+    CONTRADICTED,
+    DEAD,
+    DEATH,
+    EJECTED,
+    FAR,
+    REPORTED,
+    SAW_KILL,
+    VOTE,
+)
 from mau.infer.model import ROLE_PAIRS, Params, hypotheses
 
 FIXED = ("saw_kill_error",)
@@ -88,6 +100,12 @@ class _Compiled:
                             self.F[i, h_i, lin.index(f"{pref}_{'i' if s_imp else 'c'}{'i' if t_imp else 'c'}")] += 1
                     elif kind in (REPORTED, CALLED):
                         if it["p"] in h:
+                            self.F[i, h_i, lin.index(kind)] += 1
+                    elif kind == CONTRADICTED:
+                        if it["p"] not in h:
+                            self.F[i, h_i, lin.index(kind)] += 1
+                    elif kind == CONFLICT:
+                        if it["p"] not in h and it["target"] not in h:
                             self.F[i, h_i, lin.index(kind)] += 1
         self.J = min(J, MAXJ)
         self.D = np.stack(death_rows)[:, :, :self.J, :] if death_rows else np.zeros((0, 1, self.J, N_BINS))

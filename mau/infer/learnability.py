@@ -29,7 +29,7 @@ FEATURES = ("flag_kill", "flag_near", "near3", "near6", "near12", "first3", "fir
             "near_deaths", "acc_strong", "acc_weak", "acc_by_imposter", "acc_by_crew", "accuses_strong",
             "accuses_weak", "accuses_ejected_crew", "accuses_ejected_imposter", "votes_got", "votes_cast",
             "voted_ejected_crew", "voted_ejected_imposter", "reported", "called", "now_strong", "now_weak",
-            "now_accuses", "logodds")
+            "now_accuses", "contradicted", "conflicts", "logodds")
 _DEATH = re.compile(r"^- (\w[\w ]*?) is dead.*?Within [\d.]+ blocks of where .*?\(blocks at step ends\): (.*)\.$")
 _NEAR = re.compile(r"(\w+) ((?:[\d.]+ at [\d.]+ s(?:, )?)+)")
 _HIT = re.compile(r"([\d.]+) at ([\d.]+) s")
@@ -42,6 +42,8 @@ _FLAG = re.compile(r"^- At [\d.]+ s I flagged (\w+): (.*)$")
 _SAW_KILL = re.compile(r"\bI saw (\w+) kill (\w+)\b")
 _SPAN_END = re.compile(r"from ([\d.]+) s to ([\d.]+) s")
 _IMPOSTERS = re.compile(r"(\d+) secret Imposters?")
+_CONTRA = re.compile(r"^- Meeting \d+: (\w+) placed .*?; I (?:saw|was) ")
+_CONFLICT = re.compile(r"^- Meeting \d+: (\w+) placed .*?, but (\w+) placed ")
 STEP_S = 5.0  # game seconds between two step ends (docs/game.md, "Time")
 
 
@@ -90,6 +92,14 @@ def parse_items(prompt: str, me: str, roster: list[str]) -> list[dict[str, Any]]
                         j = min(steps - 1, max(0, int(round((float(t) - start) / STEP_S))))
                         bins[name][j] = dist_bin(float(dist))
             items.append({"k": "death", "victim": victim, "bins": bins})
+            continue
+        m = _CONTRA.match(line)
+        if m:
+            items.append({"k": "contradicted", "p": m.group(1)})
+            continue
+        m = _CONFLICT.match(line)
+        if m:
+            items.append({"k": "conflict", "p": m.group(1), "target": m.group(2)})
             continue
         m = _MEETING.match(line)
         if m:
@@ -144,6 +154,17 @@ def features(prompt: str, candidates: list[str], speaker_names: list[str],
                 first = [d for d, t in pts if t == start]  # the step end the model weighs most (kill_decay)
                 if first:
                     f[name]["first3" if first[0] <= 3 else "first6" if first[0] <= 6 else "first12"] += 1
+            continue
+        m = _CONTRA.match(line)
+        if m:
+            if m.group(1) in f:
+                f[m.group(1)]["contradicted"] += 1
+            continue
+        m = _CONFLICT.match(line)
+        if m:
+            for name in m.groups():
+                if name in f:
+                    f[name]["conflicts"] += 1
             continue
         m = _MEETING.match(line)
         if m:

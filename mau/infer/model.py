@@ -14,7 +14,11 @@ likelihood ratios (``Params``; 0 makes a kind of evidence count for nothing):
   the roles H gives S and T, ``<kind>_{ci,ic,ii}`` for crewmate->imposter, imposter->crewmate,
   imposter->imposter (crewmate->crewmate is 0): the speaker's credibility is part of the hypothesis, so an
   accusation by a revealed imposter clears its target;
-- ``reported`` / ``called`` (S reported a body / called a meeting): exp(param) if S in H.
+- ``reported`` / ``called`` (S reported a body / called a meeting): exp(param) if S in H;
+- ``contradicted`` (S placed a player where I saw it was not; claims on): factor 1 if S in H, else
+  exp(``contradicted``);
+- ``conflict`` (S and T placed the same player in different places at once): factor 1 if S or T in H, else
+  exp(``conflict``).
 
 The defaults are the maximum-likelihood fit on training seeds (``mau beliefs --fit``; docs/detection.md gives the
 command and the run it came from).
@@ -29,7 +33,18 @@ from typing import Any
 from pydantic import Field
 
 from mau.config import Model
-from mau.infer.evidence import ACCUSE, CALLED, DEAD, DEATH, EJECTED, REPORTED, SAW_KILL, VOTE
+from mau.infer.evidence import (
+    ACCUSE,
+    CALLED,
+    CONFLICT,
+    CONTRADICTED,
+    DEAD,
+    DEATH,
+    EJECTED,
+    REPORTED,
+    SAW_KILL,
+    VOTE,
+)
 
 ROLE_PAIRS = ("ci", "ic", "ii")
 
@@ -59,6 +74,10 @@ class Params(Model):
     vote_ii: float = Field(-1.299, description="... by an imposter for an imposter.")
     reported: float = Field(-3.222, description="Reporting a body: log LR imposter : crewmate of the reporter.")
     called: float = Field(-1.586, description="Calling an emergency meeting: log LR imposter : crewmate of the caller.")
+    contradicted: float = Field(0.0, description="A claim of S that my own sightings contradict: log P(that | S "
+                                                 "is a crewmate) - log P(that | S is an imposter) (claims on).")
+    conflict: float = Field(0.0, description="Two speakers' claims that cannot both hold: log P(that | both are "
+                                             "crewmates) - log P(that | one is an imposter) (claims on).")
 
     @classmethod
     def names(cls) -> list[str]:
@@ -123,6 +142,10 @@ def log_factor(item: dict[str, Any], h: frozenset[str], p: Params) -> float:
         return p.reported if item["p"] in h else 0.0
     if k == CALLED:
         return p.called if item["p"] in h else 0.0
+    if k == CONTRADICTED:
+        return 0.0 if item["p"] in h else p.contradicted
+    if k == CONFLICT:
+        return 0.0 if item["p"] in h or item["target"] in h else p.conflict
     raise ValueError(f"unknown evidence kind {k!r}")
 
 
