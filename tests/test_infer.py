@@ -163,12 +163,45 @@ def test_the_fit_recovers_known_parameters_from_simulated_evidence():
 
 
 def test_vectorised_prediction_equals_the_exact_posterior():
-    p = M.Params(near_0=2.0, weak_ic=1.2, reported=-0.7)
+    p = M.Params(near_0=2.0, weak_ic=1.2, reported=-0.7, kill_decay=0.3)
     probes = _simulated_probes(p, 20, seed=2)
+    for pr in probes[::2]:  # windows whose start is not the fall (ego state) weigh their step ends alike
+        for it in pr.items:
+            if it["k"] == DEATH:
+                it["uniform"] = True
     for pr, bel in zip(probes, predict(probes, p)):
         exact = M.marginals(M.posterior(pr.others, 2, pr.items, p)[0], pr.candidates)
         for n in pr.candidates:
             assert bel[n] == pytest.approx(exact[n], abs=1e-9)
+
+
+def _ego(tick: int, in_view: dict[str, tuple[float, float]], bodies=(), room: str = "Admin") -> dict:
+    obs = _obs(tick, {}, bodies=bodies)
+    obs.update(state_mode="ego", players_in_view=[{"name": n, "position": list(xy)} for n, xy in in_view.items()])
+    del obs["players"]
+    return {**obs, "room": room, "alive": True}
+
+
+def test_in_ego_state_a_body_i_find_gives_a_window_weighed_alike():
+    """Ego state shows no body as a player: the window is the step ends after my last sight of the victim alive
+    until I found it, each as likely the kill's (``uniform``), and the prompt says so."""
+    from mau.infer.learnability import parse_items
+
+    log = EvidenceLog("Me", ROSTER)
+    log.observe(_ego(100, {"D": (10, 10), "A": (12, 10)}))  # D alive, elsewhere
+    log.observe(_ego(200, {"A": (31, 30)}))  # A by the spot where D will be found
+    log.observe(_ego(300, {"B": (36, 30)}))
+    log.observe(_ego(400, {"C": (60, 60)}, bodies=[{"victim": "D", "position": [31, 30], "room": "Storage"}]))
+    death = next(it for it in log.items() if it["k"] == DEATH)
+    assert death["uniform"] is True and death["bins"]["A"] == [0, 3, 3] and death["bins"]["B"] == [3, 1, 3]
+    p = M.Params(kill_decay=0.02)
+    # uniform weights: A's factor is (e^near_0 + 1 + 1) / 3, B's (1 + e^near_1 + 1) / 3
+    assert M.death_lr(death["bins"]["A"], p, True) == pytest.approx((math.exp(p.near_0) + 2) / 3)
+    lines = log.lines()
+    prompt = "Evidence:\n" + "\n".join(f"- {x}" for x in lines)
+    assert "a time I do not know" in prompt
+    got = next(it for it in parse_items(prompt, "Me", ROSTER) if it["k"] == DEATH)
+    assert got["uniform"] is True and got["bins"]["A"] == death["bins"]["A"]
 
 
 # -- vote learnability ----------------------------------------------------------------------------------------

@@ -38,6 +38,7 @@ MAX_WINDOW = 24  # step ends of a death's window kept (older ones tell little ab
 REPORTER_APPROACH = 2  # last step ends of a window at which the reporter's nearness is its walk to the body
 
 # Evidence kinds (the ``k`` of an item)
+UNKNOWN_FALL = ", fallen at a time I do not know"  # a window whose start is not when the victim fell
 CLAIM_MARGIN = 20  # ticks (1 s): a sighting this close to a claim's window edge is not held against it
 CLAIM_TOL = 100  # ticks (5 s): a claimed moment (at_s) spans +/- this, as the checker reads it
 PLACED_KINDS = ("at", "saw", "with", "saw_kill")  # claims that put a player in a place during a window
@@ -64,6 +65,7 @@ class _Death:
     ticks: list[int] = field(default_factory=list)  # the window's step ends
     dists: dict[str, list[float | None]] = field(default_factory=dict)
     reporter: str | None = None
+    uniform: bool = False  # never shown lying where it fell: when in the window it fell is unknown
 
 
 class EvidenceLog:
@@ -264,7 +266,14 @@ class EvidenceLog:
             if math.hypot(pos[0] - fx, pos[1] - fz) > STILL_EPS:
                 break
             start = i
-        window = samples[start:][:MAX_WINDOW]
+        d.uniform = start == len(samples)
+        if d.uniform:
+            # Never shown lying where it fell (ego state: a body in view is not a player in view): it fell after my
+            # last sight of it alive, at a step end I cannot tell; the last step ends before I knew, weighed alike.
+            seen = [i for i, (_, f) in enumerate(samples) if d.victim in f]
+            window = samples[(seen[-1] + 1 if seen else 0):][-MAX_WINDOW:]
+        else:
+            window = samples[start:][:MAX_WINDOW]
         if not window:
             return
         d.ticks = [t for t, _ in window]
@@ -290,7 +299,7 @@ class EvidenceLog:
         for d in self.deaths.values():
             bins = {n: [dist_bin(x) for x in row] for n, row in d.dists.items()}
             if any(b != FAR for row in bins.values() for b in row):
-                out.append({"k": DEATH, "victim": d.victim, "bins": bins})
+                out.append({"k": DEATH, "victim": d.victim, "bins": bins, **({"uniform": True} if d.uniform else {})})
         out += [{"k": ACCUSE, "p": a["speaker"], "target": a["target"], "s": a["strength"]} for a in self.accused]
         out += [{"k": VOTE, "p": v["voter"], "target": v["target"]} for v in self.votes if v["target"] != "skip"]
         for m in self.meetings:
@@ -314,7 +323,7 @@ class EvidenceLog:
                 hits = [f"{x:g} at {t / 20:g} s" for x, t in zip(row, d.ticks) if x is not None and x <= NEAR_BINS[-1]]
                 if hits:
                     near.append(f"{name} {', '.join(hits)}")
-            span = f"from {d.ticks[0] / 20:g} s to {d.ticks[-1] / 20:g} s"
+            span = f"from {d.ticks[0] / 20:g} s to {d.ticks[-1] / 20:g} s" + (UNKNOWN_FALL if d.uniform else "")
             who = "; ".join(near) if near else "nobody"
             out.append(f"{d.victim} is dead{where}. Within {NEAR_BINS[-1]:g} blocks of where {d.victim} lay, "
                        f"{span} (blocks at step ends): {who}.")

@@ -60,7 +60,7 @@ class _Compiled:
         self.F = np.zeros((self.n, self.hyps_n, len(lin)))
         self.mask = np.zeros((self.n, self.hyps_n))
         self.truth = np.zeros(self.n, dtype=int)
-        death_rows, death_probe, death_mem = [], [], []
+        death_rows, death_probe, death_mem, death_uni = [], [], [], []
         J = 1
         for i, pr in enumerate(probes):
             hyps = hypotheses(pr.others, pr.k)
@@ -81,6 +81,7 @@ class _Compiled:
                     mem = np.array([[1.0 if n in h else 0.0 for n in sorted(pr.others)] for h in hyps]) * there
                     death_rows.append(rows)
                     death_mem.append(mem)
+                    death_uni.append(bool(it.get("uniform")))
                     death_probe.append(i)
                     continue
                 for h_i, h in enumerate(hyps):
@@ -111,6 +112,7 @@ class _Compiled:
         self.D = np.stack(death_rows)[:, :, :self.J, :] if death_rows else np.zeros((0, 1, self.J, N_BINS))
         self.Dmem = np.stack(death_mem) if death_mem else np.zeros((0, self.hyps_n, 1))
         self.Dprobe = np.asarray(death_probe, dtype=int)
+        self.Duni = np.asarray(death_uni, dtype=bool)  # windows whose start is not the fall: uniform weights
         self.valid = self.D.sum(axis=3)  # (deaths, players, steps): 1 where the player has a bin at that step
 
     def scores(self, p: Params) -> np.ndarray:
@@ -119,10 +121,11 @@ class _Compiled:
         s = self.F @ theta + self.mask
         if len(self.D):
             decay = min(1.0, max(1e-6, p.kill_decay))
-            w = decay ** np.arange(self.J)  # (J,): the prior weight of the kill at the j-th step end
-            norm = np.maximum(self.valid @ w, 1e-300)  # (D, C)
+            # (D, J): the prior weight of the kill at the j-th step end (uniform where the fall was not seen)
+            w = np.where(self.Duni[:, None], 1.0, decay ** np.arange(self.J)[None, :])
+            norm = np.maximum(np.einsum("dcj,dj->dc", self.valid, w), 1e-300)  # (D, C)
             lr_bins = np.exp(np.array(p.near()))  # (B,)
-            lr = np.einsum("dcjb,j,b->dc", self.D, w, lr_bins) / norm  # (D, C): a player's sum_j pi_j LR
+            lr = np.einsum("dcjb,dj,b->dc", self.D, w, lr_bins) / norm  # (D, C): a player's sum_j pi_j LR
             there = self.Dmem.sum(axis=2)  # (D, H) members of h that were there
             num = np.einsum("dhc,dc->dh", self.Dmem, lr)
             with np.errstate(divide="ignore", invalid="ignore"):

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from mau.infer import model as infer_model
-from mau.infer.evidence import dist_bin
+from mau.infer.evidence import UNKNOWN_FALL, dist_bin
 from mau.infer.hearsay import STRONG, accusations
 
 FEATURES = ("flag_kill", "flag_near", "near3", "near6", "near12", "first3", "first6", "first12", "near3_first",
@@ -91,7 +91,8 @@ def parse_items(prompt: str, me: str, roster: list[str]) -> list[dict[str, Any]]
                     for dist, t in _HIT.findall(hits):
                         j = min(steps - 1, max(0, int(round((float(t) - start) / STEP_S))))
                         bins[name][j] = dist_bin(float(dist))
-            items.append({"k": "death", "victim": victim, "bins": bins})
+            items.append({"k": "death", "victim": victim, "bins": bins,
+                          **({"uniform": True} if UNKNOWN_FALL in line else {})})
             continue
         m = _CONTRA.match(line)
         if m:

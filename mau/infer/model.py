@@ -9,7 +9,8 @@ likelihood ratios (``Params``; 0 makes a kind of evidence count for nothing):
 - ``death`` (who was near where the victim fell): the killer is one of the imposters active then, so
   factor(H) = mean over the members k of H that were there of sum_j pi_j exp(near[bin of k at step end j]),
   with pi_j proportional to ``kill_decay``^j over the window's step ends (the kill is most likely soon after
-  the victim came to lie there) and near[far or unseen] = 0;
+  the victim came to lie there; uniform when I was never shown it lying, as in ego state) and near[far or
+  unseen] = 0;
 - ``accuse`` (speaker S says T is an imposter, ``strong`` or ``weak``) and ``vote`` (S voted T): a factor by
   the roles H gives S and T, ``<kind>_{ci,ic,ii}`` for crewmate->imposter, imposter->crewmate,
   imposter->imposter (crewmate->crewmate is 0): the speaker's credibility is part of the hypothesis, so an
@@ -111,11 +112,12 @@ def _pair(p: Params, kind: str, s_imp: bool, t_imp: bool) -> float:
     return getattr(p, f"{kind}_{'i' if s_imp else 'c'}{'i' if t_imp else 'c'}")
 
 
-def death_lr(bins: list[int], p: Params) -> float:
-    """sum_j pi_j exp(near[bin_j]) of one player over a death's window (1 when far or unseen throughout)."""
+def death_lr(bins: list[int], p: Params, uniform: bool = False) -> float:
+    """sum_j pi_j exp(near[bin_j]) of one player over a death's window (1 when far or unseen throughout);
+    ``uniform``: the window's start is not when the victim fell (never shown lying), so pi is uniform."""
     if not bins:
         return 1.0
-    near, decay = p.near(), min(1.0, max(1e-6, p.kill_decay))
+    near, decay = p.near(), 1.0 if uniform else min(1.0, max(1e-6, p.kill_decay))
     w = [decay ** j for j in range(len(bins))]
     return sum(wj * math.exp(near[b]) for wj, b in zip(w, bins)) / sum(w)
 
@@ -133,7 +135,8 @@ def log_factor(item: dict[str, Any], h: frozenset[str], p: Params) -> float:
         there = [m for m in h if m in item["bins"]]
         if not there:
             return p.saw_kill_error  # no imposter of h could have done it
-        return math.log(sum(death_lr(item["bins"][m], p) for m in there) / len(there))
+        uni = bool(item.get("uniform"))
+        return math.log(sum(death_lr(item["bins"][m], p, uni) for m in there) / len(there))
     if k == ACCUSE:
         return _pair(p, item["s"], item["p"] in h, item["target"] in h)
     if k == VOTE:
