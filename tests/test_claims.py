@@ -19,6 +19,7 @@ from mau.env.config import WorldConfig
 from mau.env.runner import play_match
 from mau.env.scripted import ScriptedPolicy
 from mau.env.sim import SimWorld
+from mau.infer.model import Params
 
 NAMES = ("James", "Steve", "Jason", "Michael", "Olivia", "Noah", "Ethan", "Martin")
 PLACES = ("Admin", "Storage", "Upper Engine", "corridor Admin-Storage", "corridor Storage-Lower Engine")
@@ -201,9 +202,12 @@ def test_claims_off_reproduces_the_events_of_play_without_claims_byte_for_byte(s
     assert plain.state.meetings_held > 0
     assert _events(off) == _events(plain)
     on = SimWorld(WorldConfig(claims=ON))
-    play_match(on, {p.name: ScriptedPolicy(p.name, on.map, seed, claims=ON) for p in on.cfg.players}, seed)
+    deaf = Params(contradicted=0.0, conflict=0.0)  # crewmates that give claims no weight as evidence
+    play_match(on, {p.name: ScriptedPolicy(p.name, on.map, seed, params=deaf, claims=ON) for p in on.cfg.players},
+               seed)
     assert any(F.CLAIMS in e for e in on.state.events)  # the same seed with claims on does carry claims
-    # ... and plays the same match: only what was said differs (the speaker draws from its own stream)
+    # ... and, with claims given no weight, plays the same match: only what was said differs (the speaker draws
+    # from its own stream); with the shipped weights the crewmates also vote on what the claims reveal
     said = (F.UTTERANCE_TEXT, F.CLAIMS, F.CLAIM_INTENT, F.CLAIMS_DROPPED)
     assert [{k: v for k, v in e.items() if k not in said} for e in on.state.events] == \
         [{k: v for k, v in e.items() if k not in said} for e in plain.state.events]
@@ -499,3 +503,23 @@ def test_an_aria_match_with_claims_labels_its_events_and_records_no_label(tmp_pa
     assert [e[F.CLAIMS] for e in said] == [
         [validate(x, Scope(tuple(NAMES), c["agent"], places, 64, c["tick"] / 20))[0] for x in c["parsed"]["claims"]]
         for c in meeting]
+
+
+def test_scripted_crewmates_weigh_a_claim_their_own_sightings_contradict():
+    """With the shipped weights a crewmate whose eyes contradict a speaker's claim suspects that speaker more than
+    the same crewmate giving claims no weight (docs/claims.md, "Detection that uses claims")."""
+    from mau.infer import model as M
+
+    w = SimWorld(WorldConfig(claims=ON))
+    pols = {p.name: ScriptedPolicy(p.name, w.map, 3, claims=ON) for p in w.cfg.players}
+    play_match(w, pols, 3)
+    roles = {p.name: p.role for p in w.state.players}
+    caught = [(b, c) for b in pols.values() if b.ev is not None for c in b.ev.contradictions]
+    assert caught, "no crewmate caught a lie in this match"
+    assert all(roles[c["speaker"]] == "imposter" for _, c in caught)  # scripted crewmates tell the truth
+    brain, c = caught[0]
+    items, cands = brain.ev.items(), [n for n in brain.ev.others if n not in brain.ev.dead]
+    k = brain.n_imposters
+    with_claims = M.beliefs(brain.name, brain.ev.roster, cands, k, items, M.Params())[0]
+    without = M.beliefs(brain.name, brain.ev.roster, cands, k, items, M.Params(contradicted=0.0, conflict=0.0))[0]
+    assert with_claims[c["speaker"]] > without[c["speaker"]]

@@ -405,3 +405,23 @@ def test_bench_dataset_reports_both_sizes():
     assert r["x1"]["examples"] > 0 and r["x2"]["examples"] == 2 * r["x1"]["examples"]
     assert r["examples_per_second"] > 0 and r["peak_rss_mb"] > 0 and r["peak_rss_ratio"] > 0
     assert not list(Path("runs").glob("bench-dataset-*"))  # the corpora are deleted
+
+
+def test_bcclaims_keeps_votes_on_an_imposter_whose_claim_the_voter_contradicted():
+    from pathlib import Path
+
+    from mau.datasets.filters import FILTERS
+    from mau.datasets.sources import MatchInfo
+
+    match = MatchInfo(Path("."), "m", "r", {}, {"A": "imposter", "B": "crewmate", "Me": "crewmate"}, "CREWMATE WIN")
+    line = "- Meeting 1: A placed themself in Admin from 95 s to 125 s; I saw A in Storage at 100 s."
+
+    def call(target: str, evidence: str) -> dict:
+        return {"module": "vote", "parsed": {"vote_target": target},
+                "messages": [{"role": "user", "content": f"Evidence:\n{evidence}\nVote now."}]}
+
+    keep = FILTERS["bcclaims"].keep
+    assert keep(call("A", line), match)
+    assert not keep(call("A", "- Meeting 1: A reported the body of D; no accusation."), match)  # no contradiction
+    assert not keep(call("B", line.replace("A ", "B ")), match)  # a crewmate: not a liar caught
+    assert not keep(call("skip", line), match)

@@ -52,6 +52,19 @@ def bcvote(call: dict[str, Any], match: MatchInfo, options: Any = None) -> bool:
     return target in match.imposters or (target == SKIP and getattr(options, "vote_skips", True))
 
 
+@register("bcclaims", "BCclaims: crewmate VOTE calls whose vote target was a true imposter whose claim the "
+                      "voter's own sightings contradicted (a contradiction line of its prompt's Evidence block; "
+                      "world.claims.mode structured).")
+def bcclaims(call: dict[str, Any], match: MatchInfo, options: Any = None) -> bool:
+    from mau.infer.learnability import contradicted_speakers
+
+    parsed = call.get(F.PARSED)
+    if call.get(F.MODULE) != VOTE_MODULE or not isinstance(parsed, dict):
+        return False
+    target = parsed.get(F.VOTE_TARGET)
+    return target in match.imposters and target in contradicted_speakers(call.get(F.MESSAGES) or [])
+
+
 @register("all", "all: every crewmate call answered by the model itself, whatever the outcome (for other "
                  "readings of the data and for benchmarks; not one of the paper's filters).")
 def all_calls(call: dict[str, Any], match: MatchInfo, options: Any = None) -> bool:

@@ -58,6 +58,11 @@ def _text(messages: list[dict[str, Any]]) -> str:
     return "\n".join(parts)
 
 
+def contradicted_speakers(messages: list[dict[str, Any]]) -> set[str]:
+    """The players whose claims the prompt's own Evidence block contradicts by the agent's own sightings."""
+    return {m.group(1) for line in _text(messages).split("\n") for m in [_CONTRA.match(line)] if m}
+
+
 def parse_items(prompt: str, me: str, roster: list[str]) -> list[dict[str, Any]]:
     """The evidence items (``mau.infer.evidence``) that the prompt's Evidence block renders, read back from text:
     what the model needs to weigh the evidence as the teacher does. A window's step ends are taken 5 s apart."""

@@ -75,10 +75,11 @@ class Params(Model):
     vote_ii: float = Field(-1.299, description="... by an imposter for an imposter.")
     reported: float = Field(-3.222, description="Reporting a body: log LR imposter : crewmate of the reporter.")
     called: float = Field(-1.586, description="Calling an emergency meeting: log LR imposter : crewmate of the caller.")
-    contradicted: float = Field(0.0, description="A claim of S that my own sightings contradict: log P(that | S "
-                                                 "is a crewmate) - log P(that | S is an imposter) (claims on).")
-    conflict: float = Field(0.0, description="Two speakers' claims that cannot both hold: log P(that | both are "
-                                             "crewmates) - log P(that | one is an imposter) (claims on).")
+    contradicted: float = Field(-4.328, description="A claim of S that my own sightings contradict: log P(that | "
+                                                    "S is a crewmate) - log P(that | S is an imposter) (claims on; "
+                                                    "fitted on configs/collect/claims.yaml, docs/claims.md).")
+    conflict: float = Field(-0.788, description="Two speakers' claims that cannot both hold: log P(that | both are "
+                                                "crewmates) - log P(that | one is an imposter) (claims on).")
 
     @classmethod
     def names(cls) -> list[str]:
