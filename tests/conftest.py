@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import signal
 
 import pytest
 
@@ -13,6 +14,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # process made torch tests ~3x slower (tests/test_rl.py's GRPO run: 23 s with one thread, 66 s with two, at load
 # ~4.5). Set before torch is imported; an explicit OMP_NUM_THREADS wins.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+# A suite started in the background by a non-interactive shell (`make test &`, nohup) inherits SIGINT ignored, and so
+# would every process it starts: the Ctrl-C tests would meet children that cannot be interrupted. Ctrl-C is
+# restored to Python's default here, so children start with it.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 from mau.env.config import GameConfig, WorldConfig  # noqa: E402
 from mau.env.sim import SimWorld  # noqa: E402
