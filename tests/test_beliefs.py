@@ -361,3 +361,24 @@ def test_beliefs_fit_writes_the_likelihoods_and_params_rescore_a_run(aria_run, t
     assert rep["observer_params"]["near_0"] == doc["params"]["near_0"]
     assert "re-scored from its recorded evidence" in (tmp_path / "rep" / F.BELIEFS_MD).read_text()
     assert main(["beliefs", str(aria_run), "--fit", "--params", str(tmp_path / "fit")]) == 2
+
+
+def test_beliefs_ablate_compares_the_observer_with_and_without_kinds_of_evidence(aria_run, tmp_path):
+    """--ablate re-scores the same probes without some kinds of evidence: without evidence the run has (claims
+    are off here) nothing changes; without the positions near each death the observer does worse; the
+    knows-nothing row stands beside them at 0.5 within each probe."""
+    from mau.cli import main
+
+    out = tmp_path / "abl"
+    assert main(["beliefs", str(aria_run), "--ablate", "contradicted,conflict", "--out", str(out),
+                 "--resamples", "20"]) == 0
+    doc = json.loads((out / "ablation.json").read_text())
+    same = {d["metric"]: d["diff"] for d in doc["paired"]}
+    assert same["auroc_within"] == 0.0 and same["brier"] == 0.0
+    assert doc["rows"]["knows_nothing"]["auroc_within"]["value"] == pytest.approx(0.5)
+    assert "knows nothing" in (out / "ablation.md").read_text()
+    assert main(["beliefs", str(aria_run), "--ablate", "near_0,near_1,near_2", "--out", str(out),
+                 "--resamples", "20"]) == 0
+    doc = json.loads((out / "ablation.json").read_text())
+    assert {d["metric"]: d["diff"] for d in doc["paired"]}["brier_within"] < 0  # positions help
+    assert main(["beliefs", str(aria_run), "--ablate", "kill_decay", "--out", str(out)]) != 0

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import argparse
 
-from mau.commands.common import Flag
+from mau.commands.common import Flag, check_run_folders
 from mau.options import RunOptions
 
 FLAGS = [
@@ -46,11 +46,7 @@ def config_from_args(args: argparse.Namespace) -> argparse.Namespace:
 
     from mau.errors import ConfigError
 
-    for r in args.runs:
-        if not Path(r).is_dir():
-            raise ConfigError(f"RUN {r}: no such folder; give a collect or eval run folder or a match folder")
-    if args.resamples < 1:
-        raise ConfigError("--resamples: must be at least 1")
+    check_run_folders(args.runs, args.resamples)
     if args.ablate is not None and args.fit:
         raise ConfigError("--ablate and --fit: fit first, then --ablate with --params FIT on held-out runs")
     if args.fit and args.params:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import argparse
 
-from mau.commands.common import Flag
+from mau.commands.common import Flag, check_run_folders
 from mau.options import RunOptions
 
 CLAIMS_MD, CLAIMS_JSON, EXTRACT_CACHE = "claims.md", "claims.json", "extract_cache.jsonl"
@@ -42,11 +42,7 @@ def config_from_args(args: argparse.Namespace) -> argparse.Namespace:
 
     from mau.errors import ConfigError
 
-    for r in args.runs:
-        if not Path(r).is_dir():
-            raise ConfigError(f"RUN {r}: no such folder; give a collect or eval run folder or a match folder")
-    if args.resamples < 1:
-        raise ConfigError("--resamples: must be at least 1")
+    check_run_folders(args.runs, args.resamples)
     if args.extract_sample and not Path(args.extract_sample).is_file():
         raise ConfigError(f"--extract-sample {args.extract_sample}: no such file")
     if args.extract_model and args.extract_model != "spot" and args.extract_backend == "openai" \

@@ -137,6 +137,17 @@ def load(model: type[M], args: argparse.Namespace, flags: list[Flag], path: str 
         raise ConfigError(validation_message(e, source, fix)) from None
 
 
+def check_run_folders(runs: list[str], resamples: int | None = None) -> None:
+    """The RUN arguments of the report verbs (beliefs, claims, judge) are folders; ``--resamples`` at least 1."""
+    from mau.errors import ConfigError
+
+    for r in runs:
+        if not Path(r).is_dir():
+            raise ConfigError(f"RUN {r}: no such folder; give a collect or eval run folder or a match folder")
+    if resamples is not None and resamples < 1:
+        raise ConfigError("--resamples: must be at least 1")
+
+
 def parse_sets(args: argparse.Namespace) -> dict[str, Any]:
     from mau.config import parse_overrides
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-from mau.commands.common import Flag
+from mau.commands.common import Flag, check_run_folders
 from mau.options import RunOptions
 
 JUDGE_MD, JUDGE_JSON, JUDGE_CACHE = "judge.md", "judge.json", "judge_cache.jsonl"
@@ -35,13 +35,10 @@ CONFIG = None  # no config file: the flags are the whole configuration
 
 
 def config_from_args(args: argparse.Namespace) -> argparse.Namespace:
-    from pathlib import Path
 
     from mau.errors import ConfigError
 
-    for r in args.runs:
-        if not Path(r).is_dir():
-            raise ConfigError(f"RUN {r}: no such folder; give a collect or eval run folder or a match folder")
+    check_run_folders(args.runs)
     if args.judge_model and args.judge_model != "spot" and args.judge_backend == "openai" and not args.judge_base_url:
         raise ConfigError("--judge-base-url: needed for --judge-model with the openai backend (the endpoint that "
                           "serves it)")

@@ -105,17 +105,20 @@ def ablation(runs: list[str], params: Params, drop: list[str], resamples: int = 
     """The ideal observer with ``params`` against the same observer with the ``drop`` kinds counting for nothing
     (their log likelihood ratios 0), re-scored on the same recorded probes: each metric of both, and their
     difference with a paired match-bootstrap interval (pairs: matches)."""
-    from mau.eval.detection import IDEAL_ROW, cell, load_run, paired_diff
+    from mau.eval.detection import IDEAL_ROW, KNOWS_NOTHING_ROW, cell, load_run, paired_diff
 
-    unknown = [d for d in drop if d not in Params.names()]
+    ratios = [n for n in Params.names() if n != "kill_decay"]  # kill_decay is a weight, not a log ratio
+    unknown = [d for d in drop if d not in ratios]
     if unknown:
-        raise MauError(f"--ablate {','.join(unknown)}: not a parameter of the model ({', '.join(Params.names())})")
+        raise MauError(f"--ablate {','.join(unknown)}: not a log likelihood ratio of the model ({', '.join(ratios)})")
     without = Params.from_dict({**params.to_dict(), **dict.fromkeys(drop, 0.0)})
-    full = {m.match_id: m for r in runs for m in load_run(r, params) if m.row == IDEAL_ROW}
+    both = [m for r in runs for m in load_run(r, params)]
+    full = {m.match_id: m for m in both if m.row == IDEAL_ROW}
+    nothing = [m for m in both if m.row == KNOWS_NOTHING_ROW]  # the chance level, at the same probes
     less = {m.match_id: m for r in runs for m in load_run(r, without) if m.row == IDEAL_ROW}
     metrics = ("auroc_within", "auroc", "brier_within", "brier", "ece", "top2_hit_rate")
-    rows = {name: {k: e.to_dict() for k, e in cell(list(ms.values()), resamples, seed).items() if k in metrics}
-            for name, ms in (("with", full), ("without", less))}
+    rows = {name: {k: e.to_dict() for k, e in cell(list(ms), resamples, seed).items() if k in metrics}
+            for name, ms in (("with", full.values()), ("without", less.values()), ("knows_nothing", nothing))}
     diffs = [paired_diff(full, less, k, resamples, seed) for k in metrics]
     return {"drop": drop, "matches": len(full), "params": params.to_dict(), "rows": rows, "paired": diffs}
 
@@ -127,9 +130,12 @@ def _fmt(x: float | None) -> str:
 def ablation_markdown(doc: dict[str, Any]) -> str:
     """The ablation as a small table: each metric with and without, and the paired difference."""
     out = [f"Ideal observer with and without {', '.join(doc['drop'])} ({doc['matches']} matches; paired "
-           "match bootstrap)", "", "| metric | with | without | with - without [95 %] |", "|---|---|---|---|"]
+           "match bootstrap; the knows-nothing (k/n) row at the same probes is the chance level)", "",
+           "| metric | with | without | with - without [95 %] | knows nothing |", "|---|---|---|---|---|"]
     for d in doc["paired"]:
         k = d["metric"]
         a, b = doc["rows"]["with"][k]["value"], doc["rows"]["without"][k]["value"]
-        out.append(f"| {k} | {_fmt(a)} | {_fmt(b)} | {_fmt(d['diff'])} [{_fmt(d['ci_low'])}, {_fmt(d['ci_high'])}] |")
+        kn = doc["rows"]["knows_nothing"][k]["value"]
+        out.append(f"| {k} | {_fmt(a)} | {_fmt(b)} | {_fmt(d['diff'])} [{_fmt(d['ci_low'])}, {_fmt(d['ci_high'])}] "
+                   f"| {_fmt(kn)} |")
     return "\n".join(out)
