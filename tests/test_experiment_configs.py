@@ -42,3 +42,27 @@ def test_detect_cpu_chain() -> None:
     held_out = set(ev.seeds or [])
     assert len(held_out) == 40 and not held_out & set(collect.grid.seeds or [])
     assert len(collect.grid.seeds or []) == collect.grid.repetitions == 120
+
+
+def test_student_cpu_chain() -> None:
+    """The CPU student's experiment (docs/student.md): the student's compact VOTE prompts are collected, trained on
+    and evaluated on; train, GRPO and eval read each other's outputs; no evaluation seed was collected."""
+    s = "configs/{}/student_cpu.yaml"
+    collect = load_config(CollectConfig, "configs/collect/student.yaml")
+    train = load_config(TrainConfig, s.format("train"))
+    rl = load_config(RLConfig, s.format("rl"))
+    ev = load_config(EvalConfig, s.format("eval"))
+    assert all(c.crewmate.prompt_profile == {"vote": "compact"} for c in collect.grid.cases)
+    assert ev.crewmate_aria.prompt_profile == {"vote": "compact"}
+    assert train.training.objective == "candidates" and train.data.dataset == "runs/student/bcvote"
+    assert rl.grpo.objective == "candidates" and rl.policy.path == "runs/student/train/model"
+    assert rl.grpo.feature_cache == "runs/student/train/features.pt" and rl.decisions.runs == ["runs/student/collect"]
+    assert ev.arms["untrained"].model == train.model.path and ev.arms["bc"].model == "runs/student/train/model"
+    assert ev.arms["grpo"].model == "runs/student/rl/model"
+    assert all(ev.arms[a].backend == "lm" and ev.arms[a].answer == "candidates" for a in ("untrained", "bc", "grpo"))
+    assert ev.baseline_arm == "untrained" and ev.arm_modules == ["vote"]
+    assert ev.crewmate_aria.probes.enabled and ev.crewmate_aria.probes.readout in ("vote", "auto")
+    n = len(collect.grid.pool) ** 2 * len(collect.grid.cases) * collect.grid.repetitions
+    assert collect.grid.seed_scheme == "per_match" and n == 180
+    held_out = set(ev.seeds or [])
+    assert len(held_out) == 40 and not held_out & set(range(collect.grid.seed, collect.grid.seed + n))

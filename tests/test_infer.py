@@ -340,3 +340,27 @@ def test_claims_i_could_not_check_and_malformed_claims_count_for_nothing():
               ("B", [{"k": "at", "who": "me", "room": "Admin"}, "not a claim", {"k": "vouch", "who": "A"}])]
     log.observe({**_obs(2500, {}, meeting=_claims_meeting(claims)), "room": "Cafeteria"})
     assert not [it for it in log.items() if it["k"] in ("contradicted", "conflict")]
+
+
+def test_claims_of_earlier_meetings_read_as_said_in_memory_only_when_asked():
+    from mau.harness.memory import SemanticMemory
+
+    log = EvidenceLog("Me", ROSTER)
+    first = [("A", [{"k": "at", "who": "me", "room": "Admin", "from_s": 95.0, "to_s": 125.0}]),
+             ("B", [{"k": "saw", "who": "C", "room": "Storage", "at_s": 110.0}])]
+    log.observe({**_obs(2500, {}, meeting=_claims_meeting(first)), "room": "Cafeteria"})
+    assert log.claim_lines(12) == []  # the current meeting's claims are in its transcript already
+    log.observe({**_obs(2600, {}), "room": "Cafeteria"})
+    second = {**_claims_meeting([("C", [{"k": "at", "who": "me", "room": "Medbay", "from_s": 130, "to_s": 140}])]),
+              "caller": "C"}
+    log.observe({**_obs(3000, {}, meeting=second), "room": "Cafeteria"})
+    said = log.claim_lines(12)
+    assert said == ["Meeting 1: A placed themself in Admin from 95 s to 125 s.",
+                    "Meeting 1: B placed C in Storage from 105 s to 115 s."]
+    assert log.claim_lines(1) == said[-1:]
+    mem = SemanticMemory("Me", ROSTER, 5)
+    mem.evidence = log
+    assert "Claims heard in earlier meetings" not in mem.render()
+    mem.claims_memory = True
+    assert "Claims heard in earlier meetings:\n- " + said[0] in mem.render()
+    assert not any(w in mem.render() for w in ("FALSE", "UNSUPPORTED", "UNVERIFIABLE", "verdict"))

@@ -32,3 +32,17 @@ def test_quickstart_runs_the_whole_loop(tmp_path, capsys):
     assert (out / "datasets" / "all" / "dataset.json").is_file()
     assert main(args) == 2  # a finished quickstart is not overwritten
     assert main(args + ["--resume"]) == 0  # ... but can be resumed (every stage is kept)
+
+
+def test_quickstart_student_preset_fills_only_what_was_left_at_its_default(tmp_path, capsys):
+    from mau.commands.quickstart import STUDENT_PRESET, QuickstartConfig
+    from mau.commands.quickstart import main as quickstart_main
+    from mau.options import RunOptions
+
+    quickstart_main(QuickstartConfig(student=True, out=str(tmp_path / "q")), RunOptions(dry_run=True))
+    line = capsys.readouterr().out
+    assert "CPU student" in line and STUDENT_PRESET["collect_config"] in line and STUDENT_PRESET["train_config"] in line
+    quickstart_main(QuickstartConfig(student=True, out=str(tmp_path / "q"), collect_config="configs/collect/smoke.yaml"),
+                    RunOptions(dry_run=True))
+    assert "collect configs/collect/smoke.yaml" in capsys.readouterr().out  # a field set by hand wins
+    assert not (tmp_path / "q").exists()

@@ -123,7 +123,8 @@ def section(ev: dict[str, Any]) -> list[str]:
 
 def run_claims(run: Any, resamples: int = 1000, seed: int = 0) -> dict[str, Any] | None:
     """For a run folder whose matches have claims (their match-end claims.jsonl, not checked again): the pooled
-    numbers ({matches, verdicts, pooled}; ``section`` renders them), or None for a run without claims. What a
+    numbers ({matches, verdicts, pooled, by_crewmate: the same per crewmate model or eval arm}; ``section`` renders
+    the pooled ones), or None for a run without claims. What a
     run's summary (collect) and results.md (eval) include; ``mau claims`` gives the whole report."""
     from mau.claims import metrics
     from mau.matchdir import finished_matches
@@ -132,7 +133,10 @@ def run_claims(run: Any, resamples: int = 1000, seed: int = 0) -> dict[str, Any]
     if not found:
         return None
     ms = [metrics.load(p, recorded_only=True) for p in found]
-    return {"matches": len(ms), "verdicts": metrics.verdict_counts(ms), "pooled": metrics.table(ms, resamples, seed)}
+    arms = sorted({m.groups["crewmate"] for m in ms})  # collect: crewmate model; eval: arm
+    return {"matches": len(ms), "verdicts": metrics.verdict_counts(ms), "pooled": metrics.table(ms, resamples, seed),
+            "by_crewmate": {a: metrics.table([m for m in ms if m.groups["crewmate"] == a], resamples, seed)
+                            for a in arms}}
 
 
 def summary_json(ev: dict[str, Any]) -> dict[str, Any]:

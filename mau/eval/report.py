@@ -128,7 +128,8 @@ def write_detection_report(runs: list[str], out: Path, baseline: str | None = No
 
 # -- CSV ----------------------------------------------------------------------------------------------------
 def rows_csv(res: dict[str, Any]) -> str:
-    """Long format: one row per (arm, imposter, metric); rates as fractions; endings as counts; the paired
+    """Long format: one row per (arm, imposter, metric); rates as fractions; endings as counts; the structured
+    claims' metrics as ``claims:<name>`` (arm ``all`` pooled, then per arm; imposter ``all``); the paired
     comparisons as ``paired_diff_crew_win_rate`` (n = pairs) and ``paired_p_mcnemar``."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
@@ -141,6 +142,12 @@ def rows_csv(res: dict[str, Any]) -> str:
             w.writerow([c["arm"], c["imposter"], f"ending:{outcome}", k, "", "", c["matches"], "count"])
     for row in detection_csv_rows(res["detection"]) if res.get("detection") else []:
         w.writerow([*row[:3], *_nums(*row[3:6]), row[6], row[7]])
+    claims = res.get("claims") or {}
+    tables = [("all", claims["pooled"])] if claims.get("pooled") else []
+    for arm, table in [*tables, *(claims.get("by_crewmate") or {}).items()]:  # structured claims (docs/claims.md)
+        for name, e in table["metrics"].items():
+            w.writerow([arm, "all", f"claims:{name}", *_nums(e["value"], e["ci_low"], e["ci_high"]), e["n"],
+                        "match_bootstrap"])
     for p in res["paired"]:
         w.writerow([p["arm"], p["imposter"], "paired_diff_crew_win_rate", *_nums(p["diff"], p["ci_low"], p["ci_high"]),
                     p["n_pairs"], "paired_bootstrap"])

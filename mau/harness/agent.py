@@ -44,6 +44,7 @@ class AriaAgent:
         self.evidence: EvidenceLog | None = None
         if self.aria.evidence_memory and role != "imposter":
             self.evidence = self.memory.evidence = EvidenceLog(name, roster)
+            self.memory.claims_memory = self.aria.claims_memory
         self.skills = SkillMemory(self.aria.skill_memory_size, self.aria.skill_retrieve)
         self.strategy: str = ""
         self.strategy_step: int | None = None
@@ -70,7 +71,8 @@ class AriaAgent:
         if self.evidence is not None and obs["alive"]:
             self.evidence.observe(obs)  # what the prompt's evidence memory shows is up to date with obs
         ctx = M.Context(obs, self.rooms, suspicion=self.suspicion.dump(), flagged=flagged)
-        views = M.MODULES[module].images if self.aria.frames and obs["alive"] else ()
+        compact = self.aria.prompt_profile.get(module) == "compact"  # text only
+        views = M.MODULES[module].images if self.aria.frames and obs["alive"] and not compact else ()
         frames: list[Frame] = [self.frames.get(self.name, v) for v in views]
         t_start = time.perf_counter()  # harness time starts after the frames (world work, timed on its own)
         messages = self.prompt(module, obs, n_images=len(frames), **extra)
@@ -87,6 +89,9 @@ class AriaAgent:
         """The messages of a ``module`` call from the agent's current memory, skills and suspicion (read only:
         building them changes nothing; belief probes read the VOTE prompt through this)."""
         others = [n for n in M.Context(obs, self.rooms).alive if n != self.name]
+        if self.aria.prompt_profile.get(module) == "compact":
+            evidence = self.evidence.compact_lines() if self.evidence is not None else []
+            return self.builder.compact(module, obs, evidence=evidence, others=others)
         skills = self.skills.render() if self.aria.reflection == "meeting" else ""
         return self.builder.messages(module, obs, memory=self.memory.render(), skills=skills, others=others,
                                      n_images=n_images, suspicion=self.suspicion.render(others), **extra)

@@ -15,6 +15,9 @@ PAPER_MODULE_TEMPERATURE = {"meeting": 0.7, "vote": 0.2, "plan": 0.3, "plan_shor
                             "reflect": 0.3}
 
 
+COMPACT_MODULES = ("vote",)  # modules with a compact prompt (prompts/compact.yaml)
+
+
 class AriaConfig(Model):
     """The five axes of ARIA (SPEC section 3). Defaults: the paper's first crewmate setting (semantic memory,
     reactive planner, meeting reflection with skill memory, minimal prompts, privileged state)."""
@@ -31,6 +34,20 @@ class AriaConfig(Model):
     prompt_style: Literal["deterministic", "minimal"] = Field(
         "minimal", description="deterministic: role- and phase-specific tactics spelled out; minimal: "
                                "rules, role, format.")
+    prompt_profile: dict[str, Literal["full", "compact"]] = Field(
+        default_factory=dict,
+        description="Per module: full (the prompts above, the default) or compact (text only, about 300 tokens: the "
+                    "evidence in few words, this meeting's speech, the candidates; only vote has one). For small "
+                    "models read out over candidates (docs/student.md).")
+
+    @field_validator("prompt_profile")
+    @classmethod
+    def _compact_modules(cls, v: dict[str, str]) -> dict[str, str]:
+        bad = [m for m, p in v.items() if p == "compact" and m not in COMPACT_MODULES]
+        if bad:
+            raise ValueError(f"prompt_profile: {bad[0]!r} has no compact prompt; only {', '.join(COMPACT_MODULES)} do")
+        return v
+
     @field_validator("reflection", mode="before")
     @classmethod
     def _yaml_booleans(cls, v: object) -> object:
@@ -50,6 +67,10 @@ class AriaConfig(Model):
         True, description="Crewmates: memory keeps an Evidence block for the whole match (who was near where each "
                           "victim fell, kills flagged, accusations and votes; docs/harness.md). Ours; off: the "
                           "paper's memory only.")
+    claims_memory: bool = Field(
+        False, description="Crewmates with evidence memory: also list the placing claims heard in earlier meetings "
+                            "(who placed whom where and when, as said; the newest 12; never a verdict; docs/claims.md). "
+                            "Off: only the current meeting's transcript and the agent's own cross-checks.")
     surveillance: bool = Field(True, description="Crewmates scan two view directions after each step (SURVEILLANCE).")
     frames: bool = Field(True, description="Send first-person frames with the calls that take images "
                                            "(docs/harness.md).")

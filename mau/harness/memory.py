@@ -15,11 +15,17 @@ def _clamp(v: float, lo: float, hi: float) -> float:
     return lo if v < lo else hi if v > hi else v
 
 
-def _evidence_block(evidence: EvidenceLog | None) -> list[str]:
+CLAIMS_MEMORY_LIMIT = 12  # placing claims of earlier meetings kept in the prompt (the newest)
+
+
+def _evidence_block(evidence: EvidenceLog | None, claims: bool = False) -> list[str]:
     """The evidence memory (``aria.evidence_memory``): every line of the agent's evidence log, kept for the
-    whole match whatever the memory kind (docs/harness.md, "Evidence memory")."""
+    whole match whatever the memory kind (docs/harness.md, "Evidence memory"); with ``aria.claims_memory`` also
+    the placing claims heard in earlier meetings, as said (never a verdict)."""
     lines = evidence.lines() if evidence is not None else []
-    return ["Evidence:"] + [f"- {x}" for x in lines] if lines else []
+    out = ["Evidence:"] + [f"- {x}" for x in lines] if lines else []
+    said = evidence.claim_lines(CLAIMS_MEMORY_LIMIT) if evidence is not None and claims else []
+    return out + (["Claims heard in earlier meetings:"] + [f"- {x}" for x in said] if said else [])
 
 
 class WindowMemory:
@@ -28,6 +34,7 @@ class WindowMemory:
     def __init__(self, size: int):
         self.steps: deque[str] = deque(maxlen=size)
         self.evidence: EvidenceLog | None = None  # set by the agent when evidence memory is on
+        self.claims_memory = False  # set by the agent (aria.claims_memory)
 
     def observe(self, obs: dict[str, Any]) -> None:
         seen = ", ".join(f"{p['name']} ({p['room']})" for p in obs["players_in_view"]) or "nobody"
@@ -48,7 +55,7 @@ class WindowMemory:
 
     def render(self) -> str:
         lines = ["Recent steps:"] + [f"- {s}" for s in self.steps] if self.steps else ["Recent steps: none yet."]
-        return "\n".join(lines + _evidence_block(self.evidence))
+        return "\n".join(lines + _evidence_block(self.evidence, self.claims_memory))
 
     def dump(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "steps": list(self.steps)}
@@ -92,6 +99,7 @@ class SemanticMemory:
         self.meetings: list[str] = []
         self.notes: deque[str] = deque(maxlen=notes_limit)
         self.evidence: EvidenceLog | None = None  # set by the agent when evidence memory is on
+        self.claims_memory = False  # set by the agent (aria.claims_memory)
 
     def observe(self, obs: dict[str, Any]) -> None:
         for p in obs["players_in_view"]:
@@ -119,7 +127,7 @@ class SemanticMemory:
         if self.notes:
             lines.append("Notes:")
             lines += [f"- {n}" for n in self.notes]
-        return "\n".join(lines + _evidence_block(self.evidence))
+        return "\n".join(lines + _evidence_block(self.evidence, self.claims_memory))
 
     def dump(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "beliefs": {k: dict(v) for k, v in self.beliefs.items()},

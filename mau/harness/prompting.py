@@ -33,6 +33,39 @@ def _formats() -> dict[str, Template]:
     return {k: Template(v) for k, v in yaml.safe_load((PROMPTS_DIR / "formats.yaml").read_text()).items()}
 
 
+@lru_cache(maxsize=None)
+def _compact() -> tuple[Template, dict[str, Template]]:
+    data = yaml.safe_load((PROMPTS_DIR / "compact.yaml").read_text())
+    return Template(data["system"].rstrip("\n")), {k: Template(v.rstrip("\n")) for k, v in data["modules"].items()}
+
+
+# The compact profile's budgets in characters (about 4 per token): the evidence keeps its newest lines and the
+# meeting its latest words within them, so the whole prompt stays near 300 tokens (docs/harness.md).
+COMPACT_EVIDENCE_CHARS = 380
+COMPACT_CHAT_CHARS = 230
+CANDIDATES_LINE = "Candidates: "
+
+
+def compact_candidates(text: str) -> list[str]:
+    """The candidates named by a compact prompt's user text (its ``Candidates:`` line); [] when there is none."""
+    for line in reversed(text.split("\n")):
+        if line.startswith(CANDIDATES_LINE):
+            return [c.strip() for c in line[len(CANDIDATES_LINE):].rstrip(".").split(",") if c.strip()]
+    return []
+
+
+def _newest(lines: list[str], budget: int) -> list[str]:
+    """The last lines whose lengths fit in ``budget`` characters (a line too long alone is cut at its end)."""
+    kept: list[str] = []
+    for line in reversed(lines):
+        if sum(len(x) + 1 for x in kept) + len(line) > budget:
+            if not kept:  # a quoted line keeps its closing quote (the leak audit reads quotes as speech)
+                kept.append(line[: budget - 4] + '..."' if line.endswith('"') else line[: budget - 3] + "...")
+            break
+        kept.append(line)
+    return kept[::-1]
+
+
 def modules_for(style: str, role: str) -> list[str]:
     return list(_templates(style, role)[1])
 
@@ -143,6 +176,22 @@ class PromptBuilder:
             modes=modes, strategy_every=self.aria.strategy_every, stations=", ".join(map(str, stations)) or "none",
             in_view_or_wander=", ".join(in_view + ["wander"]), clamp=f"{self.aria.suspicion_clamp:g}",
             rooms=", ".join(self.rooms), max_claims=self.claims.max_per_utterance)
+
+    def compact(self, module: str, obs: dict[str, Any], *, evidence: list[str],
+                others: list[str]) -> list[dict[str, Any]]:
+        """The compact profile's messages (text only): the evidence in few words, this meeting's speech and the
+        candidates, within the character budgets above."""
+        system, mods = _compact()
+        m = obs.get("meeting") or {}
+        said = [f'{t["speaker"]}: "{t["text"]}"' for t in m.get("transcript", [])]  # quoted: players' words
+        ev = _newest(evidence, COMPACT_EVIDENCE_CHARS)
+        chat = _newest(said, COMPACT_CHAT_CHARS)
+        text = mods[module].substitute(
+            evidence="\n".join(f"- {x}" for x in ev) or "- nothing yet", chat="\n".join(chat) or "nobody spoke",
+            candidates=", ".join(others + ["skip"]))
+        return [{"role": "system", "content": system.substitute(name=obs["name"], n_players=self.game.num_players,
+                                                                n_imposters=self.game.num_imposters)},
+                {"role": "user", "content": [{"type": "text", "text": text}]}]
 
     # -- the messages --------------------------------------------------------------------------------------
     def messages(self, module: str, obs: dict[str, Any], *, memory: str, skills: str = "", others: list[str],

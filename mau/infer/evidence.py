@@ -348,6 +348,45 @@ class EvidenceLog:
                        f"{_who(c['who'], s['speaker'], self.me)} in {s['room']} {_span(s['t0'], s['t1'])}.")
         return out
 
+    def claim_lines(self, limit: int) -> list[str]:
+        """The placing claims heard in meetings before the latest one, as said (the newest ``limit``): what a
+        crewmate's prompt may show of earlier speech (``aria.claims_memory``); no verdict, only words."""
+        last = max((m["n"] for m in self.meetings), default=0)
+        out = [f"Meeting {p['meeting']}: {p['speaker']} placed {_who(p['who'], p['speaker'], self.me)} in "
+               f"{p['room']} {_span(p['t0'], p['t1'])}." for p in self.placings if p["meeting"] < last]
+        return out[-limit:] if limit else []
+
+    def compact_lines(self) -> list[str]:
+        """The evidence in few words (the compact prompt profile, docs/harness.md): a death's window is summed
+        up per player as the closest distance and the count of step ends within 6 blocks; everything else as
+        ``lines``. The same facts the likelihood reads, shorter, so a small model's prompt stays short."""
+        out = [f"At {f['tick'] / 20:g} s I flagged {f['suspect']}: {f['detail']}" for f in self.flags]
+        out += [f"I saw {k['killer']} kill {k['victim']} in {k['room']}." for k in self.kills_seen]
+        for d in self.deaths.values():
+            where = f" in {d.room}" if d.room else ""
+            near = []
+            for name, row in d.dists.items():
+                xs = [x for x in row if x is not None and x <= NEAR_BINS[-1]]
+                if xs:
+                    close = sum(x <= NEAR_BINS[1] for x in xs)
+                    tail = f" ({close}x within 6)" if close else ""
+                    near.append((min(xs), f"{name} {min(xs):.0f} blocks{tail}"))
+            who = ", ".join(t for _, t in sorted(near)) or "nobody"
+            out.append(f"{d.victim} died{where}; near the body before it was found: {who}.")
+        out += [f"{n} was ejected: {'an Imposter' if r == 'imposter' else 'a Crewmate'}."
+                for n, r in self.ejected.items()]
+        for m in self.meetings:
+            acc = [f"{a['speaker']} accused {a['target']}" for a in self.accused if a["meeting"] == m["n"]]
+            votes = [f"{v['voter']}->{v['target']}" for v in self.votes if v["meeting"] == m["n"]]
+            how = "reported" if m["reason"] == "report" else "called"
+            out.append(f"Meeting {m['n']} ({m['caller']} {how})" + (f": {'; '.join(acc)}" if acc else "")
+                       + (f"; votes {', '.join(votes)}" if votes else "") + ".")
+        out += [f"{c['speaker']} placed {_who(c['who'], c['speaker'], self.me)} in {c['room']}, but I saw "
+                f"{'myself' if c['who'] == self.me else c['who']} in {c['seen_place']}." for c in self.contradictions]
+        out += [f"{c['first']['speaker']} and {c['second']['speaker']} placed {c['who']} in different rooms."
+                for c in self.conflicts]
+        return out
+
 
 def _who(name: str, speaker: str | None, me: str) -> str:
     return "me" if name == me else "themself" if name == speaker else name

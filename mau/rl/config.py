@@ -69,6 +69,13 @@ class GRPOSection(Model):
                                                                             "share of vLLM.")
     bf16: bool | None = Field(None, description="bfloat16 mixed precision; unset: on when the weights "
                                                 "load as bfloat16.")
+    objective: Literal["completions", "candidates"] = Field(
+        "completions", description="completions: TRL's GRPO on sampled answers, rewards from forks; candidates: the "
+        "text-only student's VOTE as a choice among the candidates, the vote terms read from roles (docs/student.md).")
+    train_last_layers: int = Field(4, ge=1, description="candidates: decoder layers trained (the last N), with the "
+                                   "final norm.")
+    feature_cache: str | None = Field(None, description="candidates: a features.pt of the SFT run (mau train) whose "
+                                      "lower-layer outputs are reused.")
 
 
 class RLOutput(Model):

@@ -8,7 +8,7 @@ OpenAI-compatible server, a PIL image for a local processor); call records store
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -103,6 +103,9 @@ class ModelConfig(Model):
     device: str = Field("auto", description="hf: cpu, cuda or auto.")
     dtype: str = Field("auto", description="hf: float32, bfloat16 or auto.")
     max_pixels: int | None = Field(None, description="hf: cap on image pixels for the processor.")
+    answer: Literal["generate", "candidates"] = Field(
+        "generate", description="lm: candidates answers VOTE by scoring each candidate as the answer's target and "
+                                "taking the best (always parseable; docs/student.md); generate: the model writes it.")
     seed: int = Field(0, description="Sampling seed (hf; and the scripted expert's stream).")
     price_prompt_per_mtok: float = Field(0.0, ge=0, description="USD per million prompt tokens (cost estimates).")
     price_completion_per_mtok: float = Field(0.0, ge=0, description="USD per million completion tokens.")

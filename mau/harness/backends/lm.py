@@ -1,0 +1,175 @@
+"""The ``lm`` backend: a local text-only causal language model (``AutoModelForCausalLM`` + ``AutoTokenizer``), e.g.
+the CPU student SmolLM2-135M-Instruct that ``mau student`` writes (docs/student.md).
+
+It is the ``hf`` backend (micro-batching, per-match seeded sampling, failures returned not raised) with a
+tokenizer in place of a multimodal processor: a request with an image part fails with a clear error (use
+``aria.frames: false`` or the compact prompt profile, which sends none). Two additions:
+
+- ``model.answer: candidates`` answers VOTE without generating: each candidate (the living others and skip) is
+  scored as the target of the VOTE answer and the best one is the answer, so the vote is always parseable
+  (the same read-out as the belief probes' ``readout: vote``).
+- Scoring reads one forward pass: where the candidates' first answer tokens are distinct (the game's names are
+  one token each in SmolLM2's vocabulary), a candidate's score is the log-probability of its first token after
+  the prompt and ``{"vote_target": "``; otherwise every continuation is scored in full as in ``hf``. The
+  candidate training objective (``mau.student.train``) is the cross-entropy over the same first-token scores.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mau.harness.backends.base import ModelRequest, ModelResponse, ScoreResponse
+from mau.harness.backends.hf import Backend as HfBackend
+from mau.harness.backends.hf import _Prepared
+
+VOTE_PREFIX = '{"vote_target": "'  # how every VOTE answer opens (beliefs.probe.VOTE_PREFIX, the BC targets')
+
+
+class TextProcessor:
+    """A tokenizer behind the processor interface the ``hf`` backend calls: text in, token ids out."""
+
+    def __init__(self, tokenizer: Any):
+        self.tokenizer = tokenizer
+
+    def apply_chat_template(self, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
+        return self.tokenizer.apply_chat_template(text_messages(messages), **kwargs)
+
+    def __call__(self, text: list[str], images: Any = None, **kwargs: Any) -> Any:
+        if images:
+            raise ValueError("the lm backend is text-only: this request has images (set aria.frames: false or "
+                             "aria.prompt_profile: {vote: compact})")
+        return self.tokenizer(text, **kwargs)
+
+
+def text_messages(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """Chat messages with string contents (text parts joined); an image part is an error."""
+    out = []
+    for m in messages:
+        content = m.get("content")
+        if isinstance(content, list):
+            if any(p.get("type") == "image" for p in content):
+                raise ValueError("the lm backend is text-only: a message has an image part")
+            content = "\n".join(str(p.get("text", "")) for p in content)
+        out.append({"role": m["role"], "content": content or ""})
+    return out
+
+
+def load_text_model(path: str, dtype: Any = None) -> tuple[Any, Any]:
+    """(tokenizer, model) of a local causal LM folder; the tokenizer pads on the left with its EOS if it has
+    no pad token."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    tokenizer.padding_side = "left"
+    model = AutoModelForCausalLM.from_pretrained(path, **({"dtype": dtype} if dtype is not None else {}))
+    if getattr(getattr(model.config, "quantization_config", None), "quant_method", None) == "gguf" or \
+            (isinstance(getattr(model.config, "quantization_config", None), dict)
+             and model.config.quantization_config.get("quant_method") == "gguf"):
+        # A folder saved from a GGUF load (before mau student dropped the key) holds float weights: no quantizer,
+        # or save_pretrained refuses the trained model.
+        model.hf_quantizer = None
+        del model.config.quantization_config
+    return tokenizer, model
+
+
+class Backend(HfBackend):
+    name = "lm"
+    can_score = True
+
+    def __init__(self, config: Any):
+        super().__init__(config)
+        self._scored: dict[tuple[tuple[int, ...], tuple[int, ...]], list[float]] = {}  # same prompt, same scores
+
+    def _load(self) -> None:
+        import torch
+
+        cfg = self.config
+        device = cfg.device if cfg.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
+        dtype = None if cfg.dtype == "auto" else getattr(torch, cfg.dtype, None)
+        if cfg.dtype != "auto" and not isinstance(dtype, torch.dtype):
+            raise ValueError(f"model.dtype {cfg.dtype!r} is not a torch dtype (float32, bfloat16, float16, auto)")
+        if cfg.adapter:
+            raise ValueError("model.adapter: the lm backend loads full models only (mau train writes OUT/model)")
+        tokenizer, model = load_text_model(cfg.model, dtype)
+        model.to(device).eval()
+        eos = model.generation_config.eos_token_id
+        eos_ids = set(eos if isinstance(eos, list) else [] if eos is None else [eos])
+        eos_ids |= {i for i in (tokenizer.convert_tokens_to_ids("<|im_end|>"), tokenizer.eos_token_id)
+                    if isinstance(i, int) and i != tokenizer.unk_token_id}
+        self._eos_ids = sorted(eos_ids)
+        self._processor, self._model, self._device = TextProcessor(tokenizer), model, device
+
+    def _prepare(self, index: int, request: ModelRequest) -> _Prepared:
+        if request.images:
+            raise ValueError("the lm backend is text-only: this request has images (set aria.frames: false or "
+                             "aria.prompt_profile: {vote: compact})")
+        return super()._prepare(index, request)
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        if self.config.answer == "candidates" and request.module == "vote":
+            return await self._vote_by_candidates(request)
+        return await super().complete(request)
+
+    async def _vote_by_candidates(self, request: ModelRequest) -> ModelResponse:
+        """The candidate with the highest score, as the VOTE answer's JSON (never unparseable)."""
+        try:
+            cands = vote_candidates(request)
+        except Exception as e:  # a model-side failure is an answer, never a crash
+            return ModelResponse(text=None, error=f"lm: {type(e).__name__}: {e}", model=self.model_id)
+        scored = await self.score(request, VOTE_PREFIX, [f'{c}"' for c in cands])
+        if scored.logprobs is None:
+            return ModelResponse(text=None, error=scored.error or "no scores", latency_s=scored.latency_s,
+                                 model=self.model_id)
+        best = max(range(len(cands)), key=lambda i: scored.logprobs[i])
+        return ModelResponse(text=json.dumps({"vote_target": cands[best]}), latency_s=scored.latency_s,
+                             prompt_tokens=scored.prompt_tokens, completion_tokens=0, model=self.model_id)
+
+    def _score_sync(self, request: ModelRequest, prefix: str, continuations: list[str]) -> ScoreResponse:
+        """One forward pass where the continuations' first tokens are distinct (their log-probabilities after
+        the shared prompt); else every continuation in full (``hf``)."""
+        import torch
+
+        self.load()
+        with self._gen_lock:
+            tok = self._processor.tokenizer
+            p = self._prepare(0, request)
+            ids, firsts = first_tokens(tok, p.text + prefix, continuations)
+            if firsts is not None:
+                key = (tuple(ids), tuple(firsts))
+                if key not in self._scored:  # the probe before a vote reads the same prompt as the vote
+                    with torch.inference_mode():
+                        logits = self._model(input_ids=torch.tensor([ids], device=self._device),
+                                             logits_to_keep=1).logits[0, -1].float()
+                    lp = torch.log_softmax(logits, dim=-1)
+                    if len(self._scored) >= 64:
+                        self._scored.clear()
+                    self._scored[key] = [float(lp[t]) for t in firsts]
+                return ScoreResponse(list(self._scored[key]), prompt_tokens=len(ids), model=self.model_id)
+        return super()._score_sync(request, prefix, continuations)
+
+
+def first_tokens(tokenizer: Any, context: str, continuations: list[str]) -> tuple[list[int], list[int] | None]:
+    """(ids of ``context``, the first token id of each continuation after it), or None for the second where
+    two continuations open with the same token or a token merges across the boundary."""
+    base = tokenizer(context, add_special_tokens=False)["input_ids"]
+    firsts = []
+    for c in continuations:
+        ids = tokenizer(context + c, add_special_tokens=False)["input_ids"]
+        if ids[: len(base)] != base or len(ids) <= len(base):
+            return base, None
+        firsts.append(ids[len(base)])
+    return base, (firsts if len(set(firsts)) == len(firsts) else None)
+
+
+def vote_candidates(request: ModelRequest) -> list[str]:
+    """The VOTE's candidates of a request: the living others and skip, from its observation."""
+    from mau.harness.modules import Context
+    from mau.schema import SKIP
+
+    obs = (request.context or {}).get("obs")
+    if not obs:
+        raise ValueError("model.answer candidates: the VOTE request carries no observation")
+    return [n for n in Context(obs, []).alive if n != obs["name"]] + [SKIP]

@@ -1,0 +1,71 @@
+"""Candidate examples: a compact VOTE prompt as token ids, the first token of each candidate's answer, and the
+expert's choice; read from a ``mau dataset`` folder (BC) or from recorded calls (GRPO). The prompt is rendered
+exactly as the ``lm`` backend renders it at play time."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from mau import schema as F
+from mau.errors import MauError
+from mau.harness.backends.lm import VOTE_PREFIX, first_tokens, text_messages
+from mau.harness.prompting import compact_candidates
+
+
+@dataclass
+class CandidateExample:
+    key: str  # the call id
+    ids: list[int]  # chat-templated prompt + the VOTE answer's opening
+    candidates: list[str]
+    tokens: list[int]  # first answer token of each candidate (distinct)
+    target: int | None  # index of the expert's choice (None: not among the candidates)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def render(tokenizer: Any, messages: list[dict[str, Any]]) -> str:
+    """The prompt text the ``lm`` backend generates from (``hf``'s ``_prepare`` through ``TextProcessor``)."""
+    return tokenizer.apply_chat_template(text_messages(messages), tokenize=False, add_generation_prompt=True,
+                                         enable_thinking=False)
+
+
+def make_example(tokenizer: Any, key: str, messages: list[dict[str, Any]], choice: str | None,
+                 meta: dict[str, Any] | None = None) -> CandidateExample:
+    """One example from prompt messages (system, user; no answer) and the expert's vote target."""
+    user = next((m for m in messages if m["role"] == "user"), None)
+    text = user["content"] if user and isinstance(user["content"], str) else \
+        "\n".join(str(p.get("text") or "") for p in (user or {}).get("content", []))
+    cands = compact_candidates(text)
+    if not cands:
+        raise MauError(f"call {key}: its prompt names no candidates; the candidate objective needs VOTE prompts in "
+                       "the compact profile (collect with aria.prompt_profile: {vote: compact})")
+    ids, toks = first_tokens(tokenizer, render(tokenizer, messages) + VOTE_PREFIX, [f'{c}"' for c in cands])
+    if toks is None:
+        raise MauError(f"call {key}: two candidates of {cands} open with the same token; the candidate objective "
+                       "needs distinct first tokens")
+    target = cands.index(choice) if choice in cands else None
+    return CandidateExample(key, ids, cands, toks, target, dict(meta or {}))
+
+
+def _plain(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Dataset/recorded messages -> {role, content: [text parts]}."""
+    out = []
+    for m in messages:
+        c = m.get(F.DS_CONTENT)
+        parts = [{"type": "text", "text": c}] if isinstance(c, str) else \
+            [{"type": p.get(F.DS_CONTENT_TYPE), "text": p.get(F.DS_CONTENT_TEXT)} for p in c or []]
+        out.append({"role": m[F.ROLE], "content": parts})
+    return out
+
+
+def from_dataset_rows(tokenizer: Any, rows: Any) -> list[CandidateExample]:
+    """BC rows of a ``mau dataset`` split: the prompt is every message but the last (the expert's answer)."""
+    out = []
+    for row in rows:
+        parsed = json.loads(row[F.DS_PARSED_JSON] or "null") or {}
+        msgs = _plain(row[F.DS_MESSAGES])
+        if msgs and msgs[-1]["role"] == "assistant":
+            msgs = msgs[:-1]
+        out.append(make_example(tokenizer, str(row[F.CALL_ID]), msgs, parsed.get("vote_target")))
+    return out

@@ -1,0 +1,243 @@
+"""``mau train`` with ``training.objective: candidates``: the student learns the expert's VOTE as a choice among
+the candidates (docs/student.md).
+
+The loss of one example is the cross-entropy of the expert's choice under the softmax of the candidates' scores
+(the log-probability of each candidate's first answer token after the compact prompt and ``{"vote_target": "``:
+the ``lm`` backend's read-out), skip included. The lower layers stay frozen, so their output is computed once
+per prompt (the feature cache, ``features.pt``, which ``mau rl`` reuses); the last ``train_last_layers`` decoder
+layers and the final norm are trained with AdamW. The run folder: config.yaml, provenance.json,
+trainer_log.jsonl, features.pt, model/ (the whole model and tokenizer: the ``lm`` backend plays it) and
+train.json (written last). Heavy imports inside.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mau.config import dump_yaml
+from mau.errors import MauError
+from mau.rundir import RunDir
+from mau.student.examples import CandidateExample
+
+SUMMARY = "train.json"
+LOG = "trainer_log.jsonl"
+FEATURES = "features.pt"
+FULL_MODEL = "model"
+
+
+@dataclass
+class CandidateResult:
+    out: Path
+    steps: int
+    train_loss: float | None
+    before: dict[str, float]
+    after: dict[str, float]
+    trainable: int
+    saved: Path
+    wall_s: float
+
+    def line(self) -> str:
+        loss = f"{self.train_loss:.4f}" if self.train_loss is not None else "n/a"
+        return (f"trained steps={self.steps} train_loss={loss} eval_ce {self.before.get('ce', float('nan')):.3f}"
+                f"->{self.after.get('ce', float('nan')):.3f} eval_acc {self.before.get('acc', float('nan')):.3f}"
+                f"->{self.after.get('acc', float('nan')):.3f} trainable_params={self.trainable} "
+                f"wall_s={self.wall_s:.1f} -> model {self.saved}")
+
+
+class FeatureCache:
+    """Lower-layer outputs by prompt: key = digest of (the frozen lower weights' fingerprint, token ids), so the
+    base model and every model trained from it over the same cut share them. Saved as one file."""
+
+    def __init__(self, split: Any, path: Path | None = None):
+        self.tag = fingerprint(split)
+        self.data: dict[str, Any] = {}
+        if path is not None and path.is_file():
+            import torch
+
+            saved = torch.load(path, map_location="cpu")
+            if saved.get("tag") == self.tag:
+                self.data = saved["features"]
+
+    def key(self, ids: list[int]) -> str:
+        return hashlib.blake2b(f"{self.tag}|{ids}".encode(), digest_size=12).hexdigest()
+
+    def fill(self, split: Any, examples: list[CandidateExample], desc: str = "features") -> int:
+        """Compute what is missing (progress bar); returns how many were computed."""
+        from tqdm import tqdm
+
+        todo = [e for e in examples if self.key(e.ids) not in self.data]
+        for e in tqdm(todo, desc=desc, unit="prompt", disable=not todo):
+            self.data[self.key(e.ids)] = split.lower(e.ids).to(dtype=_store_dtype())
+        return len(todo)
+
+    def get(self, e: CandidateExample) -> Any:
+        import torch
+
+        return self.data[self.key(e.ids)].to(torch.float32)
+
+    def save(self, path: Path) -> None:
+        import torch
+
+        torch.save({"tag": self.tag, "features": self.data}, path)
+
+
+def fingerprint(split: Any) -> str:
+    """A digest of the frozen part (embeddings and the lower layers: a sample of every tensor) and the cut."""
+    h = hashlib.blake2b(digest_size=12)
+    h.update(str(split.k).encode())
+    mods = [split.inner.embed_tokens, *split.inner.layers[: split.k]]
+    for p in (p for m in mods for p in m.parameters()):
+        h.update(p.detach().flatten()[:512].float().cpu().numpy().tobytes())
+    return h.hexdigest()
+
+
+def _store_dtype() -> Any:
+    import torch
+
+    return torch.float16  # half the memory; the upper layers compute in float32
+
+
+def candidate_logprobs(split: Any, features: Any, e: CandidateExample) -> Any:
+    """Log-softmax over the candidates of their first-token logits."""
+    import torch
+
+    return torch.log_softmax(split.upper(features, e.tokens), dim=-1)
+
+
+def evaluate(split: Any, cache: FeatureCache, examples: list[CandidateExample]) -> dict[str, float]:
+    """Mean cross-entropy of the expert's choice and the share of examples whose argmax is that choice."""
+    import torch
+
+    if not examples:
+        return {}
+    ce, hits = 0.0, 0
+    with torch.inference_mode():
+        for e in examples:
+            lp = candidate_logprobs(split, cache.get(e), e)
+            ce -= float(lp[e.target])
+            hits += int(int(lp.argmax()) == e.target)
+    return {"ce": ce / len(examples), "acc": hits / len(examples), "n": float(len(examples)),
+            "chance_ce": sum(math.log(len(e.candidates)) for e in examples) / len(examples)}
+
+
+def _split_rows(cfg: Any) -> tuple[Any, Any, dict[str, Any]]:
+    from datasets import load_from_disk
+
+    from mau.train.data import read_header
+
+    path = Path(cfg.data.dataset)
+    if not path.is_dir():
+        raise MauError(f"data.dataset {path}: no such folder; build it with mau dataset, or fix the path")
+    header = read_header(path)
+    if cfg.data.filter is not None and header.get("filter") not in (None, cfg.data.filter):
+        raise MauError(f"data.filter is {cfg.data.filter!r} but {path} was built with filter "
+                       f"{header.get('filter')!r}; fix data.filter or data.dataset")
+    dd = load_from_disk(str(path))
+    for name in [cfg.data.train_split] + ([cfg.data.eval_split] if cfg.data.eval_split else []):
+        if name not in dd:
+            raise MauError(f"{path}: no split {name!r} (it has {', '.join(dd)}); fix data.train_split / eval_split")
+    train = dd[cfg.data.train_split]
+    if cfg.data.max_train_examples is not None:
+        train = train.select(range(min(cfg.data.max_train_examples, len(train))))
+    ev = dd[cfg.data.eval_split] if cfg.data.eval_split else None
+    if ev is not None and cfg.data.max_eval_examples is not None:
+        ev = ev.select(range(min(cfg.data.max_eval_examples, len(ev))))
+    return train, ev, header
+
+
+def train_candidates(cfg: Any, out: Path) -> CandidateResult:
+    import torch
+    from transformers import get_scheduler
+
+    from mau.harness.backends.lm import load_text_model
+    from mau.student.examples import from_dataset_rows
+    from mau.student.split import SplitLM
+
+    t0 = time.perf_counter()
+    out = Path(out)
+    if (out / SUMMARY).is_file() and not cfg.resume:
+        raise MauError(f"{out} holds a finished training run; choose another --out (or --resume to keep it)")
+    if (out / FEATURES).is_file() and not (out / SUMMARY).is_file() and not cfg.resume:
+        raise MauError(f"{out} holds an unfinished training run; pass --resume to continue it (its feature cache "
+                       "is reused, training starts over), or choose another --out")
+    if (out / SUMMARY).is_file():
+        s = json.loads((out / SUMMARY).read_text())
+        return CandidateResult(out, s["steps"], s["train_loss"], s["before"], s["after"], s["trainable"],
+                               out / FULL_MODEL, 0.0)
+    t = cfg.training
+    torch.manual_seed(t.seed)
+    train_rows, eval_rows, header = _split_rows(cfg)
+    base = cfg.model.path
+    if not (Path(base) / "config.json").is_file():
+        raise MauError(f"model.path {base}: not a local model folder; the candidate objective trains the text-only "
+                       "student (mau student --out DIR)")
+    tokenizer, model = load_text_model(base, torch.float32)
+    model.train()
+    split = SplitLM(model, t.train_last_layers)
+    split.freeze_lower()
+    train = [e for e in from_dataset_rows(tokenizer, train_rows) if e.target is not None]
+    evals = [e for e in from_dataset_rows(tokenizer, eval_rows) if e.target is not None] if eval_rows else []
+    if not train:
+        raise MauError(f"{cfg.data.dataset}: no training example names one of its candidates")
+    out.mkdir(parents=True, exist_ok=True)
+    RunDir(out, "training run").write_config(dump_yaml(cfg), base_model=str(base),
+                                             dataset=str(Path(cfg.data.dataset).resolve()),
+                                             dataset_filter=header.get("filter"), resumed_from=None)
+    cache = FeatureCache(split, out / FEATURES)
+    cache.fill(split, train + evals)
+    cache.save(out / FEATURES)
+    before = evaluate(split, cache, evals)
+
+    params = split.trainable()
+    n_trainable = sum(p.numel() for p in params)
+    per_step = t.per_device_batch_size * t.gradient_accumulation_steps
+    steps = t.max_steps or max(1, math.ceil(len(train) * t.epochs / per_step))
+    opt = torch.optim.AdamW(params, lr=t.learning_rate, weight_decay=t.weight_decay)
+    warm = int(t.warmup * steps) if t.warmup < 1 else int(t.warmup)
+    sched = get_scheduler(t.lr_scheduler, opt, num_warmup_steps=warm, num_training_steps=steps)
+    rng = random.Random(t.seed)
+    order: list[CandidateExample] = []
+    last_loss = None
+    from tqdm import tqdm
+
+    with open(out / LOG, "w") as log:
+        for step in tqdm(range(1, steps + 1), desc="train (candidates)", unit="step"):
+            total = 0.0
+            for _ in range(per_step):
+                if not order:
+                    order = train[:]
+                    rng.shuffle(order)
+                e = order.pop()
+                loss = -candidate_logprobs(split, cache.get(e), e)[e.target] / per_step
+                loss.backward()
+                total += float(loss.detach())
+            torch.nn.utils.clip_grad_norm_(params, t.max_grad_norm)
+            opt.step()
+            sched.step()
+            opt.zero_grad(set_to_none=True)
+            last_loss = total
+            if step % t.logging_steps == 0 or step == steps:
+                row = {"step": step, "loss": round(total, 5), "lr": sched.get_last_lr()[0]}
+                if t.eval_steps and step % t.eval_steps == 0 and evals:
+                    row.update({f"eval_{k}": v for k, v in evaluate(split, cache, evals).items()})
+                log.write(json.dumps(row) + "\n")
+                log.flush()
+    model.eval()
+    after = evaluate(split, cache, evals)
+    saved = out / FULL_MODEL
+    model.save_pretrained(saved)
+    tokenizer.save_pretrained(saved)
+    result = CandidateResult(out, steps, last_loss, before, after, n_trainable, saved, time.perf_counter() - t0)
+    from mau.rundir import atomic_write
+
+    atomic_write(out / SUMMARY, json.dumps({**result.__dict__, "objective": "candidates", "examples":
+                                            {"train": len(train), "eval": len(evals)},
+                                            "train_last_layers": t.train_last_layers}, default=str, indent=1) + "\n")
+    return result
