@@ -127,3 +127,20 @@ def test_summary_table_puts_detection_next_to_win_rate_with_the_observer_row():
     assert summary_table(res).splitlines()[2].startswith("| a | FAILED | FAILED | 50 [25, 75] |")
     res["detection"]["readouts"] = {"a": ["vote"]}
     assert summary_table(res).splitlines()[-1].startswith("Probe read-out: a: vote (")
+
+
+def test_every_probe_version_is_read_and_the_fit_takes_versions_2_and_3(tmp_path):
+    from mau.errors import MauError
+    from mau.eval.observer_fit import _ideal_records
+
+    for v in (1, 2, 3):
+        p = _probe(1, 100, {"A": 0.8, "B": 0.2, "C": 0.6, "D": 0.4}, ["A", "C"], source="ideal")
+        p[F.PROBES_VERSION_FIELD] = v
+        d = _hand_match(tmp_path / f"v{v}", [p])
+        assert len(B.read_probes(d)) == 1
+        if v == 1:
+            with pytest.raises(MauError, match="need version 2 or 3"):
+                _ideal_records(d)
+        else:
+            assert len(_ideal_records(d)) == 1
+    assert F.PROBES_FORMAT_VERSION == 3

@@ -17,17 +17,31 @@ meeting's end.
   ``vouch``). Every accusation it makes is backed by a false sighting of the accused (``saw``): where it saw
   that player itself, it names a room far from there, so the lie is known-false. Its lies are labelled ``lie``.
 
+Before a fabrication is labelled ``lie`` it is checked against what the speaker knows of the truth, by the
+checker's own rules (``mau.claims.check``: +/- 5 s, the short-window and majority rules): where it was at its step
+ends and when meetings were called, where it saw the subject (in privileged state: where it was observed), how far
+a player walks in the time between, and where a line of sight into a room can come from (``Reach``). A drawn room
+that it may have been in (an alibi), or in which it may have had the subject in view (a sighting), is not claimed:
+another false one is, drawn from a side stream, or another moment (a sighting), or no such claim at all.
+
 Draws come from the speaker's own seeded stream, so a brain's other choices are the same with claims on or off.
 """
 
 from __future__ import annotations
 
+import bisect
+import itertools
+import math
 import random
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
+import numpy as np
+
+from mau.claims.check import MAJORITY, SHORT, TOL
 from mau.claims.config import ClaimsConfig
 from mau.claims.grammar import ME
+from mau.env.config import GameConfig
 from mau.schema import INTENT_LIE, INTENT_MISTAKE
 
 TICKS_PER_S = 20
@@ -35,6 +49,9 @@ SEGMENTS = 2  # own `at` runs told (the most recent)
 VOUCH_P = {"cautious": 0.5, "mission": 0.5}  # false vouching for the teammate after a kill (others: VOUCH_P_ELSE)
 VOUCH_P_ELSE = 0.2
 FAR = 40.0  # blocks: a room this far from where I saw a player cannot have held it within 5 s
+WALK = GameConfig.model_fields["walk_speed"].default / TICKS_PER_S  # blocks a player walks in a tick, at most
+VIEW = GameConfig.model_fields["ego_view_distance"].default  # blocks: nobody farther is in view (sights.jsonl)
+SLACK = 2.0  # blocks: rounded positions, and the sub-step (5 ticks) the sights hold a state for
 
 
 @dataclass
@@ -47,6 +64,9 @@ class Sample:
     seen: dict[str, tuple[str, float, float]]  # name -> (room, x, z) of the players in my view
     bodies: dict[str, str]  # victim -> room, of the bodies in my view
     done: frozenset[int] = frozenset()  # my missions done
+    part: int = 0  # the meetings I had noted when I took it in: its roam (the table after a meeting has its tick)
+    where: dict[str, tuple[float, float]] = field(default_factory=dict)  # name -> (x, z) of the players whose
+    # place I knew then (in view, or privileged state's players observed now): never claimed, only a bound on lies
 
 
 @dataclass
@@ -62,16 +82,20 @@ class ClaimSpeaker:
         self.temperament = temperament
         self.cfg = config
         self.rng = random.Random(f"mau-claims-{seed}-{name}")
+        self.alt = random.Random(f"mau-claims-alt-{seed}-{name}")  # another false pick, when the drawn one is not
         self.samples: list[Sample] = []
         self.kills: list[tuple[int, str, str]] = []  # (tick, victim, room) of the kills I made
         self.kills_seen: list[dict[str, Any]] = []
         self.meetings: list[int] = []  # the ticks of the meetings I took part in
+        self.meeting_xz: dict[int, tuple[float, float]] = {}  # where I was when each meeting was called
         self._meeting: _Meeting | None = None
 
     # -- taking things in ---------------------------------------------------------------------------------------
     def observe(self, obs: dict[str, Any]) -> None:
         if obs.get("meeting") is not None:
             self.note_meeting(obs["tick"])
+            if obs.get("position") is not None:
+                self.meeting_xz.setdefault(obs["tick"], (float(obs["position"][0]), float(obs["position"][2])))
             return
         if not obs["alive"] or (self.samples and self.samples[-1].tick == obs["tick"]):
             return
@@ -80,7 +104,10 @@ class ClaimSpeaker:
         bodies = {b["victim"]: b["room"] for b in obs["bodies_in_view"]}
         done = frozenset(m["station"] for m in obs.get("missions", []) if m["done"])
         xz = (float(obs["position"][0]), float(obs["position"][2]))
-        self.samples.append(Sample(obs["tick"], obs["room"], xz, seen, bodies, done))
+        where = {p["name"]: (float(p["position"][0]), float(p["position"][1])) for p in obs.get("players", [])
+                 if p.get("seen_s_ago") == 0}
+        where.update({n: (x, z) for n, (_, x, z) in seen.items()})
+        self.samples.append(Sample(obs["tick"], obs["room"], xz, seen, bodies, done, len(self.meetings), where))
         last = obs.get("last_action_result") or {}
         reason = last.get("reason", "")
         if obs["role"] == "imposter" and reason.startswith("killed "):
@@ -165,14 +192,23 @@ class ClaimSpeaker:
         fake = [m["room"] for m in obs.get("fake_missions", []) if m["room"] in free]
         if not free:
             return []
+        far = [r for r in free if all(self._dist(s, r) >= FAR / 2 for s in samples)] or free
         if self.temperament in ("cautious", "mission") and fake:
             room = fake[0]
         else:
-            far = [r for r in free if all(self._dist(s, r) >= FAR / 2 for s in samples)] or free
             room = self.rng.choice(sorted(far))
         a, b = start / TICKS_PER_S, obs["tick"] / TICKS_PER_S
-        out: list[tuple[dict[str, Any], str | None]] = [({"k": "at", "who": ME, "room": room, "from_s": a,
-                                                          "to_s": b}, INTENT_LIE)]
+        # A lie must be false by the checker's rules: not a room I may have been in within its tolerance (between
+        # two step ends, or in the seconds before the last meeting).
+        reach = Reach(self, obs["tick"])
+
+        def false(r: str) -> bool:
+            return not reach.could_be_at(r, start, obs["tick"])
+
+        room = self._recheck(room, [], far, false) or self._recheck(None, [], free, false)
+        out: list[tuple[dict[str, Any], str | None]] = []
+        if room is not None:
+            out.append(({"k": "at", "who": ME, "room": room, "from_s": a, "to_s": b}, INTENT_LIE))
         if self.temperament == "mission" and obs.get("fake_missions"):
             station = obs["fake_missions"][0]["station"]
             out.append(({"k": "task", "who": ME, "station": station, "at_s": _quarter((a + b) / 2)}, INTENT_LIE))
@@ -190,28 +226,61 @@ class ClaimSpeaker:
                  INTENT_LIE), ({"k": "vouch", "who": mate}, None)]
 
     def _false_sighting(self, obs: dict[str, Any], target: str) -> list[tuple[dict[str, Any], str | None]]:
-        """A sighting of ``target`` that did not happen: where I saw it myself, a room far from there."""
+        """A sighting of ``target`` that did not happen: where I saw it myself, a room far from there; else a
+        moment of mine and a room far from me. Never one in which I may have had it in view then (``Reach``)."""
         now = obs["tick"]
         start, samples = self._window(now)
         kill_rooms = [r for t, _, r in self.kills if start <= t <= now and r in self.map.room_names]
+        reach = Reach(self, now, target)
+
+        def pick(s: Sample, first: str | None, far: list[str]) -> list[tuple[dict[str, Any], str | None]]:
+            """``first``, or another room of ``far``, in which by the checker's rules I did not see ``target`` at
+            ``s`` (within +/- 5 s of it): the claim, or none."""
+            room = self._recheck(first, [r for r in kill_rooms if r in far], far,
+                                 lambda r: not reach.could_see(r, s.tick - TOL, s.tick + TOL))
+            return [] if room is None else [({"k": "saw", "who": target, "room": room, "at_s": s.tick / TICKS_PER_S},
+                                             INTENT_LIE)]
+
         mine = [s for s in samples if target in s.seen]
         if mine:
             s = mine[-1]
             room, x, z = s.seen[target]
             far = [r for r in self.map.room_names
                    if r != room and self.map.path_length(x, z, *self.map.room_centers[r]) >= FAR]
-            pick = next((r for r in kill_rooms if r in far), None) or (self.rng.choice(sorted(far)) if far else None)
-            if pick is not None:
-                return [({"k": "saw", "who": target, "room": pick, "at_s": s.tick / TICKS_PER_S}, INTENT_LIE)]
+            first = next((r for r in kill_rooms if r in far), None) or (self.rng.choice(sorted(far)) if far else None)
+            out = pick(s, first, far) if first is not None else []
+            if out:
+                return out
         if not samples:
             return []
         # I never had it in view: a moment of mine, and a room too far from me for me to have seen it there.
-        s = self.rng.choice(samples)
+        k = self.rng.randrange(len(samples))  # the draw of rng.choice(samples)
+        s = samples[k]
         far = [r for r in self.map.room_names if r != s.room and self._dist(s, r) >= FAR]
         if not far:
             return []
-        pick = next((r for r in kill_rooms if r in far), None) or self.rng.choice(sorted(far))
-        return [({"k": "saw", "who": target, "room": pick, "at_s": s.tick / TICKS_PER_S}, INTENT_LIE)]
+        out = pick(s, next((r for r in kill_rooms if r in far), None) or self.rng.choice(sorted(far)), far)
+        others = samples[:k] + samples[k + 1:]
+        if not out and others:  # no false room at that moment: another moment
+            self.alt.shuffle(others)
+            for s in others:
+                out = pick(s, None, [r for r in self.map.room_names if r != s.room and self._dist(s, r) >= FAR])
+                if out:
+                    break
+        return out
+
+    def _recheck(self, first: str | None, prefer: list[str], rest: list[str],
+                 false: Callable[[str], bool]) -> str | None:
+        """A fabricated room that ``false`` holds false by the checker's rules: ``first`` (the drawn one) when it
+        is, else the first of ``prefer`` that is, else one of ``rest`` that is, drawn from the side stream (the
+        main stream's draws stay as they were); None when none is."""
+        if first is not None and false(first):
+            return first
+        for r in prefer:
+            if false(r):
+                return r
+        ok = [r for r in sorted(set(rest)) if false(r)]
+        return self.alt.choice(ok) if ok else None
 
     def _crew_round_one(self, obs: dict[str, Any], accused: str | None) -> list[tuple[dict[str, Any], str | None]]:
         now = obs["tick"]
@@ -272,6 +341,220 @@ class ClaimSpeaker:
     def _dist(self, s: Sample, room: str) -> float:
         """Walking distance from where I was at ``s`` to ``room``'s centre."""
         return self.map.path_length(*s.xz, *self.map.room_centers[room])
+
+
+class Reach:
+    """What the speaker knows of the truth, as bounds the checker's rules can be held to (a fabrication is labelled
+    a lie only when it is false by them).
+
+    Its anchors are the known places of a player: its own at every step end and when each meeting was called, and
+    those of ``subject`` at the step ends it had it in view (or, in privileged state, observed it now). Between
+    anchors a player walks at most ``WALK`` blocks a tick. A meeting is a wall: the table after it is another place,
+    so an anchor bounds only the ticks of its own roam. Nobody farther than ``VIEW`` is in view, and a line of sight
+    into a room from outside passes its doorways (``_Floor``). Every bound holds of the truth: "could" may be
+    wrong, "could not" never is (on the world's default walking speed and view distance)."""
+
+    def __init__(self, speaker: ClaimSpeaker, now: int, subject: str | None = None):
+        self.now = now
+        self.meetings = sorted(t for t in speaker.meetings if t < now)
+        self.floor = _floor(speaker.map)
+        # A step end after a meeting has the meeting's tick, but the table's place (the sights hold the world as
+        # called at that tick): a sample's roam is the one it was taken in, not the one its tick falls in.
+        mine = [(s.part, s.tick, *s.xz) for s in speaker.samples]
+        mine += [(self._part(t), t, *xz) for t, xz in speaker.meeting_xz.items() if t < now]
+        self.me = self._by_part(mine)
+        self.them = self._by_part([(s.part, s.tick, *s.where[subject]) for s in speaker.samples
+                                   if subject is not None and subject in s.where])
+
+    def _part(self, tick: int) -> int:
+        """Which roam ``tick`` is in: the meetings called before it (a meeting's own tick is the world as called)."""
+        return bisect.bisect_left(self.meetings, tick)
+
+    @staticmethod
+    def _by_part(anchors: list[tuple[int, int, float, float]]) -> dict[int, list[tuple[int, float, float]]]:
+        out: dict[int, list[tuple[int, float, float]]] = {}
+        for part, *a in sorted(set(anchors)):
+            out.setdefault(part, []).append((a[0], a[1], a[2]))
+        return out
+
+    def _near(self, anchors: dict[int, list[tuple[int, float, float]]], tick: int) -> list[tuple[float, float, float]]:
+        """(x, z, how far the player may have walked from there) of the anchors nearest in time before and after
+        ``tick`` in its roam: at ``tick`` it was within that distance of each."""
+        near = anchors.get(self._part(tick), [])
+        i = bisect.bisect_left(near, (tick,))
+        return [(x, z, WALK * abs(tick - t) + SLACK) for t, x, z in near[max(i - 1, 0): i + 1]]
+
+    def _out(self, anchors: dict[int, list[tuple[int, float, float]]], room: str, tick: int) -> bool:
+        """Whether the player was not in ``room`` at ``tick``."""
+        return any(_gap(self.floor.rects[room], x, z) > r for x, z, r in self._near(anchors, tick))
+
+    def _blind(self, room: str, tick: int) -> bool:
+        """Whether I could not see into ``room`` at ``tick``: out of it, and farther than ``VIEW`` from each of its
+        doorways or on no floor cell with a line of sight into it."""
+        near = self._near(self.me, tick)
+        if not near or not self._out(self.me, room, tick):
+            return False
+        if any(all(_gap(door, x, z) > VIEW + r for door in self.floor.doors[room]) for x, z, r in near):
+            return True
+        cells = self.floor.cells[room]  # the centres of the cells that may see into it
+        may = np.ones(len(cells), dtype=bool)
+        for x, z, r in near:
+            may &= np.hypot(cells[:, 0] - x, cells[:, 1] - z) <= r + HALF_CELL
+        return not may.any()
+
+    def _ticks(self, t0: int, t1: int) -> range:
+        """The ticks of the checker's window [t0, t1], never past the meeting."""
+        return range(max(t0, 0), min(t1, self.now) + 1)
+
+    def could_be_at(self, room: str, f: int, t: int) -> bool:
+        """Whether ``at`` me in ``room`` from tick ``f`` to ``t`` may be TRUE (the checker's ``_place_claim``)."""
+        if t - f < SHORT:
+            return any(not self._out(self.me, room, k) for k in self._ticks(f - TOL, t + TOL))
+        could = sum(not self._out(self.me, room, k) for k in self._ticks(f, t))
+        return could / (t + 1 - f) >= MAJORITY
+
+    def could_see(self, room: str, t0: int, t1: int) -> bool:
+        """Whether I may have had the subject in view in ``room`` at some tick of [t0, t1] (``saw`` TRUE): unless,
+        at every tick, the subject was not in the room or I could not see into it."""
+        return any(not self._out(self.them, room, k) and not self._blind(room, k) for k in self._ticks(t0, t1))
+
+
+# -- the map, as the bounds need it ---------------------------------------------------------------------------------
+Box = tuple[float, float, float, float]  # x0, x1, z0, z1 in continuous coordinates (a doorway: x0 = x1 or z0 = z1)
+HALF_CELL = math.sqrt(0.5)  # from a point to the centre of its cell, at most
+DOOR_EPS = 0.05  # blocks: doorways are taken this much longer at both ends (a line through a corner)
+
+
+def _gap(box: Box, x: float, z: float) -> float:
+    """The distance from (x, z) to the nearest point of ``box``."""
+    x0, x1, z0, z1 = box
+    return math.hypot(max(x0 - x, 0.0, x - x1), max(z0 - z, 0.0, z - z1))
+
+
+def _box_gap(a: Box, b: Box) -> float:
+    return math.hypot(max(a[0] - b[1], 0.0, b[0] - a[1]), max(a[2] - b[3], 0.0, b[2] - a[3]))
+
+
+def _shared(a: Box, b: Box) -> Box | None:
+    """The edge two rectangles share (positive length), as a degenerate box."""
+    ax0, ax1, az0, az1 = a
+    bx0, bx1, bz0, bz1 = b
+    if ax1 == bx0 or bx1 == ax0:
+        lo, hi = max(az0, bz0), min(az1, bz1)
+        if hi > lo:
+            x = ax1 if ax1 == bx0 else ax0
+            return (x, x, lo, hi)
+    if az1 == bz0 or bz1 == az0:
+        lo, hi = max(ax0, bx0), min(ax1, bx1)
+        if hi > lo:
+            z = az1 if az1 == bz0 else az0
+            return (lo, hi, z, z)
+    return None
+
+
+Seg = tuple[tuple[float, float], tuple[float, float]]
+
+
+def _segments(doors: list[Box]) -> list[Seg]:
+    return [((x0 - DOOR_EPS, z0), (x1 + DOOR_EPS, z1)) if z0 == z1 else ((x0, z0 - DOOR_EPS), (x1, z1 + DOOR_EPS))
+            for x0, x1, z0, z1 in doors]
+
+
+def _crosses(px: Any, pz: Any, qx: Any, qz: Any, segs: list[Seg]) -> Any:
+    """Whether the line through p and q crosses every segment (closed); numbers or numpy arrays alike."""
+    dx, dz = qx - px, qz - pz
+    ok = (dx != 0) | (dz != 0)
+    for (ax, az), (bx, bz) in segs:
+        ok = ok & ((dx * (az - pz) - dz * (ax - px)) * (dx * (bz - pz) - dz * (bx - px)) <= 1e-9)
+    return ok
+
+
+def _stabbed(doors: list[Box]) -> bool:
+    """Whether one straight line crosses every door. When one does, one through two of their ends does too."""
+    segs = _segments(doors)
+    ends = [e for seg in segs for e in seg]
+    return len(segs) < 2 or any(bool(_crosses(*p, *q, segs)) for p, q in itertools.combinations(ends, 2))
+
+
+def _cells_in_sight(box: Box, doors: list[Box]) -> np.ndarray:
+    """The cells of a region (a mask over its blocks, x by z) that a straight line through every door of
+    ``doors`` may cross, the first door within ``VIEW``: a line that crosses a cell crosses one of its diagonals,
+    and a line that crosses the doors and a diagonal can be turned until it passes two of their ends (both doors',
+    a door's and a corner, or the diagonal's own)."""
+    x0, x1, z0, z1 = (int(v) for v in box)
+    cx, cz = np.meshgrid(np.arange(x0, x1, dtype=float), np.arange(z0, z1, dtype=float), indexing="ij")
+    corners = [(cx + a, cz + b) for a, b in ((0, 0), (1, 0), (1, 1), (0, 1))]
+    segs = _segments(doors)
+    ends = [e for seg in segs for e in seg]
+    hit = np.zeros(cx.shape, dtype=bool)
+    for (px, pz), (qx, qz) in itertools.combinations(ends, 2):  # through two door ends: the cells it crosses
+        if bool(_crosses(px, pz, qx, qz, segs)):
+            side = [(qx - px) * (z - pz) - (qz - pz) * (x - px) for x, z in corners]
+            hit |= (np.minimum.reduce(side) <= 1e-9) & (np.maximum.reduce(side) >= -1e-9)
+    for px, pz in ends:  # through a door's end and a cell's corner
+        for x, z in corners:
+            hit |= _crosses(px, pz, x, z, segs)
+    for (ax, az), (bx, bz) in (((0, 0), (1, 1)), ((1, 0), (0, 1))):  # along a cell's diagonal
+        hit |= _crosses(cx + ax, cz + az, cx + bx, cz + bz, segs)
+    d = doors[0]  # the room's own doorway: the cell within VIEW of it
+    gx = np.maximum(np.maximum(d[0] - (cx + 1), cx - d[1]), 0)
+    gz = np.maximum(np.maximum(d[2] - (cz + 1), cz - d[3]), 0)
+    return hit & (np.hypot(gx, gz) <= VIEW)
+
+
+class _Floor:
+    """A map's rooms as the speaker's bounds need them: each room's area, its doorways (the edges it shares with
+    other regions: a line of sight from outside gets in only through them) and ``cells``: the centres of the floor
+    cells from which a line of sight may reach into it. Such a line from region A into room R crosses the shared
+    edges of a chain of regions from A to R (each is a convex rectangle), so one straight line crosses all those
+    edges and the cell; they are checked without their order (more lines pass), so ``cells`` holds every cell that
+    can see into R (tests/test_claims_speaker.py checks it against the world's line of sight)."""
+
+    def __init__(self, game_map: Any):
+        self.boxes = [(float(r.rect[0]), r.rect[1] + 1.0, float(r.rect[2]), r.rect[3] + 1.0) for r in game_map.regions]
+        index = {r.name: r.index for r in game_map.regions if r.room}
+        self.rects = {name: self.boxes[i] for name, i in index.items()}
+        edges: dict[int, list[tuple[int, Box]]] = {i: [] for i in range(len(self.boxes))}
+        for i, a in enumerate(self.boxes):
+            for j, b in enumerate(self.boxes):
+                door = _shared(a, b) if i != j else None
+                if door is not None:
+                    edges[i].append((j, door))
+        self.doors = {name: [d for _, d in edges[i]] for name, i in index.items()}
+        self.cells: dict[str, np.ndarray] = {}
+        for name, i in index.items():
+            seen: dict[int, np.ndarray] = {i: np.ones(self._shape(i), dtype=bool)}
+
+            def grow(at: int, chain: list[Box], been: set[int]) -> None:
+                for j, door in edges[at]:
+                    doors = chain + [door]
+                    if j in been or (chain and _box_gap(chain[0], door) > VIEW) or not _stabbed(doors):
+                        continue
+                    mask = _cells_in_sight(self.boxes[j], doors)
+                    seen[j] = seen[j] | mask if j in seen else mask
+                    grow(j, doors, been | {j})
+
+            grow(i, [], {i})
+            centres = []
+            for j, mask in seen.items():
+                xs, zs = np.nonzero(mask)
+                centres.append(np.stack([xs + self.boxes[j][0] + 0.5, zs + self.boxes[j][2] + 0.5], axis=1))
+            self.cells[name] = np.concatenate(centres)
+
+    def _shape(self, i: int) -> tuple[int, int]:
+        x0, x1, z0, z1 = self.boxes[i]
+        return int(x1 - x0), int(z1 - z0)
+
+
+_FLOORS: dict[tuple, _Floor] = {}
+
+
+def _floor(game_map: Any) -> _Floor:
+    """The map's ``_Floor``, built once per layout (its regions)."""
+    key = tuple((r.name, tuple(r.rect)) for r in game_map.regions)
+    if key not in _FLOORS:
+        _FLOORS[key] = _Floor(game_map)
+    return _FLOORS[key]
 
 
 def _quarter(s: float) -> float:

@@ -26,11 +26,11 @@ FIT_FORMAT, FIT_VERSION = "mau.observer_fit", 1
 
 def _ideal_records(folder: Path) -> list[dict[str, Any]]:
     recs = [r for r in read_probes(folder) if r[F.PROBE_SOURCE] == "ideal" and r[F.PROBE_BELIEFS] is not None]
-    old = [r for r in recs if r.get(F.PROBES_VERSION_FIELD) != F.PROBES_FORMAT_VERSION]
+    old = [r for r in recs if r.get(F.PROBES_VERSION_FIELD) not in F.PROBES_FIT_VERSIONS]
     if old:
         raise MauError(f"{folder}: probe records of version {old[0].get(F.PROBES_VERSION_FIELD)} hold the old "
-                       f"observer's evidence; --fit and --params need version {F.PROBES_FORMAT_VERSION} "
-                       "(collect the matches again with this mau)")
+                       f"observer's evidence; --fit and --params need version "
+                       f"{' or '.join(map(str, F.PROBES_FIT_VERSIONS))} (collect the matches again with this mau)")
     return recs
 
 

@@ -69,3 +69,23 @@ def from_dataset_rows(tokenizer: Any, rows: Any) -> list[CandidateExample]:
             msgs = msgs[:-1]
         out.append(make_example(tokenizer, str(row[F.CALL_ID]), msgs, parsed.get("vote_target")))
     return out
+
+
+def prompt_lengths(dataset: str, model: str) -> dict[str, float]:
+    """Token counts of every example's prompt (chat template and the answer's opening included) of a ``mau
+    dataset`` folder of compact VOTE calls, with ``model``'s tokenizer: n, median, 90th percentile, max."""
+    import statistics
+
+    from datasets import load_from_disk
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(model)
+    dd = load_from_disk(dataset)
+    n = sorted(len(e.ids) for split in dd for e in from_dataset_rows(tok, dd[split]))
+    return {"n": len(n), "median": statistics.median(n), "p90": n[int(0.9 * len(n))], "max": n[-1]}
+
+
+if __name__ == "__main__":  # python -m mau.student.examples DATASET MODEL: the prompt lengths, as JSON
+    import sys
+
+    print(json.dumps(prompt_lengths(sys.argv[1], sys.argv[2])))
