@@ -261,6 +261,8 @@ class Observation(TypedDict, total=False):
     room: str
     roster: list[dict[str, str]]
     n_imposters: int
+    walk_speed: float  # the world's walking speed (blocks/s) and view distance: public rules of movement
+    view_distance: float
     missions: list[dict[str, Any]]
     fake_missions: list[dict[str, Any]]
     teammates: list[str]

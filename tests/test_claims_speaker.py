@@ -190,3 +190,19 @@ def test_scripted_lies_are_false_where_they_used_to_be_true(seed, imposter, crew
     lies = [r for r in check_match(w.state.events, w.sights.lines)
             if r["kind"] == "fact" and (labels[r["i"]] or [None] * 20)[r["n"]] == "lie"]
     assert lies and [r for r in lies if r["verdict"] not in (FALSE, UNSUPPORTED)] == []
+
+
+def test_the_speakers_default_movement_rules_are_the_worlds():
+    """The speaker reads the walking speed and view distance from the observation; its fallbacks are GameConfig's
+    defaults (claims may not import the world's config: docs/architecture.md)."""
+    from mau.claims.speaker import DEFAULT_VIEW, DEFAULT_WALK_SPEED, TICKS_PER_S
+    from mau.env.config import GameConfig, WorldConfig
+    from mau.env.observation import observe
+    from mau.env.sim import SimWorld
+
+    assert DEFAULT_WALK_SPEED == GameConfig().walk_speed and DEFAULT_VIEW == GameConfig().ego_view_distance
+    w = SimWorld(WorldConfig(game=GameConfig(walk_speed=3.0, ego_view_distance=20.0)))
+    w.reset(0)
+    sp = ClaimSpeaker(w.state.players[0].name, w.map, 0, "cautious", ClaimsConfig(mode="structured"))
+    sp.observe(observe(w, w.state.players[0].name, "privileged"))
+    assert sp.walk == 3.0 / TICKS_PER_S and sp.view == 20.0

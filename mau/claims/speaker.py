@@ -41,7 +41,6 @@ import numpy as np
 from mau.claims.check import MAJORITY, SHORT, TOL
 from mau.claims.config import ClaimsConfig
 from mau.claims.grammar import ME
-from mau.env.config import GameConfig
 from mau.schema import INTENT_LIE, INTENT_MISTAKE
 
 TICKS_PER_S = 20
@@ -49,8 +48,11 @@ SEGMENTS = 2  # own `at` runs told (the most recent)
 VOUCH_P = {"cautious": 0.5, "mission": 0.5}  # false vouching for the teammate after a kill (others: VOUCH_P_ELSE)
 VOUCH_P_ELSE = 0.2
 FAR = 40.0  # blocks: a room this far from where I saw a player cannot have held it within 5 s
-WALK = GameConfig.model_fields["walk_speed"].default / TICKS_PER_S  # blocks a player walks in a tick, at most
-VIEW = GameConfig.model_fields["ego_view_distance"].default  # blocks: nobody farther is in view (sights.jsonl)
+# The world's walking speed (blocks/s) and view distance (blocks), as the observation gives them
+# (``walk_speed``, ``view_distance``); these defaults, GameConfig's own (a test holds them equal), serve an
+# observation without them (hand-built ones in tests).
+DEFAULT_WALK_SPEED = 4.317
+DEFAULT_VIEW = 36.0
 SLACK = 2.0  # blocks: rounded positions, and the sub-step (5 ticks) the sights hold a state for
 
 
@@ -89,9 +91,15 @@ class ClaimSpeaker:
         self.meetings: list[int] = []  # the ticks of the meetings I took part in
         self.meeting_xz: dict[int, tuple[float, float]] = {}  # where I was when each meeting was called
         self._meeting: _Meeting | None = None
+        self.walk = DEFAULT_WALK_SPEED / TICKS_PER_S  # blocks a player walks in a tick, at most
+        self.view = DEFAULT_VIEW  # blocks: nobody farther is in view (sights.jsonl)
 
     # -- taking things in ---------------------------------------------------------------------------------------
     def observe(self, obs: dict[str, Any]) -> None:
+        if "walk_speed" in obs:  # the world's own, where the observation says
+            self.walk = float(obs["walk_speed"]) / TICKS_PER_S
+        if "view_distance" in obs:
+            self.view = float(obs["view_distance"])
         if obs.get("meeting") is not None:
             self.note_meeting(obs["tick"])
             if obs.get("position") is not None:
@@ -349,15 +357,16 @@ class Reach:
 
     Its anchors are the known places of a player: its own at every step end and when each meeting was called, and
     those of ``subject`` at the step ends it had it in view (or, in privileged state, observed it now). Between
-    anchors a player walks at most ``WALK`` blocks a tick. A meeting is a wall: the table after it is another place,
-    so an anchor bounds only the ticks of its own roam. Nobody farther than ``VIEW`` is in view, and a line of sight
+    anchors a player walks at most ``walk`` blocks a tick. A meeting is a wall: the table after it is another place,
+    so an anchor bounds only the ticks of its own roam. Nobody farther than ``view`` is in view, and a line of sight
     into a room from outside passes its doorways (``_Floor``). Every bound holds of the truth: "could" may be
-    wrong, "could not" never is (on the world's default walking speed and view distance)."""
+    wrong, "could not" never is (on the world's walking speed and view distance, from the observation)."""
 
     def __init__(self, speaker: ClaimSpeaker, now: int, subject: str | None = None):
         self.now = now
         self.meetings = sorted(t for t in speaker.meetings if t < now)
-        self.floor = _floor(speaker.map)
+        self.floor = _floor(speaker.map, speaker.view)
+        self.walk, self.view = speaker.walk, speaker.view
         # A step end after a meeting has the meeting's tick, but the table's place (the sights hold the world as
         # called at that tick): a sample's roam is the one it was taken in, not the one its tick falls in.
         mine = [(s.part, s.tick, *s.xz) for s in speaker.samples]
@@ -382,19 +391,19 @@ class Reach:
         ``tick`` in its roam: at ``tick`` it was within that distance of each."""
         near = anchors.get(self._part(tick), [])
         i = bisect.bisect_left(near, (tick,))
-        return [(x, z, WALK * abs(tick - t) + SLACK) for t, x, z in near[max(i - 1, 0): i + 1]]
+        return [(x, z, self.walk * abs(tick - t) + SLACK) for t, x, z in near[max(i - 1, 0): i + 1]]
 
     def _out(self, anchors: dict[int, list[tuple[int, float, float]]], room: str, tick: int) -> bool:
         """Whether the player was not in ``room`` at ``tick``."""
         return any(_gap(self.floor.rects[room], x, z) > r for x, z, r in self._near(anchors, tick))
 
     def _blind(self, room: str, tick: int) -> bool:
-        """Whether I could not see into ``room`` at ``tick``: out of it, and farther than ``VIEW`` from each of its
+        """Whether I could not see into ``room`` at ``tick``: out of it, and farther than ``view`` from each of its
         doorways or on no floor cell with a line of sight into it."""
         near = self._near(self.me, tick)
         if not near or not self._out(self.me, room, tick):
             return False
-        if any(all(_gap(door, x, z) > VIEW + r for door in self.floor.doors[room]) for x, z, r in near):
+        if any(all(_gap(door, x, z) > self.view + r for door in self.floor.doors[room]) for x, z, r in near):
             return True
         cells = self.floor.cells[room]  # the centres of the cells that may see into it
         may = np.ones(len(cells), dtype=bool)
@@ -476,9 +485,9 @@ def _stabbed(doors: list[Box]) -> bool:
     return len(segs) < 2 or any(bool(_crosses(*p, *q, segs)) for p, q in itertools.combinations(ends, 2))
 
 
-def _cells_in_sight(box: Box, doors: list[Box]) -> np.ndarray:
+def _cells_in_sight(box: Box, doors: list[Box], view: float) -> np.ndarray:
     """The cells of a region (a mask over its blocks, x by z) that a straight line through every door of
-    ``doors`` may cross, the first door within ``VIEW``: a line that crosses a cell crosses one of its diagonals,
+    ``doors`` may cross, the first door within ``view``: a line that crosses a cell crosses one of its diagonals,
     and a line that crosses the doors and a diagonal can be turned until it passes two of their ends (both doors',
     a door's and a corner, or the diagonal's own)."""
     x0, x1, z0, z1 = (int(v) for v in box)
@@ -496,10 +505,10 @@ def _cells_in_sight(box: Box, doors: list[Box]) -> np.ndarray:
             hit |= _crosses(px, pz, x, z, segs)
     for (ax, az), (bx, bz) in (((0, 0), (1, 1)), ((1, 0), (0, 1))):  # along a cell's diagonal
         hit |= _crosses(cx + ax, cz + az, cx + bx, cz + bz, segs)
-    d = doors[0]  # the room's own doorway: the cell within VIEW of it
+    d = doors[0]  # the room's own doorway: the cell within view of it
     gx = np.maximum(np.maximum(d[0] - (cx + 1), cx - d[1]), 0)
     gz = np.maximum(np.maximum(d[2] - (cz + 1), cz - d[3]), 0)
-    return hit & (np.hypot(gx, gz) <= VIEW)
+    return hit & (np.hypot(gx, gz) <= view)
 
 
 class _Floor:
@@ -510,7 +519,7 @@ class _Floor:
     edges and the cell; they are checked without their order (more lines pass), so ``cells`` holds every cell that
     can see into R (tests/test_claims_speaker.py checks it against the world's line of sight)."""
 
-    def __init__(self, game_map: Any):
+    def __init__(self, game_map: Any, view: float = DEFAULT_VIEW):
         self.boxes = [(float(r.rect[0]), r.rect[1] + 1.0, float(r.rect[2]), r.rect[3] + 1.0) for r in game_map.regions]
         index = {r.name: r.index for r in game_map.regions if r.room}
         self.rects = {name: self.boxes[i] for name, i in index.items()}
@@ -528,9 +537,9 @@ class _Floor:
             def grow(at: int, chain: list[Box], been: set[int]) -> None:
                 for j, door in edges[at]:
                     doors = chain + [door]
-                    if j in been or (chain and _box_gap(chain[0], door) > VIEW) or not _stabbed(doors):
+                    if j in been or (chain and _box_gap(chain[0], door) > view) or not _stabbed(doors):
                         continue
-                    mask = _cells_in_sight(self.boxes[j], doors)
+                    mask = _cells_in_sight(self.boxes[j], doors, view)
                     seen[j] = seen[j] | mask if j in seen else mask
                     grow(j, doors, been | {j})
 
@@ -549,11 +558,11 @@ class _Floor:
 _FLOORS: dict[tuple, _Floor] = {}
 
 
-def _floor(game_map: Any) -> _Floor:
-    """The map's ``_Floor``, built once per layout (its regions)."""
-    key = tuple((r.name, tuple(r.rect)) for r in game_map.regions)
+def _floor(game_map: Any, view: float = DEFAULT_VIEW) -> _Floor:
+    """The map's ``_Floor``, built once per layout (its regions) and view distance."""
+    key = (tuple((r.name, tuple(r.rect)) for r in game_map.regions), view)
     if key not in _FLOORS:
-        _FLOORS[key] = _Floor(game_map)
+        _FLOORS[key] = _Floor(game_map, view)
     return _FLOORS[key]
 
 

@@ -70,6 +70,7 @@ def observe(world: SimWorld, name: str, mode: str = "ego") -> F.Observation:
         "room": place,
         "roster": [{"name": p.name, "color": p.color} for p in st.players],  # public: names and colours only
         "n_imposters": cfg.num_imposters,  # public: the rules say how many imposters there are
+        "walk_speed": cfg.walk_speed, "view_distance": cfg.ego_view_distance,  # public: the rules of movement
     }
     if me.is_imposter:
         obs["teammates"] = [p.name for p in st.players if p.is_imposter and p is not me]

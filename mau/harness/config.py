@@ -68,9 +68,10 @@ class AriaConfig(Model):
                           "victim fell, kills flagged, accusations and votes; docs/harness.md). Ours; off: the "
                           "paper's memory only.")
     claims_memory: bool = Field(
-        False, description="Crewmates with evidence memory: also list the placing claims heard in earlier meetings "
-                            "(who placed whom where and when, as said; the newest 12; never a verdict; docs/claims.md). "
-                            "Off: only the current meeting's transcript and the agent's own cross-checks.")
+        False, description="Crewmates with evidence memory: also list the placing claims heard in earlier "
+                            "meetings (who placed whom where and when, as said; the newest 12; never a verdict; "
+                            "docs/claims.md). Off: only the current meeting's transcript and the agent's own "
+                            "cross-checks.")
     surveillance: bool = Field(True, description="Crewmates scan two view directions after each step (SURVEILLANCE).")
     frames: bool = Field(True, description="Send first-person frames with the calls that take images "
                                            "(docs/harness.md).")
