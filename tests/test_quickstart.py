@@ -43,7 +43,7 @@ def test_quickstart_student_preset_fills_only_what_was_left_at_its_default(tmp_p
     line = capsys.readouterr().out
     assert "CPU student" in line and STUDENT_PRESET["collect_config"] in line
     assert STUDENT_PRESET["train_config"] in line
-    quickstart_main(QuickstartConfig(student=True, out=str(tmp_path / "q"), collect_config="configs/collect/smoke.yaml"),
-                    RunOptions(dry_run=True))
+    own = QuickstartConfig(student=True, out=str(tmp_path / "q"), collect_config="configs/collect/smoke.yaml")
+    quickstart_main(own, RunOptions(dry_run=True))
     assert "collect configs/collect/smoke.yaml" in capsys.readouterr().out  # a field set by hand wins
     assert not (tmp_path / "q").exists()
