@@ -208,7 +208,9 @@ def test_student_chain_collect_train_rl_eval(student, tmp_path):
     quiet = RunOptions(progress=False)
     collect, bc, train, rl, ev = (tmp_path / n for n in ("collect", "bcvote", "train", "rl", "eval"))
     collect_main(load_config(CollectConfig, "configs/collect/student.yaml", parse_overrides(
-        [f"out={collect}", "workers=1", "grid.repetitions=1"])), quiet)
+        [f"out={collect}", "workers=1", "grid.repetitions=1",  # 2 temperaments x 2 x 2 cases: 8 matches
+         "grid.pool=[{name: cautious, model: {backend: scripted, model: scripted-cautious, seed: 0}}, "
+         "{name: accusatory, model: {backend: scripted, model: scripted-accusatory, seed: 1000}}]"])), quiet)
     dataset_main(load_config(DatasetConfig, None, {"runs": [str(collect)], "filter": "bcvote", "out": str(bc)}), quiet)
     train_main(load_config(TrainConfig, "configs/train/student_cpu.yaml", parse_overrides(
         [f"model.path={student}", f"data.dataset={bc}", f"output.dir={train}", "training.max_steps=4",

@@ -30,6 +30,7 @@ SUMMARY = "train.json"
 LOG = "trainer_log.jsonl"
 FEATURES = "features.pt"
 FULL_MODEL = "model"
+TRAIN_SAMPLE = 512  # training examples scored after training beside the validation split (train.json)
 
 
 @dataclass
@@ -231,13 +232,15 @@ def train_candidates(cfg: Any, out: Path) -> CandidateResult:
                 log.flush()
     model.eval()
     after = evaluate(split, cache, evals)
+    fit = evaluate(split, cache, train[:TRAIN_SAMPLE])  # the same on training examples: under- or over-fitting
     saved = out / FULL_MODEL
     model.save_pretrained(saved)
     tokenizer.save_pretrained(saved)
     result = CandidateResult(out, steps, last_loss, before, after, n_trainable, saved, time.perf_counter() - t0)
     from mau.rundir import atomic_write
 
-    atomic_write(out / SUMMARY, json.dumps({**result.__dict__, "objective": "candidates", "examples":
+    atomic_write(out / SUMMARY, json.dumps({**result.__dict__, "after_on_train": fit, "objective": "candidates",
+                                            "examples":
                                             {"train": len(train), "eval": len(evals)},
                                             "train_last_layers": t.train_last_layers}, default=str, indent=1) + "\n")
     return result
