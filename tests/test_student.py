@@ -237,3 +237,14 @@ def test_student_chain_collect_train_rl_eval(student, tmp_path):
     probes = [json.loads(line) for f in sorted((ev / "matches").glob("*/probes.jsonl")) for line in open(f)]
     lm_probes = [p for p in probes if p.get("backend") == "lm"]
     assert lm_probes and all(p["readout"] == "vote" and not p["fallback"] for p in lm_probes)
+
+
+def test_lm_backend_generates_text_for_other_modules(student):
+    """answer: candidates changes VOTE only; other modules are generated (the hf backend's path, a tokenizer in
+    place of the processor)."""
+    backend = Backend(ModelConfig(backend="lm", model=str(student), answer="candidates", temperature=0,
+                                  max_tokens=6, device="cpu"))
+    req = _vote_request(["Ada", "Bob"])
+    req.module = "meeting"
+    resp = asyncio.run(backend.complete(req))
+    assert resp.error is None and resp.text and resp.completion_tokens <= 6 and backend.calls_batched == [1]

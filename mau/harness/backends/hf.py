@@ -134,12 +134,7 @@ class Backend(ModelBackend):
                 warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
                 model = PeftModel.from_pretrained(model, cfg.adapter)
         model.to(device).eval()
-        # Stop at the end of the turn even where generation_config names only <|endoftext|>.
-        eos = model.generation_config.eos_token_id
-        eos_ids = set(eos if isinstance(eos, list) else [] if eos is None else [eos])
-        eos_ids |= {i for i in (tokenizer.convert_tokens_to_ids("<|im_end|>"), tokenizer.eos_token_id)
-                    if isinstance(i, int) and i != tokenizer.unk_token_id}
-        self._eos_ids = sorted(eos_ids)
+        self._eos_ids = stop_ids(model, tokenizer)
         self._processor, self._model, self._device = processor, model, device
 
     # ---- the async side: micro-batching -----------------------------------------------------------------
@@ -338,6 +333,16 @@ class Backend(ModelBackend):
     def release(self) -> None:
         with self._load_lock, self._gen_lock:
             self._model = self._processor = None
+
+
+def stop_ids(model: Any, tokenizer: Any) -> list[int]:
+    """The token ids that end an answer: the generation config's EOS, and the end of the turn even where the
+    generation config names only <|endoftext|>."""
+    eos = model.generation_config.eos_token_id
+    ids = set(eos if isinstance(eos, list) else [] if eos is None else [eos])
+    ids |= {i for i in (tokenizer.convert_tokens_to_ids("<|im_end|>"), tokenizer.eos_token_id)
+            if isinstance(i, int) and i != tokenizer.unk_token_id}
+    return sorted(ids)
 
 
 def _pad_right(rows: list[Any], pad_id: int) -> Any:

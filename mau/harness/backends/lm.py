@@ -21,7 +21,7 @@ from typing import Any
 
 from mau.harness.backends.base import ModelRequest, ModelResponse, ScoreResponse
 from mau.harness.backends.hf import Backend as HfBackend
-from mau.harness.backends.hf import _Prepared
+from mau.harness.backends.hf import _Prepared, stop_ids
 
 VOTE_PREFIX = '{"vote_target": "'  # how every VOTE answer opens (beliefs.probe.VOTE_PREFIX, the BC targets')
 
@@ -95,11 +95,7 @@ class Backend(HfBackend):
             raise ValueError("model.adapter: the lm backend loads full models only (mau train writes OUT/model)")
         tokenizer, model = load_text_model(cfg.model, dtype)
         model.to(device).eval()
-        eos = model.generation_config.eos_token_id
-        eos_ids = set(eos if isinstance(eos, list) else [] if eos is None else [eos])
-        eos_ids |= {i for i in (tokenizer.convert_tokens_to_ids("<|im_end|>"), tokenizer.eos_token_id)
-                    if isinstance(i, int) and i != tokenizer.unk_token_id}
-        self._eos_ids = sorted(eos_ids)
+        self._eos_ids = stop_ids(model, tokenizer)
         self._processor, self._model, self._device = TextProcessor(tokenizer), model, device
 
     def _prepare(self, index: int, request: ModelRequest) -> _Prepared:
