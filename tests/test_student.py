@@ -248,3 +248,12 @@ def test_lm_backend_generates_text_for_other_modules(student):
     req.module = "meeting"
     resp = asyncio.run(backend.complete(req))
     assert resp.error is None and resp.text and resp.completion_tokens <= 6 and backend.calls_batched == [1]
+
+
+def test_sft_refuses_the_text_only_student(student, tmp_path, capsys):
+    from mau.cli import main
+
+    rc = main(["train", "--config", "configs/train/student_cpu.yaml", "--set", f"model.path={student}",
+               "--set", "training.objective=sft", "--out", str(tmp_path / "t")])
+    assert rc != 0 and "set training.objective: candidates" in capsys.readouterr().err
+    assert not (tmp_path / "t").exists()
