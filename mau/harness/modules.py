@@ -17,6 +17,7 @@ PRIVATE = "_private"  # an answer's key for what a scripted stand-in hands the a
 # Module names, as they appear in call records.
 SURVEILLANCE, EMERGENCY, REPORT, KILL = "surveillance", "emergency", "report", "kill"
 MEETING, VOTE, MOVE, MISSION = "meeting", "vote", "move", "mission"
+VOTE_PREFIX = '{"vote_target": "'  # how every VOTE answer opens (the scripted expert's, hence BC targets'): read-outs
 PLAN, PLAN_SHORT, STRATEGY, REFLECT = "plan", "plan_short", "strategy", "reflect"
 BELIEF = "belief"  # semantic memory's bounded belief update (after a meeting utterance or a surveillance flag)
 DECISION_MODULES = (KILL, REPORT, SURVEILLANCE, EMERGENCY, MEETING, VOTE, MOVE, MISSION)

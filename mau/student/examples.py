@@ -10,8 +10,10 @@ from typing import Any
 
 from mau import schema as F
 from mau.errors import MauError
-from mau.harness.backends.lm import VOTE_PREFIX, first_tokens, text_messages
+from mau.harness.backends.lm import first_tokens, text_messages
+from mau.harness.modules import VOTE_PREFIX
 from mau.harness.prompting import compact_candidates
+from mau.rl.grpo import to_prompt
 
 
 @dataclass
@@ -48,23 +50,12 @@ def make_example(tokenizer: Any, key: str, messages: list[dict[str, Any]], choic
     return CandidateExample(key, ids, cands, toks, target, dict(meta or {}))
 
 
-def _plain(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Dataset/recorded messages -> {role, content: [text parts]}."""
-    out = []
-    for m in messages:
-        c = m.get(F.DS_CONTENT)
-        parts = [{"type": "text", "text": c}] if isinstance(c, str) else \
-            [{"type": p.get(F.DS_CONTENT_TYPE), "text": p.get(F.DS_CONTENT_TEXT)} for p in c or []]
-        out.append({"role": m[F.ROLE], "content": parts})
-    return out
-
-
 def from_dataset_rows(tokenizer: Any, rows: Any) -> list[CandidateExample]:
     """BC rows of a ``mau dataset`` split: the prompt is every message but the last (the expert's answer)."""
     out = []
     for row in rows:
         parsed = json.loads(row[F.DS_PARSED_JSON] or "null") or {}
-        msgs = _plain(row[F.DS_MESSAGES])
+        msgs = to_prompt(row[F.DS_MESSAGES])
         if msgs and msgs[-1]["role"] == "assistant":
             msgs = msgs[:-1]
         out.append(make_example(tokenizer, str(row[F.CALL_ID]), msgs, parsed.get("vote_target")))

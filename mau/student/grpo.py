@@ -30,33 +30,24 @@ LOG = "trainer_log.jsonl"
 
 
 def decisions(cfg: Any, tokenizer: Any) -> list[Any]:
-    """Candidate examples of the recorded crewmate VOTE calls of ``cfg.decisions``; ``meta['roles']``: the
-    candidates' true roles."""
-    from mau.replay.record import match_folders, read_match
-    from mau.student.examples import _plain, make_example
+    """Candidate examples of the recorded crewmate VOTE calls of ``cfg.decisions`` (``mau.rl.grpo.decision_rows``:
+    the same runs, seeds left out and ``max_decisions`` as the completions objective); ``meta['roles']``: the
+    candidates' true roles, from each match's header."""
+    from mau.matchdir import read_header
+    from mau.rl.grpo import decision_rows
+    from mau.student.examples import make_example
 
-    d = cfg.decisions
-    if not d.runs:
-        raise MauError("decisions.runs is empty; give collect run folders (or match folders) to take decisions from")
-    if d.modules != ["vote"]:
-        raise MauError(f"decisions.modules {d.modules}: the candidate objective trains VOTE only; set [vote]")
+    if cfg.decisions.modules != ["vote"]:
+        raise MauError(f"decisions.modules {cfg.decisions.modules}: the candidate objective trains VOTE only; set "
+                       "[vote]")
+    roles: dict[str, dict[str, str]] = {}
     out = []
-    for folder in match_folders(d.runs):
-        rec = read_match(folder)
-        if rec.policy != "aria" or rec.seed in d.exclude_seeds:
-            continue
-        roles = rec.header.get("roles") or {}
-        for c in rec.calls:
-            if c[F.MODULE] != "vote" or c[F.ROLE] != d.role:
-                continue
-            e = make_example(tokenizer, c[F.CALL_ID], _plain(c[F.MESSAGES]), None)
-            e.meta["roles"] = [roles.get(n, "skip") for n in e.candidates]
-            out.append(e)
-    if not out:
-        raise MauError(f"decisions: no {d.role} vote calls in {d.runs}; record some with mau collect")
-    if d.max_decisions and len(out) > d.max_decisions:  # an even spread over the runs, not the first matches only
-        step = len(out) / d.max_decisions
-        out = [out[int(i * step)] for i in range(d.max_decisions)]
+    for row in decision_rows(cfg.decisions):
+        if row["match"] not in roles:
+            roles[row["match"]] = read_header(Path(row["match"])).get(F.ROLES) or {}
+        e = make_example(tokenizer, row["call_id"], row["prompt"], None)
+        e.meta["roles"] = [roles[row["match"]].get(n, "skip") for n in e.candidates]
+        out.append(e)
     return out
 
 
@@ -69,7 +60,7 @@ def train_candidates_rl(cfg: Any, out: Path) -> dict[str, Any]:
 
     from mau.harness.backends.lm import load_text_model
     from mau.student.split import SplitLM
-    from mau.student.train import FEATURES, FeatureCache
+    from mau.student.train import FeatureCache
 
     t0 = time.perf_counter()
     out = Path(out)
@@ -94,7 +85,6 @@ def train_candidates_rl(cfg: Any, out: Path) -> dict[str, Any]:
     RunDir(out, "rl run").write_config(dump_yaml(cfg), start_policy=cfg.policy.path, decisions=len(examples))
     cache = FeatureCache(split, Path(g.feature_cache) if g.feature_cache else None)
     computed = cache.fill(split, examples)
-    cache.save(out / FEATURES)
     with torch.inference_mode():  # the start policy (the KL reference), at the sampling temperature
         ref = {e.key: torch.log_softmax(split.upper(cache.get(e), e.tokens) / g.temperature, -1) for e in examples}
     params = split.trainable()

@@ -22,8 +22,7 @@ from typing import Any
 from mau.harness.backends.base import ModelRequest, ModelResponse, ScoreResponse
 from mau.harness.backends.hf import Backend as HfBackend
 from mau.harness.backends.hf import _Prepared, stop_ids
-
-VOTE_PREFIX = '{"vote_target": "'  # how every VOTE answer opens (beliefs.probe.VOTE_PREFIX, the BC targets')
+from mau.harness.modules import VOTE_PREFIX
 
 
 class TextProcessor:
@@ -65,13 +64,6 @@ def load_text_model(path: str, dtype: Any = None) -> tuple[Any, Any]:
         tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "left"
     model = AutoModelForCausalLM.from_pretrained(path, **({"dtype": dtype} if dtype is not None else {}))
-    if getattr(getattr(model.config, "quantization_config", None), "quant_method", None) == "gguf" or \
-            (isinstance(getattr(model.config, "quantization_config", None), dict)
-             and model.config.quantization_config.get("quant_method") == "gguf"):
-        # A folder saved from a GGUF load (before mau student dropped the key) holds float weights: no quantizer,
-        # or save_pretrained refuses the trained model.
-        model.hf_quantizer = None
-        del model.config.quantization_config
     return tokenizer, model
 
 

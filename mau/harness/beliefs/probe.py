@@ -21,7 +21,7 @@ from mau.env.state import DISCUSSION, ROAM, VOTING
 from mau.harness.backends.base import ModelRequest
 from mau.harness.beliefs.config import ProbeConfig
 from mau.harness.beliefs.perceive import Perception
-from mau.harness.modules import VOTE, Context, ParseError, _name, extract_json
+from mau.harness.modules import VOTE, VOTE_PREFIX, Context, ParseError, _name, extract_json
 from mau.infer import model as infer
 from mau.snapshot import Parts, Restored
 
@@ -30,7 +30,6 @@ PROBE_STREAM = "probe"
 SOURCE_MODEL, SOURCE_IDEAL = "model", "ideal"
 QUESTION = ("Private question (your answer is seen by nobody and changes nothing in the game): for each other "
             "living player, how likely is it that they are an Imposter? There {are} {k} Imposter{s} among {names}.")
-VOTE_PREFIX = '{"vote_target": "'  # how every VOTE answer opens (the scripted expert's, hence BC targets')
 FORMAT = ('Answer with JSON only: {{"beliefs": {{{example}}}, "top2": ["<most likely Imposter>", '
           '"<second most likely>"]}} with each probability a number from 0 to 1.')
 
