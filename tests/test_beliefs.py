@@ -382,3 +382,29 @@ def test_beliefs_ablate_compares_the_observer_with_and_without_kinds_of_evidence
     doc = json.loads((out / "ablation.json").read_text())
     assert {d["metric"]: d["diff"] for d in doc["paired"]}["brier_within"] < 0  # positions help
     assert main(["beliefs", str(aria_run), "--ablate", "kill_decay", "--out", str(out)]) != 0
+
+
+def test_beliefs_fit_without_holds_kinds_of_evidence_at_zero_and_the_ablation_names_them(aria_run, tmp_path):
+    """--fit --without speech fits an observer that ignores accusations and votes (their ratios stay 0, the
+    others move); --ablate on that fit says which kinds count for nothing in both arms; bad names and groups are
+    one-line errors that name the flag."""
+    from mau.cli import main
+    from mau.infer.model import GROUPS
+
+    fit = tmp_path / "fit"
+    assert main(["beliefs", str(aria_run), "--fit", "--without", "speech,near_2", "--out", str(fit)]) == 0
+    doc = json.loads((fit / F.OBSERVER_FIT).read_text())
+    held = GROUPS["speech"] + ["near_2"]
+    assert doc["without"] == held
+    assert all(doc["params"][n] == 0.0 for n in held)
+    assert doc["params"]["near_0"] != 0.0 and doc["params"]["reported"] != 0.0  # the rest is fitted
+    out = tmp_path / "abl"
+    assert main(["beliefs", str(aria_run), "--params", str(fit), "--ablate", "positions", "--out", str(out),
+                 "--resamples", "20"]) == 0
+    abl = json.loads((out / "ablation.json").read_text())
+    assert abl["drop"] == GROUPS["positions"]
+    assert set(GROUPS["speech"]) <= set(abl["absent_in_both"]) and "near_2" not in abl["absent_in_both"]
+    assert "Counting for nothing in both" in (out / "ablation.md").read_text()
+    for bad in (["--fit", "--without", "nope"], ["--without", "speech"], ["--ablate", ","],
+                ["--fit", "--without", "kill_decay"]):
+        assert main(["beliefs", str(aria_run), *bad, "--out", str(tmp_path / "x")]) == 2

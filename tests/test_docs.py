@@ -44,3 +44,27 @@ def test_the_code_passes_ruff():
 
     r = subprocess.run([sys.executable, "-m", "ruff", "check", "."], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+
+
+def test_commands_in_config_headers_parse_and_name_existing_configs():
+    """The commands a config's header gives (how its documented figures were made) parse as written, and the
+    configs they name exist."""
+    import shlex
+
+    from mau.cli import VERBS, build_parser
+
+    seen = 0
+    for path in sorted(Path("configs").rglob("*.yaml")):
+        header = re.sub(r"\\\n#\s*", " ", path.read_text())  # a command continued on the next comment line
+        for line in header.splitlines():
+            m = re.match(r"#\s+(mau \S+.*)$", line)
+            if not m:
+                continue
+            words = shlex.split(m.group(1), comments=True)
+            assert words[1] in VERBS, f"{path}: {line}"
+            args = build_parser(words[1]).parse_args(words[1:])
+            for attr in ("config", "params_config"):
+                if getattr(args, attr, None):
+                    assert Path(getattr(args, attr)).exists(), f"{path}: {line}"
+            seen += 1
+    assert seen > 30

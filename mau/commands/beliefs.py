@@ -14,7 +14,9 @@ and write observer_fit.json into --out (docs/detection.md, "The fit"); ``--param
 observer of the runs from its recorded evidence with a fit (its held-out detection and calibration);
 ``--ablate contradicted,conflict``: the ideal observer (with ``--params``, or the shipped model) against the same
 observer with those kinds of evidence counting for nothing, on the same probes, paired (writes ablation.json and
-ablation.md; docs/claims.md, "Detection that uses claims").
+ablation.md; docs/claims.md, "Detection that uses claims"); ``--fit --without speech``: fit an observer whose
+accusation and vote terms (or any log likelihood ratios; groups ``speech``, ``positions``, ``claims``) count for
+nothing, the base the claims' lift is measured on in docs/claims.md.
 """
 
 from __future__ import annotations
@@ -35,8 +37,10 @@ FLAGS = [
          type=bool),
     Flag("--l2", "the fit's L2 penalty on the log likelihood ratios (default 0.01)", type=float, default=0.01),
     Flag("--params", "an observer_fit.json (or its folder): re-score the ideal observer with its likelihoods"),
-    Flag("--ablate", "comma-separated parameters of the model (e.g. contradicted,conflict): compare the observer "
-                     "with the same observer without them, paired"),
+    Flag("--ablate", "comma-separated parameters of the model (e.g. contradicted,conflict) or groups (speech, "
+                     "positions, claims): compare the observer with the same observer without them, paired"),
+    Flag("--without", "with --fit: log likelihood ratios held at 0, comma-separated, or the groups speech, "
+                      "positions, claims (an observer that ignores those kinds of evidence)"),
 ]
 CONFIG = None  # no config file: the flags are the whole configuration
 
@@ -51,6 +55,19 @@ def config_from_args(args: argparse.Namespace) -> argparse.Namespace:
         raise ConfigError("--ablate and --fit: fit first, then --ablate with --params FIT on held-out runs")
     if args.fit and args.params:
         raise ConfigError("--fit and --params: fit on training runs, then report held-out runs with --params")
+    if args.without is not None and not args.fit:
+        raise ConfigError("--without: only with --fit (the fit writes the held parameters as 0; --params "
+                          "and --ablate then read them from the fit)")
+    from mau.infer.model import Params
+
+    try:  # names or groups -> the model's parameter names
+        for flag in ("ablate", "without"):
+            if getattr(args, flag) is not None:
+                setattr(args, flag, Params.expand(getattr(args, flag), f"--{flag}"))
+                if not getattr(args, flag):
+                    raise ValueError(f"--{flag}: name at least one log likelihood ratio or group")
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
     if args.l2 < 0:
         raise ConfigError("--l2: must be 0 or more")
     if args.params and not Path(args.params).exists():
@@ -67,7 +84,7 @@ def main(args: argparse.Namespace, opts: RunOptions = RunOptions()) -> int:
     if args.fit:
         from mau.eval.observer_fit import fit_runs
 
-        doc = fit_runs(args.runs, out, args.l2)
+        doc = fit_runs(args.runs, out, args.l2, args.without)
         print("likelihood:", " ".join(f"{k}={v:g}" for k, v in doc["params"].items()))
         print(f"observer fit: {doc['probes']} probes of {doc['matches']} matches, log-likelihood per probe "
               f"{doc['start_loglik_per_probe']:.4f} -> {doc['loglik_per_probe']:.4f} -> {out}/observer_fit.json")
@@ -80,8 +97,7 @@ def main(args: argparse.Namespace, opts: RunOptions = RunOptions()) -> int:
         from mau.rundir import atomic_write
 
         params = read_fit(args.params) if args.params else Params()
-        doc = ablation(args.runs, params, [d.strip() for d in args.ablate.split(",") if d.strip()],
-                       args.resamples, args.seed)
+        doc = ablation(args.runs, params, args.ablate, args.resamples, args.seed)
         md = ablation_markdown(doc)
         out.mkdir(parents=True, exist_ok=True)
         atomic_write(out / "ablation.json", (json.dumps(doc, indent=1) + "\n").encode())

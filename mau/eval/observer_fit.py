@@ -53,15 +53,18 @@ def training_probes(runs: list[str]) -> tuple[list[Probe], int]:
     return probes, n
 
 
-def fit_runs(runs: list[str], out: Path, l2: float = 0.01) -> dict[str, Any]:
-    """Fit on ``runs`` and write ``observer_fit.json`` in ``out``; returns what it wrote."""
+def fit_runs(runs: list[str], out: Path, l2: float = 0.01, without: list[str] | None = None) -> dict[str, Any]:
+    """Fit on ``runs`` and write ``observer_fit.json`` in ``out``; returns what it wrote. ``without``: log
+    likelihood ratios held at 0 (those kinds of evidence count for nothing; the others are fitted without them)."""
     probes, matches = training_probes(runs)
     if not probes:
         raise MauError(f"{', '.join(runs)}: no ideal-observer probe records to fit on (the observer writes them "
                        "at meetings when aria.probes.observer is on, the default)")
-    res = fit(probes, l2=l2)
+    without = list(without or [])
+    start = Params.from_dict({**Params().to_dict(), **dict.fromkeys(without, 0.0)})
+    res = fit(probes, start=start, l2=l2, hold=tuple(without))
     doc = {F.FORMAT: FIT_FORMAT, F.FORMAT_VERSION: FIT_VERSION, "runs": [str(r) for r in runs],
-           "matches": matches, "probes": res["probes"], "l2": l2, "iterations": res["iterations"],
+           "matches": matches, "probes": res["probes"], "l2": l2, "without": without, "iterations": res["iterations"],
            "loglik_per_probe": round(res["loglik_per_probe"], 6),
            "start_loglik_per_probe": round(res["start_loglik_per_probe"], 6), "params": res["params"].to_dict()}
     out.mkdir(parents=True, exist_ok=True)
@@ -107,10 +110,12 @@ def ablation(runs: list[str], params: Params, drop: list[str], resamples: int = 
     difference with a paired match-bootstrap interval (pairs: matches)."""
     from mau.eval.detection import IDEAL_ROW, KNOWS_NOTHING_ROW, cell, load_run, paired_diff
 
-    ratios = [n for n in Params.names() if n != "kill_decay"]  # kill_decay is a weight, not a log ratio
-    unknown = [d for d in drop if d not in ratios]
+    unknown = [d for d in drop if d not in Params.ratios()]
     if unknown:
-        raise MauError(f"--ablate {','.join(unknown)}: not a log likelihood ratio of the model ({', '.join(ratios)})")
+        raise MauError(f"--ablate {','.join(unknown)}: not a log likelihood ratio of the model "
+                       f"({', '.join(Params.ratios())})")
+    # kinds the observer weighs at 0 in both arms (a fit --without them): the base the lift is measured on
+    absent = [n for n in Params.ratios() if getattr(params, n) == 0.0 and n not in drop]
     without = Params.from_dict({**params.to_dict(), **dict.fromkeys(drop, 0.0)})
     both = [m for r in runs for m in load_run(r, params)]
     full = {m.match_id: m for m in both if m.row == IDEAL_ROW}
@@ -120,7 +125,7 @@ def ablation(runs: list[str], params: Params, drop: list[str], resamples: int = 
     rows = {name: {k: e.to_dict() for k, e in cell(list(ms), resamples, seed).items() if k in metrics}
             for name, ms in (("with", full.values()), ("without", less.values()), ("knows_nothing", nothing))}
     diffs = [paired_diff(full, less, k, resamples, seed) for k in metrics]
-    return {"drop": drop, "matches": len(full), "params": params.to_dict(), "rows": rows, "paired": diffs}
+    return {"drop": drop, "absent_in_both": absent, "matches": len(full), "params": params.to_dict(), "rows": rows, "paired": diffs}
 
 
 def _fmt(x: float | None) -> str:
@@ -132,6 +137,8 @@ def ablation_markdown(doc: dict[str, Any]) -> str:
     out = [f"Ideal observer with and without {', '.join(doc['drop'])} ({doc['matches']} matches; paired "
            "match bootstrap; the knows-nothing (k/n) row at the same probes is the chance level)", "",
            "| metric | with | without | with - without [95 %] | knows nothing |", "|---|---|---|---|---|"]
+    if doc.get("absent_in_both"):
+        out[1:1] = ["", f"Counting for nothing in both (weighed 0 by these parameters): {', '.join(doc['absent_in_both'])}"]
     for d in doc["paired"]:
         k = d["metric"]
         a, b = doc["rows"]["with"][k]["value"], doc["rows"]["without"][k]["value"]

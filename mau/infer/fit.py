@@ -159,10 +159,11 @@ def compile_probes(probes: list[Probe]) -> list[_Compiled]:
 
 
 def fit(probes: list[Probe], start: Params | None = None, l2: float = 0.01, iters: int = 60,
-        progress: Any = None) -> dict[str, Any]:
-    """Maximum-likelihood parameters; returns {params, loglik, probes, start_loglik, iterations}."""
+        progress: Any = None, hold: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Maximum-likelihood parameters; returns {params, loglik, probes, start_loglik, iterations}. ``hold``:
+    parameters kept at their ``start`` values (besides ``FIXED``)."""
     comp = compile_probes(probes)
-    names = [n for n in Params.names() if n not in FIXED]
+    names = [n for n in Params.names() if n not in FIXED and n not in hold]
     base = start or Params()
     x = np.array([getattr(base, n) for n in names])
     n_total = sum(c.n for c in comp)

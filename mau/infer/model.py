@@ -85,6 +85,27 @@ class Params(Model):
     def names(cls) -> list[str]:
         return list(cls.model_fields)
 
+    @classmethod
+    def ratios(cls) -> list[str]:
+        """The log likelihood ratios (``kill_decay`` is a weight, not one)."""
+        return [n for n in cls.names() if n != "kill_decay"]
+
+    @classmethod
+    def expand(cls, spec: str, flag: str) -> list[str]:
+        """Comma-separated log likelihood ratios or groups (``GROUPS``: speech, positions, claims) as names;
+        an unknown one is a one-line error naming ``flag``."""
+        out: list[str] = []
+        for word in (w.strip() for w in spec.split(",")):
+            if not word:
+                continue
+            names = GROUPS.get(word, [word])
+            bad = [n for n in names if n not in cls.ratios()]
+            if bad:
+                raise ValueError(f"{flag} {word}: not a log likelihood ratio of the model nor a group "
+                                 f"({', '.join(GROUPS)}; ratios: {', '.join(cls.ratios())})")
+            out += [n for n in names if n not in out]
+        return out
+
     def vector(self) -> list[float]:
         return [getattr(self, n) for n in self.names()]
 
@@ -101,6 +122,15 @@ class Params(Model):
 
     def near(self) -> list[float]:
         return [self.near_0, self.near_1, self.near_2, 0.0]
+
+
+# Named groups of ratios for --without / --ablate: what a crewmate makes of what others say (accusations and
+# votes, weighed by the speaker's credibility), of where players stood near each death, and of claims.
+GROUPS: dict[str, list[str]] = {
+    "speech": [f"{kind}_{pair}" for kind in ("strong", "weak", "vote") for pair in ROLE_PAIRS],
+    "positions": ["near_0", "near_1", "near_2"],
+    "claims": ["contradicted", "conflict"],
+}
 
 
 def hypotheses(others: list[str], k: int) -> list[frozenset[str]]:
