@@ -125,7 +125,8 @@ def ablation(runs: list[str], params: Params, drop: list[str], resamples: int = 
     rows = {name: {k: e.to_dict() for k, e in cell(list(ms), resamples, seed).items() if k in metrics}
             for name, ms in (("with", full.values()), ("without", less.values()), ("knows_nothing", nothing))}
     diffs = [paired_diff(full, less, k, resamples, seed) for k in metrics]
-    return {"drop": drop, "absent_in_both": absent, "matches": len(full), "params": params.to_dict(), "rows": rows, "paired": diffs}
+    return {"drop": drop, "absent_in_both": absent, "matches": len(full), "params": params.to_dict(),
+            "rows": rows, "paired": diffs}
 
 
 def _fmt(x: float | None) -> str:
@@ -138,7 +139,8 @@ def ablation_markdown(doc: dict[str, Any]) -> str:
            "match bootstrap; the knows-nothing (k/n) row at the same probes is the chance level)", "",
            "| metric | with | without | with - without [95 %] | knows nothing |", "|---|---|---|---|---|"]
     if doc.get("absent_in_both"):
-        out[1:1] = ["", f"Counting for nothing in both (weighed 0 by these parameters): {', '.join(doc['absent_in_both'])}"]
+        both = ", ".join(doc["absent_in_both"])
+        out[1:1] = ["", f"Counting for nothing in both (weighed 0 by these parameters): {both}"]
     for d in doc["paired"]:
         k = d["metric"]
         a, b = doc["rows"]["with"][k]["value"], doc["rows"]["without"][k]["value"]
