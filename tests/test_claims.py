@@ -523,3 +523,20 @@ def test_scripted_crewmates_weigh_a_claim_their_own_sightings_contradict():
     with_claims = M.beliefs(brain.name, brain.ev.roster, cands, k, items, M.Params())[0]
     without = M.beliefs(brain.name, brain.ev.roster, cands, k, items, M.Params(contradicted=0.0, conflict=0.0))[0]
     assert with_claims[c["speaker"]] > without[c["speaker"]]
+
+
+def test_placement_names_who_a_claim_puts_where_and_when():
+    """What the viewer draws for a claim: its subjects (``me`` resolved), its place or station, its window."""
+    from mau.claims.grammar import placement
+
+    assert placement({"k": "at", "who": "me", "room": "Admin", "from_s": 3.0, "to_s": 9.0}, "Noah") == {
+        "subjects": ["Noah"], "place": "Admin", "station": None, "from_s": 3.0, "to_s": 9.0}
+    assert placement({"k": "with", "who": "Emma", "room": "O2", "from_s": 1.0, "to_s": 2.0}, "Noah")["subjects"] == [
+        "Noah", "Emma"]
+    kill = placement({"k": "saw_kill", "who": "Emma", "victim": "Liam", "room": "O2", "at_s": 40.0}, "Noah")
+    assert kill["subjects"] == ["Emma", "Liam"] and kill["from_s"] == kill["to_s"] == 40.0
+    task = placement({"k": "task", "who": "me", "station": 7, "at_s": 5.0}, "Noah")
+    assert task["station"] == 7 and task["place"] is None
+    body = placement({"k": "body", "victim": "Liam", "room": "O2", "at_s": 9.0, "near": ["Emma"]}, "Noah")
+    assert body["subjects"] == ["Noah", "Emma"]
+    assert placement({"k": "accuse", "who": "Emma"}, "Noah") is None

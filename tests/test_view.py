@@ -459,4 +459,24 @@ def test_claims_show_as_chips_and_a_planted_lie_as_a_cross(browser, tmp_path, ar
     page.screenshot(path=str(artifacts / "match_page_claims.png"))
     page.click("#reveal-truth")
     assert "✗" not in page.inner_text("#transcript")
+    # A click draws the claim on the map: the claimed place dashed (no verdict colour without "reveal truth"),
+    # and the speaker's real track over the window, which never enters Reactor.
+    assert page.locator("#claimed rect").count() == 0
+    first.locator(".claim").first.click()
+    place = page.locator("#claimed rect.claimed")
+    assert place.count() >= 1 and place.first.get_attribute("data-place") == "Reactor"
+    assert place.first.get_attribute("class") == "claimed"
+    track = page.locator("#claimed polyline.claim-track")
+    assert track.count() == 1 and track.first.get_attribute("data-name") == said[F.SPEAKER]
+    rect = [float(place.first.get_attribute(k)) for k in ("x", "y", "width", "height")]
+    pts = [tuple(map(float, p.split(","))) for p in track.first.get_attribute("points").split()]
+    assert len(pts) > 3 and not any(rect[0] <= x < rect[0] + rect[2] and rect[1] <= z < rect[1] + rect[3]
+                                    for x, z in pts)
+    assert "Reactor" in page.inner_text("#claim-note") and "FALSE" not in page.inner_text("#claim-note")
+    page.click("#reveal-truth")
+    assert page.locator("#claimed rect.claimed.v-false").count() == place.count()
+    assert "FALSE" in page.inner_text("#claim-note")
+    page.screenshot(path=str(artifacts / "match_page_claim_on_map.png"))
+    page.click("#claim-clear")
+    assert page.locator("#claimed rect").count() == 0 and page.inner_text("#claim-note") == ""
     assert not page.errors

@@ -310,3 +310,18 @@ def subject(claim: dict[str, Any], speaker: str) -> str:
     """The player a claim is about (``me`` read as the speaker); for a body, the victim."""
     who = claim.get("who", claim.get("victim"))
     return speaker if who == ME else who
+
+
+def placement(c: dict[str, Any], speaker: str) -> dict[str, Any] | None:
+    """Where and when a claim puts whom (for drawing it on the map): ``subjects`` (the players it places there,
+    ``me`` resolved to the speaker), ``place`` (a region) or ``station`` (a station index), and the claimed window
+    ``from_s``-``to_s`` (a moment: both the same); None for a stance."""
+    if c.get("k") not in FACT_KINDS:
+        return None
+    who = speaker if c.get("who") == ME else c.get("who")
+    subjects = {"at": [who], "task": [who], "saw": [who],
+                "with": [speaker, who], "saw_kill": [who, c.get("victim")],
+                "body": [speaker, *c.get("near", [])]}[c["k"]]
+    at = c.get("at_s")
+    return {"subjects": [s for s in subjects if s], "place": c.get("room"), "station": c.get("station"),
+            "from_s": at if at is not None else c.get("from_s"), "to_s": at if at is not None else c.get("to_s")}

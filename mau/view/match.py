@@ -52,6 +52,7 @@ def map_assets(name: str, cache: dict[str, Any]) -> tuple[dict[str, Any], bytes]
             "origin": list(m.origin),
             "size": [w / MAP_SCALE, h / MAP_SCALE],
             "rooms": [{"name": r.name, "rect": list(r.rect)} for r in m.spec.rooms],
+            "places": _places(m),
             "stations": [list(s) for s in m.spec.stations],
             "button": list(m.spec.button),
         }
@@ -60,6 +61,14 @@ def map_assets(name: str, cache: dict[str, Any]) -> tuple[dict[str, Any], bytes]
         cache[name] = None
         cache[f"error:{name}"] = f"{type(e).__name__}: {e}"
     return cache[name]
+
+
+def _places(m: Any) -> dict[str, list[list[int]]]:
+    """Every region's floor rectangles by the name a claim uses (rooms and ``corridor A-B``)."""
+    out: dict[str, list[list[int]]] = {}
+    for r in m.regions:
+        out.setdefault(r.name, []).append(list(r.rect))
+    return out
 
 
 def _frames(folder: Path, roster: list[str]) -> tuple[dict[int, dict[str, list[str]]], int]:
@@ -89,6 +98,7 @@ def _frames(folder: Path, roster: list[str]) -> tuple[dict[int, dict[str, list[s
 def _claims(folder: Path, events: list[dict[str, Any]], problems: list[str]) -> dict[int, list[dict[str, Any]]]:
     """Each utterance's claims (event index -> chips): the sentence, the checker's verdict and reason from the
     match-end claims.jsonl, and the speaker's private label (shown only with "reveal truth")."""
+    from mau.claims.grammar import placement
     from mau.claims.render import render
 
     verdicts: dict[tuple[int, int], dict[str, Any]] = {}
@@ -113,7 +123,8 @@ def _claims(folder: Path, events: list[dict[str, Any]], problems: list[str]) -> 
             chips.append({"k": c.get("k"), "text": said, "verdict": v.get("verdict"), "reason": v.get("reason"),
                           "epistemic": v.get("epistemic"), "grounded": v.get("grounded"),
                           "label": labels[n] if n < len(labels) else None,
-                          "t": c.get("at_s", c.get("to_s"))})
+                          "t": c.get("at_s", c.get("to_s")),
+                          "where": placement(c, e.get(F.SPEAKER, "")) if isinstance(c, dict) else None})
         out[e.get(F.EVENT_INDEX)] = chips
     return out
 

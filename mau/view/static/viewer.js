@@ -5,7 +5,7 @@
   const MAU = (window.MAU = {});
   let D = null;
   const CALLS = {};
-  const S = { step: 0, p: null, roles: false, truth: false, playing: false, timer: null, speed: 4 };
+  const S = { step: 0, p: null, roles: false, truth: false, playing: false, timer: null, speed: 4, claim: null };
   const SVG = "http://www.w3.org/2000/svg";
 
   MAU.data = (d) => { D = d; };
@@ -167,8 +167,8 @@
       m.stations.forEach((st, i) => s.append(svg("rect", { x: st[0], y: st[1], width: 1, height: 1, class: "station" }, svg("title", {}, `station ${i}`))));
       s.append(svg("rect", { x: m.button[0], y: m.button[1], width: 1, height: 1, class: "button" }, svg("title", {}, "emergency button")));
     }
-    s.append(svg("g", { id: "tracks" }), svg("g", { id: "bodies" }), svg("g", { id: "dots" }));
-    box.append(s);
+    s.append(svg("g", { id: "tracks" }), svg("g", { id: "claimed" }), svg("g", { id: "bodies" }), svg("g", { id: "dots" }));
+    box.append(s, el("p", { id: "claim-note", class: "note" }));
     if (!D.tracks.length) box.append(el("p", { class: "note", text: "No positions recorded: the map shows only where kills happened." }));
   }
 
@@ -182,6 +182,7 @@
     for (let i = 0; i <= ti; i++) for (const [n, v] of Object.entries(D.tracks[i].p)) (paths[n] = paths[n] || []).push(`${v[0]},${v[1]}`);
     for (const [n, pts] of Object.entries(paths))
       g.append(svg("polyline", { points: pts.join(" "), class: "track" + (n === S.p ? " sel" : ""), stroke: colorOf(n) }));
+    drawClaim();
     const bodies = t ? t.b : D.events.filter((e) => e.type === "kill" && e.step <= S.step).map((e) => [e.victim, e.x, e.z]);
     for (const [v, x, z] of bodies) {
       const c = colorOf(v);
@@ -202,6 +203,36 @@
       dot.addEventListener("click", () => select(n));
       gd.append(dot);
     }
+  }
+
+  function drawClaim() {
+    // The selected claim on the map: the place it names (dashed; coloured by the checker's verdict only with
+    // "reveal truth") and where its subjects really went during its window (+/- 5 s, the checker's tolerance).
+    const g = $("claimed"), note = $("claim-note");
+    g.textContent = ""; note.textContent = "";
+    const c = S.claim, w = c && c.where;
+    if (!w) return;
+    const truth = S.truth && c.verdict ? " v-" + c.verdict.toLowerCase() : "";
+    const rects = (D.map && D.map.places && D.map.places[w.place]) || [];
+    for (const [x0, x1, z0, z1] of rects)
+      g.append(svg("rect", { x: x0, y: z0, width: x1 - x0 + 1, height: z1 - z0 + 1, class: "claimed" + truth, "data-place": w.place }));
+    if (w.station !== null && w.station !== undefined && D.map && D.map.stations[w.station]) {
+      const [x, z] = D.map.stations[w.station];
+      g.append(svg("rect", { x: x - 1, y: z - 1, width: 3, height: 3, class: "claimed" + truth, "data-place": `station ${w.station}` }));
+    }
+    const lo = (w.from_s - 5) * 20, hi = (w.to_s + 5) * 20;
+    const went = [];
+    for (const name of w.subjects) {
+      const pts = D.tracks.filter((t) => t.t !== undefined && t.t >= lo && t.t <= hi && t.a !== "meeting" && t.p[name])
+        .map((t) => `${t.p[name][0]},${t.p[name][1]}`);
+      if (pts.length === 1) pts.push(pts[0]);
+      if (pts.length) { g.append(svg("polyline", { points: pts.join(" "), class: "claim-track", stroke: colorOf(name), "data-name": name })); went.push(name); }
+    }
+    const span = w.from_s === w.to_s ? `at ${w.from_s} s` : `from ${w.from_s} s to ${w.to_s} s`;
+    note.append(el("button", { id: "claim-clear", title: "take the claim off the map", on: { click: () => { S.claim = null; update(); } } }, "×"),
+      " ", el("b", { text: "claim: " }), c.text, ` Dashed: ${w.place || "station " + w.station}; thick: where ` +
+      `${went.length ? went.join(" and ") : "its subjects (not in the tracks then)"} went ${span} (± 5 s).`,
+      truth ? el("span", { class: "verdict", text: ` ${MARK[c.verdict] || ""} ${c.verdict}: ${c.reason || ""}` }) : null);
   }
 
   function drawPlayers() {
@@ -298,13 +329,17 @@
   const MARK = { TRUE: "✓", FALSE: "✗", UNSUPPORTED: "~", UNVERIFIABLE: "?" };
   function claimChip(c) {
     // A claim as a chip; its verdict (✓ TRUE, ✗ FALSE, ~ UNSUPPORTED, ? UNVERIFIABLE), the checker's reason and
-    // the speaker's private label only with "reveal truth". A click goes to the step of the claim's time.
+    // the speaker's private label only with "reveal truth". A click goes to the step of the claim's time and
+    // draws the claim on the map (drawClaim); a second click takes it off.
     const truth = S.truth && c.verdict;
-    const cls = "claim " + (truth ? "v-" + c.verdict.toLowerCase() : "hidden");
+    const cls = "claim " + (truth ? "v-" + c.verdict.toLowerCase() : "hidden") + (S.claim === c ? " sel" : "");
     const title = truth ? `${c.verdict}: ${c.reason || ""}` + (c.epistemic ? ` (${c.epistemic})` : "") +
       (c.grounded !== null && c.grounded !== undefined ? (c.grounded ? " (grounded)" : " (not grounded)") : "") : c.text;
     return el("span", { class: cls, title, "data-verdict": truth ? c.verdict : "",
-      on: { click: () => { if (c.t !== null && c.t !== undefined) setStep(stepAt(c.t * 20)); } } },
+      on: { click: () => {
+        S.claim = S.claim === c ? null : c;
+        if (S.claim && c.t !== null && c.t !== undefined) setStep(stepAt(c.t * 20)); else update();
+      } } },
       truth ? el("b", { class: "mark", text: MARK[c.verdict] || "" }) : null, c.text,
       truth && c.label ? el("i", { class: "label", text: " " + c.label }) : null);
   }
