@@ -96,6 +96,16 @@ def test_collect_summary_has_a_claims_section(run):
     assert "## Claims" in (run / F.SUMMARY_MD).read_text()
 
 
+def test_beliefs_report_has_a_claims_section(run, tmp_path):
+    """mau beliefs puts what was said (the claims' verdicts and metrics) beside what was believed."""
+    from mau.cli import main
+
+    assert main(["beliefs", str(run), "--out", str(tmp_path), "--resamples", "20"]) == 0
+    assert "## Claims (docs/claims.md)" in (tmp_path / F.BELIEFS_MD).read_text()
+    doc = json.loads((tmp_path / F.BELIEFS_JSON).read_text())
+    assert doc["claims"][str(run)]["matches"] == 3
+
+
 def test_eval_csv_has_claim_rows_pooled_and_per_arm(run):
     import csv
 

@@ -4,7 +4,8 @@ Detection report of any collect or eval run (or match folder) from its belief pr
 arm (or crewmate model) x imposter model, AUROC and Brier score within each probe (chance 0.5) and pooled,
 expected calibration error, top-2 hit rate, detection rate, time to detection and detection lead, each with a
 95% match-level bootstrap interval, the ideal observer and the knows-nothing (k/n) reference rows, and paired
-comparisons (with the baseline arm on the same seeds, and with the ideal observer on the same matches). Writes
+comparisons (with the baseline arm on the same seeds, and with the ideal observer on the same matches), and for
+runs with structured claims their Claims section (docs/claims.md). Writes
 beliefs.md, beliefs.json, beliefs.csv, calibration.png and belief_curves.png into --out (default: the first RUN)
 and prints the tables. The numbers are the eval's own (``mau.eval.detection``; the report:
 ``mau.eval.report.write_detection_report``).

@@ -104,6 +104,16 @@ def write_detection_report(runs: list[str], out: Path, baseline: str | None = No
     md = detection_markdown(det, title="# Detection report", level="##")
     if params_from is not None:
         md += f"\n\nThe {IDEAL_ROW}'s beliefs were re-scored from its recorded evidence with the fit {params_from}."
+    from mau.claims.report import run_claims, section
+
+    claims = {str(r): ev for r in runs if (ev := run_claims(r, resamples, seed)) is not None}
+    for r, ev in claims.items():  # what was said beside what was believed (docs/claims.md)
+        lines = section(ev)
+        if lines and len(runs) > 1:
+            lines[0] += f": {r}"
+        md += "\n\n" + "\n".join(lines).rstrip()
+    if claims:
+        det["claims"] = claims
     (out / F.BELIEFS_MD).write_text(md + "\n")
     (out / F.BELIEFS_JSON).write_text(json.dumps({"runs": [str(r) for r in runs], **det}, indent=1))
     buf = io.StringIO()
