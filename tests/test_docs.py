@@ -63,8 +63,7 @@ def test_commands_in_config_headers_parse_and_name_existing_configs():
             words = shlex.split(m.group(1), comments=True)
             assert words[1] in VERBS, f"{path}: {line}"
             args = build_parser(words[1]).parse_args(words[1:])
-            for attr in ("config", "params_config"):
-                if getattr(args, attr, None):
-                    assert Path(getattr(args, attr)).exists(), f"{path}: {line}"
+            if getattr(args, "config", None):
+                assert Path(args.config).exists(), f"{path}: {line}"
             seen += 1
     assert seen > 30

@@ -318,10 +318,10 @@ def placement(c: dict[str, Any], speaker: str) -> dict[str, Any] | None:
     ``from_s``-``to_s`` (a moment: both the same); None for a stance."""
     if c.get("k") not in FACT_KINDS:
         return None
-    who = speaker if c.get("who") == ME else c.get("who")
+    who = subject(c, speaker)
     subjects = {"at": [who], "task": [who], "saw": [who],
                 "with": [speaker, who], "saw_kill": [who, c.get("victim")],
-                "body": [speaker, *c.get("near", [])]}[c["k"]]
+                "body": [speaker, *c.get("near", [])]}[c["k"]]  # a body's subject() is its victim: here, who was there
     at = c.get("at_s")
     return {"subjects": [s for s in subjects if s], "place": c.get("room"), "station": c.get("station"),
             "from_s": at if at is not None else c.get("from_s"), "to_s": at if at is not None else c.get("to_s")}

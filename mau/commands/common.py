@@ -137,6 +137,18 @@ def load(model: type[M], args: argparse.Namespace, flags: list[Flag], path: str 
         raise ConfigError(validation_message(e, source, fix)) from None
 
 
+def require_modules(verb: str, modules: tuple[str, ...] = ("torch", "transformers")) -> None:
+    """A one-line error naming the first missing module when a verb needs the ml extra (heavy imports stay out
+    of start-up: this only asks importlib where they are)."""
+    import importlib.util
+
+    from mau.errors import MauError
+
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        raise MauError(f"{verb} needs the ml extra ({missing[0]} is missing): pip install -e '.[ml]'")
+
+
 def check_run_folders(runs: list[str], resamples: int | None = None) -> None:
     """The RUN arguments of the report verbs (beliefs, claims, judge) are folders; ``--resamples`` at least 1."""
     from mau.errors import ConfigError

@@ -22,12 +22,11 @@ CONFIG = "mau.rl.config:RLConfig"
 
 
 def main(cfg: RLConfig, opts: RunOptions = RunOptions()) -> int:
-    import importlib.util
-
-    from mau.errors import MauError
+    from mau.commands.common import require_modules
     from mau.rundir import RunDir
 
     if cfg.grpo.objective == "candidates":  # the text-only student (mau.student.grpo): no TRL, no forks
+        require_modules("mau rl")
         from mau.student.grpo import train_candidates_rl
 
         out = RunDir.choose(cfg.output.dir, "rl", opts.tag("rl"), "rl run").path
@@ -36,9 +35,7 @@ def main(cfg: RLConfig, opts: RunOptions = RunOptions()) -> int:
               f"{s['reward_last']:.3f} frac_reward_zero_std={s['frac_reward_zero_std']:.3f} -> {s['saved']}",
               flush=True)
         return 0
-    missing = [m for m in ("torch", "transformers", "trl", "peft", "datasets") if importlib.util.find_spec(m) is None]
-    if missing:
-        raise MauError(f"mau rl needs the ml extra ({missing[0]} is missing): pip install -e '.[ml]'")
+    require_modules("mau rl", ("torch", "transformers", "trl", "peft", "datasets"))
     from mau.rl.grpo import train_rl
 
     out = RunDir.choose(cfg.output.dir, "rl", opts.tag("rl"), "rl run").path

@@ -34,9 +34,7 @@ CONFIG = "mau.commands.student:StudentConfig"
 
 
 def main(cfg: StudentConfig, opts: RunOptions = RunOptions()) -> int:
-    import importlib.util
-
-    from mau.errors import MauError
+    from mau.commands.common import require_modules
     from mau.rundir import RunDir
 
     run = RunDir(cfg.out, "student model")
@@ -47,8 +45,7 @@ def main(cfg: StudentConfig, opts: RunOptions = RunOptions()) -> int:
     if run.keep_finished((run / "config.json").is_file(), cfg.resume, opts.force):
         print(f"student model (already materialised) -> {run}")
         return 0
-    if importlib.util.find_spec("torch") is None or importlib.util.find_spec("transformers") is None:
-        raise MauError("mau student needs the ml extra: pip install -e '.[ml]'")
+    require_modules("mau student")
     from transformers.utils import logging as hf_logging
 
     from mau.student.materialise import materialise

@@ -40,9 +40,7 @@ CONFIG = "mau.commands.tiny_model:TinyModelConfig"
 
 
 def main(cfg: TinyModelConfig, opts: RunOptions = RunOptions()) -> int:
-    import importlib.util
-
-    from mau.errors import MauError
+    from mau.commands.common import require_modules
     from mau.rundir import RunDir
 
     run = RunDir(cfg.out, "tiny model")
@@ -54,8 +52,7 @@ def main(cfg: TinyModelConfig, opts: RunOptions = RunOptions()) -> int:
         print(f"tiny Qwen3.5 VLM (already built) -> {run}")
         return 0
 
-    if importlib.util.find_spec("torch") is None or importlib.util.find_spec("transformers") is None:
-        raise MauError("mau tiny-model needs the ml extra: pip install -e '.[ml]'")
+    require_modules("mau tiny-model")
     from transformers.utils import logging as hf_logging
 
     from mau.tiny import build_tiny_model

@@ -30,16 +30,14 @@ CONFIG = "mau.train.config:TrainConfig"
 
 
 def main(cfg: TrainConfig, opts: RunOptions = RunOptions()) -> int:
-    import importlib.util
     import os
 
+    from mau.commands.common import require_modules
     from mau.errors import MauError
     from mau.rundir import RunDir
 
     if opts.plan:
-        missing = [m for m in ("transformers", "trl", "datasets") if importlib.util.find_spec(m) is None]
-        if missing:
-            raise MauError(f"mau train --plan needs the ml extra ({missing[0]} is missing): pip install -e '.[ml]'")
+        require_modules("mau train --plan", ("transformers", "trl", "datasets"))
         import json
 
         from mau.train.plan import plan, render
@@ -58,13 +56,12 @@ def main(cfg: TrainConfig, opts: RunOptions = RunOptions()) -> int:
         return 0
     _refuse_text_only_for_sft(cfg)
     if cfg.training.objective == "candidates":  # the text-only student (mau.student.train): no TRL
+        require_modules("mau train")
         from mau.student.train import train_candidates
 
         print(train_candidates(cfg, out).line(), flush=True)
         return 0
-    missing = [m for m in ("torch", "transformers", "trl", "peft", "datasets") if importlib.util.find_spec(m) is None]
-    if missing:
-        raise MauError(f"mau train needs the ml extra ({missing[0]} is missing): pip install -e '.[ml]'")
+    require_modules("mau train", ("torch", "transformers", "trl", "peft", "datasets"))
     from mau.train.sft import process_state, train
 
     result = train(cfg, out)

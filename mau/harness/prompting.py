@@ -18,6 +18,7 @@ from mau.claims.config import ClaimsConfig
 from mau.env.config import TICKS_PER_SECOND, GameConfig
 from mau.env.map import GameMap
 from mau.harness.config import AriaConfig
+from mau.schema import SKIP
 
 PROMPTS_DIR = Path(__file__).parent / "prompts"
 
@@ -188,7 +189,7 @@ class PromptBuilder:
         chat = _newest(said, COMPACT_CHAT_CHARS)
         text = mods[module].substitute(
             evidence="\n".join(f"- {x}" for x in ev) or "- nothing yet", chat="\n".join(chat) or "nobody spoke",
-            candidates=", ".join(others + ["skip"]))
+            candidates=", ".join(others + [SKIP]))
         return [{"role": "system", "content": system.substitute(name=obs["name"], n_players=self.game.num_players,
                                                                 n_imposters=self.game.num_imposters)},
                 {"role": "user", "content": [{"type": "text", "text": text}]}]

@@ -337,23 +337,24 @@ class EvidenceLog:
             tally = ", ".join(f"{v['voter']}->{v['target']}" for v in votes)
             out.append(f"Meeting {m['n']}: {m['caller']} {what}; {said}" + (f"; votes: {tally}." if tally else "."))
         for c in self.contradictions:
-            out.append(f"Meeting {c['meeting']}: {c['speaker']} placed {_who(c['who'], c['speaker'], self.me)} in "
-                       f"{c['room']} {_span(c['t0'], c['t1'])}; "
+            out.append(f"Meeting {c['meeting']}: {self._placed(c, c['who'])}; "
                        + ("I was in " if c["who"] == self.me else f"I saw {c['who']} in ")
                        + f"{c['seen_place']} at {c['seen_tick'] / 20:g} s.")
         for c in self.conflicts:
             f, s = c["first"], c["second"]
-            out.append(f"Meeting {s['meeting']}: {f['speaker']} placed {_who(c['who'], f['speaker'], self.me)} in "
-                       f"{f['room']} {_span(f['t0'], f['t1'])}, but {s['speaker']} placed "
-                       f"{_who(c['who'], s['speaker'], self.me)} in {s['room']} {_span(s['t0'], s['t1'])}.")
+            out.append(f"Meeting {s['meeting']}: {self._placed(f, c['who'])}, but {self._placed(s, c['who'])}.")
         return out
+
+    def _placed(self, p: dict[str, Any], who: str) -> str:
+        """'<speaker> placed <who> in <room> <window>': how every line that repeats a placing claim says it (the
+        learnability parser reads these words back)."""
+        return f"{p['speaker']} placed {_who(who, p['speaker'], self.me)} in {p['room']} {_span(p['t0'], p['t1'])}"
 
     def claim_lines(self, limit: int) -> list[str]:
         """The placing claims heard in meetings before the latest one, as said (the newest ``limit``): what a
         crewmate's prompt may show of earlier speech (``aria.claims_memory``); no verdict, only words."""
         last = max((m["n"] for m in self.meetings), default=0)
-        out = [f"Meeting {p['meeting']}: {p['speaker']} placed {_who(p['who'], p['speaker'], self.me)} in "
-               f"{p['room']} {_span(p['t0'], p['t1'])}." for p in self.placings if p["meeting"] < last]
+        out = [f"Meeting {p['meeting']}: {self._placed(p, p['who'])}." for p in self.placings if p["meeting"] < last]
         return out[-limit:] if limit else []
 
     def compact_lines(self) -> list[str]:

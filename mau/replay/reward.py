@@ -37,19 +37,23 @@ class RewardConfig(Model):
                                                         "replay each).")
 
 
+def vote_term(target: str, roles: dict[str, str], cfg: RewardConfig) -> tuple[str, float]:
+    """The vote's term of the reward: (its name, its value) for a vote on ``target`` given the match's roles."""
+    if target == "skip":
+        return "vote_skip", cfg.vote_skip
+    if roles.get(target) == "imposter":
+        return "vote_imposter", cfg.vote_imposter
+    return "vote_crewmate", cfg.vote_crewmate
+
+
 def score(o: BranchOutcome, cfg: RewardConfig) -> tuple[float, dict[str, float]]:
     """(reward, its terms) of one branch."""
     if o.fallback:
         return cfg.unparseable, {"unparseable": cfg.unparseable}
     terms: dict[str, float] = {}
-    v = o.vote_target
-    if v is not None:
-        if v == "skip":
-            terms["vote_skip"] = cfg.vote_skip
-        elif o.roles.get(v) == "imposter":
-            terms["vote_imposter"] = cfg.vote_imposter
-        else:
-            terms["vote_crewmate"] = cfg.vote_crewmate
+    if o.vote_target is not None:
+        name, value = vote_term(o.vote_target, o.roles, cfg)
+        terms[name] = value
     if o.meeting_ejected_role == "imposter":
         terms["meeting_ejects_imposter"] = cfg.meeting_ejects_imposter
     elif o.meeting_ejected_role == "crewmate":

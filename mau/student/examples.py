@@ -10,7 +10,8 @@ from typing import Any
 
 from mau import schema as F
 from mau.errors import MauError
-from mau.harness.backends.lm import first_tokens, text_messages
+from mau.harness.backends.hf import chat_text
+from mau.harness.backends.lm import TextProcessor, first_tokens
 from mau.harness.modules import VOTE_PREFIX
 from mau.harness.prompting import compact_candidates
 from mau.rl.grpo import to_prompt
@@ -28,8 +29,7 @@ class CandidateExample:
 
 def render(tokenizer: Any, messages: list[dict[str, Any]]) -> str:
     """The prompt text the ``lm`` backend generates from (``hf``'s ``_prepare`` through ``TextProcessor``)."""
-    return tokenizer.apply_chat_template(text_messages(messages), tokenize=False, add_generation_prompt=True,
-                                         enable_thinking=False)
+    return chat_text(TextProcessor(tokenizer), messages)
 
 
 def make_example(tokenizer: Any, key: str, messages: list[dict[str, Any]], choice: str | None,

@@ -32,7 +32,7 @@ LOG = "trainer_log.jsonl"
 def decisions(cfg: Any, tokenizer: Any) -> list[Any]:
     """Candidate examples of the recorded crewmate VOTE calls of ``cfg.decisions`` (``mau.rl.grpo.decision_rows``:
     the same runs, seeds left out and ``max_decisions`` as the completions objective); ``meta['roles']``: the
-    candidates' true roles, from each match's header."""
+    match's roles, from its header."""
     from mau.matchdir import read_header
     from mau.rl.grpo import decision_rows
     from mau.student.examples import make_example
@@ -46,21 +46,18 @@ def decisions(cfg: Any, tokenizer: Any) -> list[Any]:
         if row["match"] not in roles:
             roles[row["match"]] = read_header(Path(row["match"])).get(F.ROLES) or {}
         e = make_example(tokenizer, row["call_id"], row["prompt"], None)
-        e.meta["roles"] = [roles[row["match"]].get(n, "skip") for n in e.candidates]
+        e.meta["roles"] = roles[row["match"]]
         out.append(e)
     return out
-
-
-def reward_of(role: str, cfg: Any) -> float:
-    return {"imposter": cfg.vote_imposter, "crewmate": cfg.vote_crewmate}.get(role, cfg.vote_skip)
 
 
 def train_candidates_rl(cfg: Any, out: Path) -> dict[str, Any]:
     import torch
 
     from mau.harness.backends.lm import load_text_model
+    from mau.replay.reward import vote_term
     from mau.student.split import SplitLM
-    from mau.student.train import FeatureCache
+    from mau.student.train import FULL_MODEL, FeatureCache
 
     t0 = time.perf_counter()
     out = Path(out)
@@ -105,7 +102,7 @@ def train_candidates_rl(cfg: Any, out: Path) -> dict[str, Any]:
                 e = order.pop()
                 lp = torch.log_softmax(split.upper(cache.get(e), e.tokens) / g.temperature, -1)
                 picks = torch.multinomial(lp.detach().exp(), g.num_generations, replacement=True, generator=gen)
-                rw = torch.tensor([reward_of(e.meta["roles"][int(i)], r) for i in picks])
+                rw = torch.tensor([vote_term(e.candidates[int(i)], e.meta["roles"], r)[1] for i in picks])
                 std = float(rw.std())
                 zero += int(std == 0.0)
                 adv = (rw - rw.mean()) / (std + 1e-4) if g.scale_rewards == "group" else rw - rw.mean()
@@ -125,7 +122,7 @@ def train_candidates_rl(cfg: Any, out: Path) -> dict[str, Any]:
                 log.write(json.dumps(row) + "\n")
                 log.flush()
     model.eval()
-    saved = out / "model"
+    saved = out / FULL_MODEL
     model.save_pretrained(saved)
     tokenizer.save_pretrained(saved)
     k = max(1, len(history) // 5)

@@ -128,31 +128,6 @@ def evaluate(split: Any, cache: FeatureCache, examples: list[CandidateExample]) 
             "chance_ce": sum(math.log(len(e.candidates)) for e in examples) / len(examples)}
 
 
-def _split_rows(cfg: Any) -> tuple[Any, Any, dict[str, Any]]:
-    from datasets import load_from_disk
-
-    from mau.train.data import read_header
-
-    path = Path(cfg.data.dataset)
-    if not path.is_dir():
-        raise MauError(f"data.dataset {path}: no such folder; build it with mau dataset, or fix the path")
-    header = read_header(path)
-    if cfg.data.filter is not None and header.get("filter") not in (None, cfg.data.filter):
-        raise MauError(f"data.filter is {cfg.data.filter!r} but {path} was built with filter "
-                       f"{header.get('filter')!r}; fix data.filter or data.dataset")
-    dd = load_from_disk(str(path))
-    for name in [cfg.data.train_split] + ([cfg.data.eval_split] if cfg.data.eval_split else []):
-        if name not in dd:
-            raise MauError(f"{path}: no split {name!r} (it has {', '.join(dd)}); fix data.train_split / eval_split")
-    train = dd[cfg.data.train_split]
-    if cfg.data.max_train_examples is not None:
-        train = train.select(range(min(cfg.data.max_train_examples, len(train))))
-    ev = dd[cfg.data.eval_split] if cfg.data.eval_split else None
-    if ev is not None and cfg.data.max_eval_examples is not None:
-        ev = ev.select(range(min(cfg.data.max_eval_examples, len(ev))))
-    return train, ev, header
-
-
 def train_candidates(cfg: Any, out: Path) -> CandidateResult:
     import torch
     from transformers import get_scheduler
@@ -174,7 +149,11 @@ def train_candidates(cfg: Any, out: Path) -> CandidateResult:
                                out / FULL_MODEL, 0.0)
     t = cfg.training
     torch.manual_seed(t.seed)
-    train_rows, eval_rows, header = _split_rows(cfg)
+    from mau import schema as F
+    from mau.train.data import load_bc_data
+
+    data = load_bc_data(cfg.data, [F.DS_MESSAGES, F.DS_PARSED_JSON, F.CALL_ID])  # what an example is made of
+    train_rows, eval_rows, header = data.train, data.eval, data.header
     base = cfg.model.path
     if not (Path(base) / "config.json").is_file():
         raise MauError(f"model.path {base}: not a local model folder; the candidate objective trains the text-only "

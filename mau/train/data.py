@@ -30,8 +30,9 @@ def read_header(path: Path) -> dict[str, Any]:
     return read_dataset_header(path)
 
 
-def load_bc_data(cfg: Any) -> BCData:
-    """Load ``cfg.data`` (a ``DataSection``): check the header, keep the two training columns, cap the rows."""
+def load_bc_data(cfg: Any, columns: list[str] = TRAIN_COLUMNS) -> BCData:
+    """Load ``cfg.data`` (a ``DataSection``): check the header, keep ``columns`` (TRL's two training columns;
+    the candidate objective reads others), cap the rows."""
     from datasets import load_from_disk
 
     path = Path(cfg.dataset)
@@ -48,10 +49,10 @@ def load_bc_data(cfg: Any) -> BCData:
         if name not in dd:
             raise MauError(f"{path}: no split {name!r} (it has {', '.join(splits)}); fix data.train_split / eval_split")
         ds = dd[name]
-        missing = [c for c in TRAIN_COLUMNS if c not in ds.column_names]
+        missing = [c for c in columns if c not in ds.column_names]
         if missing:
-            raise MauError(f"{path} split {name}: no column {missing[0]!r}; not a BC dataset in TRL's format")
-        ds = ds.select_columns(TRAIN_COLUMNS)  # metadata columns must not reach the trainer
+            raise MauError(f"{path} split {name}: no column {missing[0]!r}; not a BC dataset of mau dataset")
+        ds = ds.select_columns(columns)  # metadata columns must not reach the trainer
         if limit is not None and limit < len(ds):
             ds = ds.select(range(limit))
         return ds

@@ -120,11 +120,11 @@ def _claims(folder: Path, events: list[dict[str, Any]], problems: list[str]) -> 
                 said = render(c)
             except (KeyError, ValueError):
                 said = str(c)
+            where = placement(c, e.get(F.SPEAKER, "")) if isinstance(c, dict) else None
             chips.append({"k": c.get("k"), "text": said, "verdict": v.get("verdict"), "reason": v.get("reason"),
                           "epistemic": v.get("epistemic"), "grounded": v.get("grounded"),
                           "label": labels[n] if n < len(labels) else None,
-                          "t": c.get("at_s", c.get("to_s")),
-                          "where": placement(c, e.get(F.SPEAKER, "")) if isinstance(c, dict) else None})
+                          "t": where["to_s"] if where else None, "where": where})
         out[e.get(F.EVENT_INDEX)] = chips
     return out
 

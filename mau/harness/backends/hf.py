@@ -223,8 +223,7 @@ class Backend(ModelBackend):
 
     def _prepare(self, index: int, request: ModelRequest) -> _Prepared:
         messages, images = to_processor_messages(request)
-        text = self._processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
-                                                   enable_thinking=False)
+        text = chat_text(self._processor, messages)
         temperature = request.temperature if request.temperature is not None else self.config.temperature
         return _Prepared(index, text, images, request.max_tokens or self.config.max_tokens, float(temperature))
 
@@ -333,6 +332,12 @@ class Backend(ModelBackend):
     def release(self) -> None:
         with self._load_lock, self._gen_lock:
             self._model = self._processor = None
+
+
+def chat_text(processor: Any, messages: list[dict[str, Any]]) -> str:
+    """The prompt text a model answers from: the chat template with the assistant's turn opened, thinking off
+    (the ``lm`` backend's ``TextProcessor`` and the student's examples go through it too)."""
+    return processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True, enable_thinking=False)
 
 
 def stop_ids(model: Any, tokenizer: Any) -> list[int]:

@@ -24,6 +24,9 @@ from mau.harness.backends.hf import Backend as HfBackend
 from mau.harness.backends.hf import _Prepared, stop_ids
 from mau.harness.modules import VOTE_PREFIX
 
+TEXT_ONLY = ("the lm backend is text-only: this request has images (set aria.frames: false or "
+             "aria.prompt_profile: {vote: compact})")
+
 
 class TextProcessor:
     """A tokenizer behind the processor interface the ``hf`` backend calls: text in, token ids out."""
@@ -36,8 +39,7 @@ class TextProcessor:
 
     def __call__(self, text: list[str], images: Any = None, **kwargs: Any) -> Any:
         if images:
-            raise ValueError("the lm backend is text-only: this request has images (set aria.frames: false or "
-                             "aria.prompt_profile: {vote: compact})")
+            raise ValueError(TEXT_ONLY)
         return self.tokenizer(text, **kwargs)
 
 
@@ -92,8 +94,7 @@ class Backend(HfBackend):
 
     def _prepare(self, index: int, request: ModelRequest) -> _Prepared:
         if request.images:
-            raise ValueError("the lm backend is text-only: this request has images (set aria.frames: false or "
-                             "aria.prompt_profile: {vote: compact})")
+            raise ValueError(TEXT_ONLY)
         return super()._prepare(index, request)
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
