@@ -457,7 +457,8 @@ class SimWorld:
             if victim_run is not None and victim_run.status == A.RUNNING:
                 self._end(victim, victim_run, A.INTERRUPTED, "killed")
             self._end(p, run, A.DONE, f"killed {victim.name}")
-            if run.action.point is not None:  # walk away at once, not idle by the body until the next decision
+            if run.action.point is not None and st.phase != ENDED:  # walk away at once, not idle by the body
+                # until the next decision; not when the kill ended the match (match_end closes the event log)
                 leave = Action("goto", point=run.action.point, narration="leave the body behind")
                 self.runs[p.name] = ActionRun(action=leave, start_tick=st.tick, stage_tick=st.tick)
                 st.emit(F.EV_ACTION_START, player=p.name, action=leave.to_dict())

@@ -122,6 +122,8 @@ class GameState:
         return None
 
     def emit(self, event_type: str, **fields: Any) -> dict[str, Any]:
+        if self.events and self.events[-1][F.TYPE] == F.EV_MATCH_END:
+            raise RuntimeError(f"{event_type} after match_end: match_end closes the event log")
         event = {F.EVENT_INDEX: len(self.events), F.TICK: self.tick, F.STEP: self.step, F.TYPE: event_type, **fields}
         self.events.append(event)
         return event
