@@ -272,7 +272,8 @@ class Observation(TypedDict, total=False):
     kill_cooldown_ticks: int
     button_lock_ticks: int
     at_button: bool
-    players: list[dict[str, Any]]  # privileged: last known position of each player not publicly gone
+    players: list[dict[str, Any]]  # privileged: last known position of each player not known dead
+    privileged: str  # privileged: "sight" (line of sight all round + last sightings) or "radar" (the paper's)
     players_in_view: list[dict[str, Any]]
     bodies_in_view: list[dict[str, Any]]
     reportable_bodies: list[str]

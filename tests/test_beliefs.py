@@ -93,8 +93,10 @@ def test_perception_of_a_witnessed_kill_reaches_only_the_witness(w):
 
 
 def test_perception_keeps_who_stood_where_the_victim_lay(w):
-    """Privileged state shows the victim lying where it fell; once the death is known (here: a meeting
-    announces it), who stood within reach of that spot at a step end is a death item for every crewmate."""
+    """The paper's radar shows the victim lying where it fell; once the death is known (here: a meeting
+    announces it), who stood within reach of that spot at a step end is a death item for every crewmate.
+    (Privileged sight, the default, shows the body itself to whoever has it in line of sight: the next test.)"""
+    w.config.observation.privileged = "radar"
     st = w.state
     per = Perception(w, {n: "privileged" for n in ROSTER})
     place(w, "Martin", 80.0, 70.0)
@@ -112,6 +114,25 @@ def test_perception_keeps_who_stood_where_the_victim_lay(w):
     steve = infer.beliefs("Steve", ROSTER, [n for n in ROSTER if n not in ("Steve", "Martin")], 2,
                           per.items("Steve"), CFG)[0]
     assert max(steve, key=steve.get) == "Olivia"
+
+
+def test_privileged_sight_sees_the_body_all_round_and_who_stood_by_it(w):
+    """Privileged sight (the default): a crewmate with the body in line of sight, in any direction, knows the death
+    at once, and who stood within reach of it at that step end is a death item; one without it does not."""
+    st = w.state
+    per = Perception(w, {n: "privileged" for n in ROSTER})
+    place(w, "Steve", 84.0, 76.0, yaw_deg=0)  # looking away from where Martin dies: behind it, in sight
+    place(w, "Martin", 80.0, 76.0)
+    place(w, "Olivia", 81.0, 76.5)
+    place(w, "Noah", 120.5, 60.5)  # in Shields: no line of sight
+    per.update()
+    _kill(w, "Olivia", "Martin", [])
+    st.tick += 100
+    w.step({})
+    per.update()
+    death = next(it for it in per.items("Steve") if it["k"] == "death")
+    assert death["victim"] == "Martin" and death["bins"]["Olivia"][-1] == 0
+    assert not any(it["k"] in ("death", "dead") for it in per.items("Noah"))
 
 
 def test_ego_perception_does_not_see_a_player_out_of_view(w):

@@ -52,32 +52,103 @@ def test_audit_fails_on_an_engine_given_kill_author(tmp_path, text, tick, leaks)
         assert found.kill == ("James", "Noah")
 
 
-def test_a_dead_player_stays_listed_where_it_fell_until_a_meeting():
+def _kill_out_of_sight(privileged: str):
+    """A world in which a crewmate (the watcher, in Shields) had the victim in sight, then lost it, and the victim
+    was killed out of its sight; returns (world, victim, watcher, the watcher's list before the kill)."""
     w = make_world()
+    w.config.observation.privileged = privileged
     w.reset(0)
     park_everyone(w)
     st = w.state
     imp = next(p for p in st.players if p.is_imposter)
     crew = [p for p in st.players if not p.is_imposter]
     victim, watcher = crew[0], crew[1]
+    place(w, watcher.name, 120.5, 60.5, yaw_deg=0)  # in Shields
+    place(w, victim.name, 118.5, 62.5)  # beside it: in sight
     place(w, imp.name, 84.5, 70.5)
-    place(w, victim.name, 84.5, 72.5)
-    place(w, watcher.name, 120.5, 60.5, yaw_deg=0)  # in Shields, far from Cafeteria's body
+    w.step({})
+    seen = {p["name"]: p for p in w.observe(watcher.name, "privileged")["players"]}
+    assert seen[victim.name]["seen_s_ago"] == 0  # in sight now (the radar: in range)
+    place(w, victim.name, 84.5, 72.5)  # walks off to Cafeteria, out of the watcher's sight
     w.step({})
     before = {p["name"]: p for p in w.observe(watcher.name, "privileged")["players"]}
     imp.kill_cooldown = 0
     w.rules.do_kill(st, imp, victim, [])
     w.step({})
+    w.step({})
+    return w, victim, watcher, before
+
+
+def test_privileged_radar_keeps_the_papers_still_dot():
+    """The paper's radar (kept for replication): a player killed out of sight stays listed, still, where it fell,
+    observed now like any player in range: the tell docs/game.md warns of."""
+    w, victim, watcher, before = _kill_out_of_sight("radar")
+    listed = {p["name"]: p for p in w.observe(watcher.name, "privileged")["players"]}
+    assert listed[victim.name]["position"] == before[victim.name]["position"] == [84.5, 72.5]
+    assert listed[victim.name]["seen_s_ago"] == 0
+
+
+def test_privileged_sight_neither_a_still_dot_nor_a_vanished_player():
+    """Privileged sight: a player killed out of my sight is listed at my last sighting of it alive and ages like
+    any player out of sight (no still dot where it fell), stays listed until the death is public or I see the body
+    (it does not vanish), and nothing in the observation tells of the kill."""
+    w, victim, watcher, before = _kill_out_of_sight("sight")
+    st = w.state
+    last_seen = before[victim.name]
+    assert last_seen["position"] == [118.5, 62.5] and last_seen["seen_s_ago"] > 0  # lost from sight, alive
     obs = w.observe(watcher.name, "privileged")
     listed = {p["name"]: p for p in obs["players"]}
-    assert victim.name in listed and listed[victim.name]["position"] == before[victim.name]["position"]
-    assert listed[victim.name]["seen_s_ago"] == 0  # like any player in range
+    assert victim.name in listed  # not vanished
+    assert listed[victim.name]["position"] == last_seen["position"]  # not where it fell (84.5, 72.5)
+    assert listed[victim.name]["seen_s_ago"] == last_seen["seen_s_ago"] + 10  # ageing: two steps later
     assert victim.name not in obs["known_dead"] and obs["witnessed_kills"] == []
-    text = " ".join(json.dumps(v) for v in obs.values())
-    assert "killer" not in text
-    w.rules.do_button(st, watcher)  # the meeting announces the death: now it leaves the list
+    assert "killer" not in " ".join(json.dumps(v) for v in obs.values())
+    # a living player that walked out of sight the same way is listed the same way
+    other = next(p for p in st.players if p.active and not p.is_imposter and p is not watcher)
+    assert {k: listed[other.name][k] for k in ("in_view",)} == {"in_view": False}
+    # seeing the body (in line of sight, behind me: privileged sight turns the head) makes the death known
+    place(w, watcher.name, 84.5, 76.5, yaw_deg=90)
+    w.step({})
     obs = w.observe(watcher.name, "privileged")
-    assert victim.name not in {p["name"] for p in obs["players"]} and victim.name in obs["known_dead"]
+    assert victim.name in obs["known_dead"] and victim.name not in {p["name"] for p in obs["players"]}
+    assert victim.name in {b["victim"] for b in obs["bodies_in_view"]}
+    w.rules.do_button(st, watcher)  # the meeting announces it too
+    assert victim.name in w.observe(watcher.name, "privileged")["known_dead"]
+
+
+def test_privileged_sight_never_updates_a_dead_player_over_real_matches():
+    """Over played matches (privileged sight, scripted players): after every kill, each crewmate that had not
+    perceived it lists the victim with an age at least the time since the kill (never a fresh position of the
+    dead), and keeps listing it until the death is public or its body was seen."""
+    from mau.env.runner import play_match
+    from mau.env.scripted import ScriptedPolicy
+
+    checked = 0
+    for seed in range(6):
+        w = make_world()
+        deaths: dict[str, int] = {}
+
+        def on_step(st) -> None:
+            nonlocal checked
+            for e in st.events:
+                if e[F.TYPE] == F.EV_KILL:
+                    deaths.setdefault(e["victim"], e[F.TICK])
+            for me in st.players:
+                if not me.active:
+                    continue
+                obs = w.observe(me.name, "privileged")
+                listed = {p["name"]: p for p in obs["players"]}
+                for v, tick in deaths.items():
+                    if v in obs["known_dead"]:
+                        assert v not in listed
+                        continue
+                    assert v in listed, (seed, me.name, v)  # it does not vanish
+                    assert listed[v]["seen_s_ago"] >= (st.tick - tick) / 20 - 1e-9, (seed, me.name, v)
+                    checked += 1
+
+        pols = {p.name: ScriptedPolicy(p.name, w.map, seed) for p in w.cfg.players}
+        play_match(w, pols, seed, "privileged", on_step=on_step)
+    assert checked > 50
 
 
 def test_witness_text_is_an_explicit_ablation():

@@ -133,6 +133,12 @@ class ObservationConfig(Model):
         False, description="Ablation only: tell a player in words who killed whom when it had the victim in view "
                            "(witnessed_kills, and the harness's 'You saw X kill Y'). Off: kills are perceived "
                            "only through frames and bodies, as in the paper.")
+    privileged: Literal["sight", "radar"] = Field(
+        "sight", description="What privileged state perceives beyond ego: sight (every player and body in line of "
+                             "sight within privileged_radius, in every direction, and each player's last sighting: "
+                             "no list tells of a death the player did not perceive) or radar (the paper's: every "
+                             "player within privileged_radius through walls; a player killed out of sight stays "
+                             "listed, still, where it fell: a tell, kept for replication only; docs/game.md).")
 
 
 class WorldConfig(Model):

@@ -28,16 +28,19 @@ def _r(v: float) -> float:
 
 
 def _privileged_players(world: SimWorld, me: PlayerState, in_view: set[str]) -> list[dict[str, Any]]:
-    """Every player not publicly dead or ejected, at its last known position and how long ago that was
-    (the paper's persistent privileged state). A player killed out of sight stays listed where it fell
-    until the next meeting announces the death, so no list reveals an unseen kill."""
+    """Every player not known dead to me nor ejected, at its last known position and how long ago that was
+    (``world.observation.privileged``: sight, every player in line of sight within 96 blocks and the last
+    sighting of the others; or the paper's radar through walls). With sight a player killed out of my sight is
+    listed at my last sighting of it alive, ageing like any player out of sight, until I see its body or a
+    meeting announces the death: no list tells of a death I did not perceive (docs/game.md)."""
     st, gmap = world.state, world.map
+    radar = world.config.observation.privileged == "radar"
     out = []
     for p in st.players:
-        if p is me or p.ejected or p.name in st.public_dead:
+        if p is me or p.ejected or p.name in st.public_dead or (not radar and p.name in me.seen_bodies):
             continue
-        if me.active and math.hypot(p.x - me.x, p.z - me.z) <= world.cfg.privileged_radius:
-            x, z, tick = p.x, p.z, st.tick  # observed now (a dead player lies where it fell)
+        if me.active and world.privileged_sees(me, p):
+            x, z, tick = p.x, p.z, st.tick  # observed now (the radar: a dead player lies where it fell)
         elif p.name in me.last_known:
             x, z, tick = me.last_known[p.name]
         else:
@@ -61,6 +64,8 @@ def observe(world: SimWorld, name: str, mode: str = "ego") -> F.Observation:
         raise ValueError(f"state mode {mode!r}: use one of {STATE_MODES}")
     st, cfg, gmap, vision = world.state, world.cfg, world.map, world.vision
     me = st.player(name)
+    if me.active:
+        me.sight = mode  # privileged sight also finds bodies around (the world's body sightings read it)
     place = gmap.place_name(me.x, me.z)
     obs: F.Observation = {
         "name": me.name, "color": me.color, "role": me.role, "alive": me.active, "state_mode": mode,
@@ -96,9 +101,12 @@ def observe(world: SimWorld, name: str, mode: str = "ego") -> F.Observation:
     obs["players_in_view"] = seen
     if mode == "privileged":
         obs["players"] = _privileged_players(world, me, {q["name"] for q in seen})
+        obs["privileged"] = world.config.observation.privileged  # sight or radar: how to read the list
+    around = mode == "privileged" and world.config.observation.privileged == "sight"
     bodies = []
     for b in st.bodies:
-        if me.active and vision.sees(me, b.x, b.z, 0.5):
+        if me.active and (vision.sees(me, b.x, b.z, 0.5)
+                          or (around and vision.sees_around(me, b.x, b.z, cfg.privileged_radius))):
             bodies.append({"victim": b.victim, "color": b.color, "position": [_r(b.x), _r(b.z)],
                            "distance": _r(math.hypot(b.x - me.x, b.z - me.z)), "room": b.room})
     obs["bodies_in_view"] = bodies

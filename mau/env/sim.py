@@ -280,12 +280,20 @@ class SimWorld:
             if run is not None and run.status == A.RUNNING:
                 self._end(p, run, A.INTERRUPTED, reason)
 
-    def _track_known(self) -> None:
-        """Privileged state's persistent positions: every active player's last known position of each other
-        player within ``privileged_radius``, for every player not publicly dead or ejected. A killed player
-        does not move, so it stays listed where it fell until a meeting announces the death."""
-        st = self.state
+    def privileged_sees(self, viewer: PlayerState, p: PlayerState) -> bool:
+        """Whether privileged state observes ``p`` now (``world.observation.privileged``): in line of sight
+        within ``privileged_radius`` and alive (sight), or within the radius at all (the paper's radar)."""
         r = self.cfg.privileged_radius
+        if self.config.observation.privileged == "radar":
+            return math.hypot(p.x - viewer.x, p.z - viewer.z) <= r
+        return p.active and self.vision.sees_around(viewer, p.x, p.z, r)
+
+    def _track_known(self) -> None:
+        """Privileged state's persistent positions: every active player's last observation of each other player
+        (``privileged_sees``) not publicly dead or ejected. With privileged sight a player killed out of sight
+        stays listed at its last sighting alive, ageing like any player out of sight (no list tells of the death);
+        with the radar it stays listed where it fell."""
+        st = self.state
         public = set(st.public_dead)
         for v in st.players:
             if not v.active:
@@ -293,16 +301,21 @@ class SimWorld:
             for p in st.players:
                 if p is v or p.ejected or p.name in public:
                     continue
-                if math.hypot(p.x - v.x, p.z - v.z) <= r:
+                if self.privileged_sees(v, p):
                     v.last_known[p.name] = [round(p.x, 2), round(p.z, 2), st.tick]
 
     def _see_bodies(self) -> None:
         st = self.state
+        around = self.config.observation.privileged == "sight"
+        r = self.cfg.privileged_radius
         for p in st.players:
             if not p.active:
                 continue
             for b in st.bodies:
-                if b.victim not in p.seen_bodies and self.vision.sees(p, b.x, b.z, 0.5):
+                if b.victim in p.seen_bodies:
+                    continue
+                if (self.vision.sees(p, b.x, b.z, 0.5)
+                        or (around and p.sight == "privileged" and self.vision.sees_around(p, b.x, b.z, r))):
                     p.seen_bodies.append(b.victim)
                     st.emit(F.EV_BODY_SEEN, player=p.name, body=b.victim, room=b.room)
 

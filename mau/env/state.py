@@ -47,9 +47,10 @@ class PlayerState:
     death_tick: int | None = None
     seen_bodies: list[str] = field(default_factory=list)  # victims whose body this player has seen
     witnessed: list[dict[str, Any]] = field(default_factory=list)  # kills this player saw happen
-    # Privileged state: each other player's last known [x, z, tick] (within privileged_radius), kept for
-    # every player whose death or ejection is not yet public: a dead player stays at its last position.
+    # Privileged state: each other player's last known [x, z, tick] (privileged sight: its last sighting alive;
+    # the paper's radar: its position within privileged_radius, through walls, a dead player where it fell).
     last_known: dict[str, list[float]] = field(default_factory=dict)
+    sight: str = "ego"  # the state mode of this player's observations (privileged sight also finds bodies around)
 
     @property
     def is_imposter(self) -> bool:

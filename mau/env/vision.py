@@ -32,6 +32,14 @@ class Vision:
                 return False
         return self.map.line_of_sight(viewer.x, viewer.z, x, z)
 
+    def sees_around(self, viewer: PlayerState, x: float, z: float, max_dist: float) -> bool:
+        """True when a point is within ``max_dist`` and in line of sight, in any direction (privileged sight:
+        turning the head is free, walls still block)."""
+        dx, dz = x - viewer.x, z - viewer.z
+        if dx * dx + dz * dz > max_dist * max_dist:
+            return False
+        return self.map.line_of_sight(viewer.x, viewer.z, x, z)
+
     def pairs_in_view(self, players: list[PlayerState], radius: float = 0.3) -> set[tuple[str, str]]:
         """Every (viewer, seen) pair of ``players`` with ``sees(viewer, seen.x, seen.z, radius)``: the same
         arithmetic, in one loop (the sight recorder asks this at every sub-step)."""

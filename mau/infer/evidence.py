@@ -92,6 +92,7 @@ class EvidenceLog:
         self._heard: set[tuple[int, int]] = set()  # (meeting, transcript index) taken in
         self._meeting_tick = -1
         self.mode = "privileged"
+        self.radar = False  # privileged state's list is the paper's radar (a dead player listed where it fell)
         self.flags: list[dict[str, Any]] = []  # ARIA memory only: what the agent itself flagged in surveillance
         self.version = 0  # counts the changes of items(): readers cache what they computed from them
 
@@ -100,6 +101,8 @@ class EvidenceLog:
         """Take in one observation (any phase); the same tick twice is taken in once."""
         tick = obs["tick"]
         self.mode = obs.get("state_mode", self.mode)
+        if self.mode == "privileged":
+            self.radar = obs.get("privileged", "radar") == "radar"  # observations before the rule: the radar
         if obs.get("meeting") is None and tick != self._last_tick:
             self._last_tick = tick
             fresh: dict[str, tuple[float, float]] = {}
@@ -237,9 +240,9 @@ class EvidenceLog:
         self.dead.append(victim)
         self.version += 1
         spot = self.body_spots.get(victim)
-        # Privileged state lists a dead player where it fell until its death is public; in ego state the last
-        # sight of the victim is of it alive, so only a body I saw gives the spot.
-        xy = (spot[0], spot[1]) if spot else (self._last_position(victim) if self.mode == "privileged" else None)
+        # The paper's radar lists a dead player where it fell until its death is public; in ego state and with
+        # privileged sight the last sight of the victim is of it alive, so only a body I saw gives the spot.
+        xy = (spot[0], spot[1]) if spot else (self._last_position(victim) if self.radar else None)
         d = _Death(victim, tick, xy, spot[2] if spot else "", reporter=reporter)
         self.deaths[victim] = d
         self._fill_window(d)

@@ -1,0 +1,68 @@
+"""What scripted players say: speech acts, and the one set of phrasings both roles draw from.
+
+A scripted player decides *what* to say as a list of acts (where it was, an accusation and its reason, a denial,
+a vouch, ...); ``realise`` turns each act into a sentence drawn from that act's pool of paraphrases with the
+speaker's own phrasing stream, whatever its role. So a crewmate and an imposter who say the same thing say it the
+same way: what differs between the roles is content (what is true), never phrasing (docs/game.md, "Speech";
+``mau.eval.phrasing`` measures the tell that is left). Every accusation form reads as one to
+``mau.infer.hearsay`` (strong: a kill or a player by the victim; weak: a suspicion or a vote), and no clearing form
+reads as an accusation (tests/test_speech.py).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+# Act kinds
+ALIBI, NOTHING, SAW_KILL, NEAR, SUSPECT, VOTE, DENY, VOUCH, AGREE, BODY = (
+    "alibi", "nothing", "saw_kill", "near", "suspect", "vote", "deny", "vouch", "agree", "body")
+ACCUSING = (SAW_KILL, NEAR, SUSPECT, VOTE)  # acts that name a player as an imposter
+
+# Each act's paraphrases: {who} the player it is about, {victim}, {room}, {dist} blocks, {at} game seconds,
+# {to} the speaker agreed with.
+POOLS: dict[str, tuple[str, ...]] = {
+    ALIBI: ("I was doing my missions near {room}.", "I was in {room}.", "I was around {room} the whole time."),
+    NOTHING: ("I have not seen anything suspicious.", "Nothing to report.", "I did not see anything strange."),
+    SAW_KILL: ("I saw {who} kill {victim} in {room}.", "I saw {who} kill {victim} with my own eyes, in {room}."),
+    NEAR: ("I saw {who} near where {victim} died ({dist} blocks away at {at} s).",
+           "{who} was near where {victim} died, {dist} blocks away at {at} s, I saw it."),
+    SUSPECT: ("I suspect {who}.", "{who} looks suspicious.", "I think {who} is the imposter."),
+    VOTE: ("Vote {who}.", "I vote for {who}.", "Let us vote {who} out."),
+    DENY: ("That is not true, I was in {room}.", "I am a crewmate, I was in {room} doing my missions.",
+           "It was not me, I was in {room}."),
+    VOUCH: ("I vouch for {who}.", "{who} was with me, {who} is innocent.", "I trust {who}."),
+    AGREE: ("I agree with {to}.", "{to} is right."),
+    BODY: ("I found the body of {victim} in {room}.", "{victim} is dead, I found the body in {room}."),
+}
+
+
+@dataclass(frozen=True)
+class Act:
+    """One thing to say. ``who``: the player it is about; ``to``: the speaker agreed with."""
+
+    kind: str
+    who: str | None = None
+    victim: str | None = None
+    room: str | None = None
+    dist: float | None = None
+    at: float | None = None
+    to: str | None = None
+
+
+def _num(x: float | None) -> str:
+    return "?" if x is None else f"{x:g}"
+
+
+def realise(acts: list[Act], rng: random.Random) -> str:
+    """The sentences of ``acts``, each from its pool (one draw of ``rng`` per act, whatever the act says)."""
+    out = []
+    for a in acts:
+        form = POOLS[a.kind][rng.randrange(len(POOLS[a.kind]))]
+        out.append(form.format(who=a.who, victim=a.victim, room=a.room, dist=_num(a.dist), at=_num(a.at), to=a.to))
+    return " ".join(out)
+
+
+def accused_by(acts: list[Act]) -> str | None:
+    """The player the acts accuse (the suspicion cast on), or None."""
+    return next((a.who for a in acts if a.kind in ACCUSING), None)
