@@ -30,12 +30,27 @@ import hashlib
 import math
 import random
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from mau.claims.config import ClaimsConfig
 from mau.claims.speaker import ClaimSpeaker
 from mau.env.actions import Action
+from mau.env.imposters import RUNGS, Strategy, make_strategy
 from mau.env.map import GameMap
+from mau.env.speech import (
+    AGREE,
+    ALIBI,
+    NEAR,
+    NOTHING,
+    SAW_KILL,
+    STANCE,
+    SUSPECT,
+    VOTE,
+    VOUCH,
+    Act,
+    accused_by,
+    realise,
+)
 from mau.infer import model as infer
 from mau.infer.evidence import EvidenceLog
 from mau.infer.hearsay import STRONG, accusations
@@ -67,6 +82,10 @@ TEMPERAMENTS: dict[str, Temperament] = {
     "accusatory": Temperament(0.85, 0.45, 0.35, 0.6, 0.97, 0.06, 16.0, 2, 0.2, 0.6, 0.9, 0.4, 0.6),
     "mission": Temperament(0.65, 0.6, 0.5, 9.0, 0.98, 0.05, 12.0, 1, 0.3, 0.3, 0.3, 0.8, 0.25),
 }
+# The upper rungs of the imposter ladder (mau.env.imposters): their imposters follow a strategy, not these
+# numbers (only fake_mission_p is read); as crewmates they are the expert.
+for _rung in RUNGS:
+    TEMPERAMENTS[_rung] = TEMPERAMENTS["expert"]
 
 
 def leave_point(game_map: GameMap, obs: dict[str, Any], target: str) -> tuple[float, float]:
@@ -85,6 +104,8 @@ def temperament_of(model_name: str) -> str:
     return next((t for t in TEMPERAMENTS if t in low), "expert")
 
 
+VOUCH_AT = 0.01  # a crewmate vouches for an accused player whose P(imposter) is at most this
+
 _MODE_OF = {"mission": "mission", "fake_mission": "mission", "goto": "explore", "follow": "explore", "flee": "explore"}
 
 
@@ -97,8 +118,11 @@ class ScriptedBrain:
         self.name = name
         self.map = game_map
         self.rng = random.Random(f"mau-scripted-{seed}-{name}")
+        self.phrase = random.Random(f"mau-phrase-{seed}-{name}")  # which paraphrase: never a decision's draw
         self._seed = seed
         self.t = TEMPERAMENTS[temperament]
+        self.rung = temperament if temperament in RUNGS else "habit"  # the imposter's rung (mau.env.imposters)
+        self.strategy: Strategy | None = None  # made at the first observation as an imposter of a rung
         self.params = params or infer.Params()
         # The expert's per-match draws (so its matches differ); the other temperaments are fixed.
         self.explore_p = self.rng.choice([0.5, 0.75, 0.85, 0.97])
@@ -144,6 +168,10 @@ class ScriptedBrain:
                 self.killed_since_meeting = True
         if obs["role"] != "imposter":
             self.ev.observe(obs)
+        else:
+            if self.strategy is None:
+                self.strategy = make_strategy(self.rung, self)
+            self.strategy.observe(obs)
 
     def perceive(self, kills: list[dict[str, Any]]) -> None:
         """The kills my frames showed (a scripted reader of frames is told what they show)."""
@@ -261,18 +289,18 @@ class ScriptedBrain:
         if victim in self.reported_bodies:
             return False
         self.reported_bodies.add(victim)
-        crew_seen = self._crew_seen(obs)
-        return bool(crew_seen) and self.rng.random() < self.self_report_p
+        return self._imp(obs).report(obs, victim)
 
     def kill(self, obs: dict[str, Any]) -> tuple[str, str]:
-        """KILL when few enough crewmates are in sight and the nearest is close; STALK sometimes; else DEFER."""
-        crew = sorted(self._crew_seen(obs), key=lambda p: (p["distance"], p["name"]))
-        if (obs.get("kill_cooldown_ticks", 1) == 0 and 1 <= len(crew) <= self.t.kill_max_crew
-                and crew[0]["distance"] <= self.kill_radius):
-            return "KILL", crew[0]["name"]
-        if crew and self.rng.random() < self.t.stalk_p:
-            return "STALK", self.rng.choice(crew)["name"]
-        return "DEFER", crew[0]["name"] if crew else NONE
+        """KILL / STALK / DEFER and the target: the imposter's strategy (``mau.env.imposters``)."""
+        return self._imp(obs).kill(obs)
+
+    def _imp(self, obs: dict[str, Any]) -> Strategy:
+        """My imposter strategy, made (and fed this observation) when first needed."""
+        if self.strategy is None:
+            self.observe(obs)
+        assert self.strategy is not None
+        return self.strategy
 
     def plan(self, obs: dict[str, Any]) -> tuple[str, str]:
         """Reactive planner: (mode, target) with mode in report | mission | explore | kill."""
@@ -378,6 +406,7 @@ class ScriptedBrain:
             self.observe(obs)
             self._read = len(meeting["transcript"])
             return
+        self._imp(obs).observe(obs)
         mates = set(obs.get("teammates", []))
         names = [p["name"] for p in obs["roster"]]
         for t in meeting["transcript"][self._read:]:
@@ -388,17 +417,14 @@ class ScriptedBrain:
                     self.suspicion[name] = self.suspicion.get(name, 0.0) + (0.6 if strength == STRONG else 0.2)
         self._read = len(meeting["transcript"])
 
-    def _accused(self, meeting: dict[str, Any], names: list[str]) -> bool:
-        return any(t["speaker"] != self.name and self.name in accusations(t["text"], t["speaker"], names)
-                   for t in meeting["transcript"])
-
     def _where_i_was(self, obs: dict[str, Any]) -> str:
         """The room I say I was in: the truth, unless I am an imposter who killed since the last meeting (with
         claims on: the room my claims name)."""
         if self.speaker is not None:
             return self.speaker.said_room(obs)
         room = self.last_room or obs["room"]
-        if obs["role"] == "imposter" and self.killed_since_meeting and obs.get("fake_missions"):
+        if obs["role"] == "imposter" and self.killed_since_meeting and obs.get("fake_missions") \
+                and self.rung == "habit":  # the habits lie after a kill; the rungs above tell where they are
             room = obs["fake_missions"][0]["room"]
         return room
 
@@ -412,39 +438,79 @@ class ScriptedBrain:
             return f"I saw {name} near where {near[0]} died ({near[1]:g} blocks away at {near[2]:g} s)."
         return f"I suspect {name}."
 
+    def _reason(self, name: str) -> list[Act]:
+        """What I say against ``name``: a kill I saw, my closest sighting by a victim, or my suspicion."""
+        k = self._saw_kill_of(name)
+        if k is not None:
+            return [Act(SAW_KILL, who=name, victim=k["victim"], room=k["room"])]
+        near = self._near_sighting(name)
+        if near is not None and near[1] <= 6:
+            return [Act(NEAR, who=name, victim=near[0], dist=near[1], at=near[2])]
+        return [Act(SUSPECT, who=name)]
+
     def speech(self, obs: dict[str, Any]) -> tuple[str, str]:
-        """(what to say, '' to pass; who it casts suspicion on, or 'none')."""
+        """(what to say, '' to pass; who it casts suspicion on, or 'none'): the acts of ``speech_acts`` in the
+        phrasing both roles share (``mau.env.speech``)."""
         self.read_transcript(obs)
-        meeting = obs["meeting"]
+        acts = self.speech_acts(obs)
+        return realise(acts, self.phrase), accused_by(acts) or NONE
+
+    def speech_acts(self, obs: dict[str, Any]) -> list[Act]:
         room = self._where_i_was(obs)
-        alive = [n for n in meeting["alive_players"] if n != self.name]
-        names = [p["name"] for p in obs["roster"]]
         if obs["role"] == "imposter":
-            crew = [n for n in alive if n not in obs.get("teammates", [])]
-            if self._accused(meeting, names) and meeting["round"] <= 2 and crew:
-                other = self.rng.choice(crew)
-                return f"That is not true, I was in {room}. I suspect {other}.", other
-            if meeting["round"] == 1:
-                victim = meeting.get("body") or next(iter(reversed(obs["known_dead"])), None)
-                if crew and victim and self.rng.random() < self.t.fake_witness_p:  # a false eyewitness
-                    other = self.rng.choice(crew)
-                    d, t = round(self.rng.uniform(1.5, 4.5), 1), round(obs["time_s"] - self.rng.uniform(10, 40))
-                    return (f"I saw {other} near where {victim} died ({d:g} blocks away at {max(t, 0):g} s). "
-                            f"Vote {other}."), other
-                if crew and self.rng.random() < self.t.accuse_p:
-                    other = self.rng.choice(crew)
-                    return f"I suspect {other}, they were acting strange. I was in {room}.", other
-                return f"I was doing missions near {room}. Nothing to report.", NONE
-            return "", NONE
+            return self._imp(obs).speech(obs, room)
+        alive = [n for n in obs["meeting"]["alive_players"] if n != self.name]
+        return self.crew_words(obs, room, alive, self._decide, self._reason, self.beliefs, self._saw_kill_of)
+
+    def crew_words(self, obs: dict[str, Any], room: str, candidates: list[str],
+                   decide: Callable[[list[str]], tuple[str | None, float]], reason: Callable[[str], list[Act]],
+                   beliefs: Callable[[list[str]], dict[str, float]],
+                   saw: Callable[[str], Any] = lambda name: None) -> list[Act]:
+        """What a crewmate says, from its reckoning (``decide``: top suspect and its P(imposter); ``reason``: what
+        it says against a player; ``beliefs``; ``saw``: a kill it saw by a player). Round 1: the body it found,
+        then its accusation with its reason (and a vote when sure enough), or where it was and that it saw nothing;
+        round 2: where it was (every speaker, accused or not: ``STANCE``), then its suspect, else a vouch or
+        agreement (``_answer``). Imposters
+        speak through the same function with their own reckoning (``mau.env.imposters``)."""
+        meeting = obs["meeting"]
+        names = [p["name"] for p in obs["roster"]]
         if meeting["round"] == 1:
-            top, p = self._decide(alive)
-            if top is not None and (p >= self.t.accuse_threshold or self._saw_kill_of(top)):
-                said = self._why(top)
-                return (f"{said} Vote {top}." if p >= self.t.vote_threshold else said), top
-            return f"I was doing my missions near {room}. I have not seen anything suspicious.", NONE
-        if self._accused(meeting, names) and meeting["round"] == 2:
-            return f"I am a crewmate, I was in {room} doing my missions.", NONE
-        return "", NONE
+            acts: list[Act] = []  # the reporter says nothing of the report: the public record has it
+            top, p = decide(candidates)
+            if top is not None and (p >= self.t.accuse_threshold or saw(top)):
+                return acts + reason(top) + ([Act(VOTE, who=top)] if p >= self.t.vote_threshold else [])
+            return acts + [Act(ALIBI, room=room), Act(NOTHING)]
+        if meeting["round"] != 2:
+            return []
+        # round 2, accused or not: where I was, then my suspect when I have one, else a vouch or agreement
+        top, p = decide(candidates)
+        if top is not None and p >= self.t.accuse_threshold:
+            return [Act(STANCE, room=room)] + reason(top)
+        return [Act(STANCE, room=room)] + self._answer(meeting, names, candidates, decide, beliefs)
+
+    def _answer(self, meeting: dict[str, Any], names: list[str], alive: list[str],
+                decide: Callable[[list[str]], tuple[str | None, float]],
+                beliefs: Callable[[list[str]], dict[str, float]]) -> list[Act]:
+        """Round 2 for a crewmate not accused: vouch for an accused player I am sure of, or join an accusation
+        my own reckoning now shares; else nothing."""
+        accused: dict[str, str] = {}
+        mine: set[str] = set()
+        for t in meeting["transcript"]:
+            for target in accusations(t["text"], t["speaker"], names):
+                if t["speaker"] == self.name:
+                    mine.add(target)
+                elif target in alive:
+                    accused.setdefault(target, t["speaker"])
+        if not accused:
+            return []
+        bel = beliefs(alive)
+        clear = [n for n in sorted(accused) if bel.get(n, 1.0) <= VOUCH_AT]
+        if clear:
+            return [Act(VOUCH, who=clear[0])]
+        top, p = decide(alive)
+        if top in accused and top not in mine and p >= self.t.vote_threshold:
+            return [Act(AGREE, to=accused[top]), Act(VOTE, who=top)]
+        return []
 
     def say(self, obs: dict[str, Any]) -> tuple[str, str, list[dict[str, Any]] | None, list[str | None] | None]:
         """``speech`` with its structured claims: (text, suspicion cast on, claims, a private label per claim);
@@ -463,12 +529,7 @@ class ScriptedBrain:
         alive = [n for n in obs["meeting"]["alive_players"] if n != self.name]
         if obs["role"] == "imposter":
             self.killed_since_meeting = False
-            mates = set(obs.get("teammates", []))
-            ranked = sorted(((s, n) for n, s in self.suspicion.items() if n in alive and n not in mates), reverse=True)
-            if ranked and ranked[0][0] > 0:
-                return ranked[0][1]
-            crew = [n for n in alive if n not in mates]
-            return self.rng.choice(crew) if crew and self.rng.random() < 0.5 else SKIP
+            return self._imp(obs).vote(obs)
         top, p = self._decide(alive)
         return top if top is not None and p >= self.t.vote_threshold else SKIP
 

@@ -12,11 +12,13 @@ reads as an accusation (tests/test_speech.py).
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 # Act kinds
-ALIBI, NOTHING, SAW_KILL, NEAR, SUSPECT, VOTE, DENY, VOUCH, AGREE, BODY = (
-    "alibi", "nothing", "saw_kill", "near", "suspect", "vote", "deny", "vouch", "agree", "body")
+ALIBI, NOTHING, SAW_KILL, NEAR, SUSPECT, VOTE, STANCE, VOUCH, AGREE = (
+    "alibi", "nothing", "saw_kill", "near", "suspect", "vote", "stance", "vouch", "agree")
 ACCUSING = (SAW_KILL, NEAR, SUSPECT, VOTE)  # acts that name a player as an imposter
 
 # Each act's paraphrases: {who} the player it is about, {victim}, {room}, {dist} blocks, {at} game seconds,
@@ -29,11 +31,11 @@ POOLS: dict[str, tuple[str, ...]] = {
            "{who} was near where {victim} died, {dist} blocks away at {at} s, I saw it."),
     SUSPECT: ("I suspect {who}.", "{who} looks suspicious.", "I think {who} is the imposter."),
     VOTE: ("Vote {who}.", "I vote for {who}.", "Let us vote {who} out."),
-    DENY: ("That is not true, I was in {room}.", "I am a crewmate, I was in {room} doing my missions.",
-           "It was not me, I was in {room}."),
+    # round 2: every speaker, accused or not, stands by where it was (a denial that never tells who was accused)
+    STANCE: ("That is not true, I was in {room}.", "I am a crewmate, I was in {room} doing my missions.",
+             "It was not me, I was in {room}."),
     VOUCH: ("I vouch for {who}.", "{who} was with me, {who} is innocent.", "I trust {who}."),
     AGREE: ("I agree with {to}.", "{to} is right."),
-    BODY: ("I found the body of {victim} in {room}.", "{victim} is dead, I found the body in {room}."),
 }
 
 
@@ -66,3 +68,26 @@ def realise(acts: list[Act], rng: random.Random) -> str:
 def accused_by(acts: list[Act]) -> str | None:
     """The player the acts accuse (the suspicion cast on), or None."""
     return next((a.who for a in acts if a.kind in ACCUSING), None)
+
+
+@lru_cache(maxsize=1)
+def _matchers() -> list[tuple[str, re.Pattern[str]]]:
+    out = []
+    for kind, forms in POOLS.items():
+        for form in forms:
+            pat = re.escape(form)
+            for slot in ("who", "victim", "room", "dist", "at", "to"):
+                pat = pat.replace(re.escape("{" + slot + "}"), r".+?")
+            out.append((kind, re.compile(pat)))
+    return out
+
+
+def kinds(text: str) -> list[str]:
+    """The acts of a scripted utterance, read back from its sentences (a sentence of no pool: nothing)."""
+    out = []
+    for sentence in re.findall(r".+?[.!?](?=\s|$)", text or ""):
+        sentence = sentence.strip()
+        kind = next((k for k, m in _matchers() if m.fullmatch(sentence)), None)
+        if kind is not None:
+            out.append(kind)
+    return out

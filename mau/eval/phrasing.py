@@ -68,14 +68,17 @@ class Speaker:
 def read_speakers(folder: str | Path) -> list[Speaker]:
     """Every player alive at each meeting of a match folder, with the templates it said (``<silent>``: none)."""
     h = read_header(folder)
-    roles = h[F.ROLES]
+    return speakers_of(iter_events(folder), h[F.ROLES], str(h.get(F.MATCH_ID) or Path(folder).name),
+                       str(h.get(F.MAP) or "skeld"))
+
+
+def speakers_of(events: Any, roles: dict[str, str], match: str, map_name: str = "skeld") -> list[Speaker]:
+    """``read_speakers`` of a match's events (an iterable of event dicts) and roles."""
     names = list(roles)
-    map_name = str(h.get(F.MAP) or "skeld")
-    match = str(h.get(F.MATCH_ID) or Path(folder).name)
     out: list[Speaker] = []
     current: dict[str, Speaker] = {}
     meeting = 0
-    for e in iter_events(folder):
+    for e in events:
         if e[F.TYPE] == F.EV_MEETING_START:
             meeting += 1
             current = {n: Speaker(match, meeting, n, roles.get(n) == "imposter") for n in e["order"]}

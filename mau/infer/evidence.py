@@ -28,7 +28,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from mau.infer.hearsay import accusations
+from mau.infer.hearsay import STRONG, accusations
 
 # Distance bins of a death's neighbours, in blocks: 0: <= 3 (kill reach), 1: <= 6, 2: <= 12, 3: farther or unseen.
 NEAR_BINS = (3.0, 6.0, 12.0)
@@ -160,6 +160,15 @@ class EvidenceLog:
             if t["speaker"] == self.me:
                 continue
             for target, strength in accusations(t["text"], t["speaker"], self.roster).items():
+                # once per (meeting, speaker, target), the strongest: a speaker who says it again in the next
+                # round adds no evidence
+                same = next((a for a in self.accused if (a["meeting"], a["speaker"], a["target"])
+                             == (n, t["speaker"], target)), None)
+                if same is not None:
+                    if strength == STRONG and same["strength"] != STRONG:
+                        same["strength"] = STRONG
+                        self.version += 1
+                    continue
                 self.version += 1
                 self.accused.append({"meeting": n, "speaker": t["speaker"], "target": target,
                                      "strength": strength})

@@ -1,0 +1,463 @@
+"""The imposter ladder: scripted imposters from today's habits up to one that plans against the crewmates' observer
+(docs/game.md, "The imposter ladder").
+
+Every rung decides from what an imposter may know and nothing else: its own observations in its state mode (its
+position, the players and bodies it perceives, the public record of meetings, its teammate, its cooldown), the
+kills its frames showed, and its own memory of those. Never a crewmate's evidence, memory, beliefs, probes or
+prompts: a rung is handed the observation, not the world (tests/test_ladder.py perturbs what lies outside an
+imposter's perception and gets the same decisions).
+
+Every rung speaks as a crewmate would (``ScriptedBrain.crew_words``: the same decision of what to say, on its own
+perception read as a crewmate's, ``Mind.mimic``), so how often it accuses, denies, agrees or vouches follows the
+crewmates; the rungs differ in content: whom they accuse and why, and what they do.
+
+- ``Habit`` (the lower rungs: the temperaments ``accusatory``, ``expert``, ``mission``, ``cautious``): today's
+  imposters, whose habits give them away: an accusation names a random crewmate (a false eyewitness with made-up
+  distances at the temperament's rate), so does a counter-accusation; kills with a crewmate in view
+  (accusatory: up to one), stalking, self-reports at the temperament's rate, and never a vote for the partner.
+- ``Quiet``: never stalks; kills only when no other player it perceives (now, or within the last 10 s) could see
+  the spot by the engine's view rules (distance and line of sight; facing unknown, so assumed), then walks off;
+  fakes missions; its accusations are its own true sightings (never of its teammate); reports a body it comes upon
+  when a crewmate has it in sight (walking past would look worse); votes with the table (the most accused player
+  of the meeting, its teammate too when the table is against it), else skips.
+- ``Framer``: the quiet imposter, but it kills where a crewmate it saw within the last 30 s stood near the target,
+  then tells the truth that places that crewmate there ("I saw X near where V died ..."); with structured claims
+  its alibis are true (a true claim is never FALSE); it votes the crewmate it framed when another accuses it too.
+- ``Adversary`` (``mau.env.adversary``): plans against a model of the crewmates' observer.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from mau.env.map import GameMap
+from mau.env.speech import ACCUSING, AGREE, NEAR, SAW_KILL, STANCE, SUSPECT, VOTE, VOUCH, Act, kinds
+from mau.infer import model as infer
+from mau.infer.evidence import EvidenceLog
+from mau.infer.hearsay import STRONG, accusations
+from mau.schema import NONE, SKIP
+
+RUNGS = ("quiet", "framer", "adversarial")  # the strategies above the habits (model names scripted-<rung>)
+TICKS_PER_S = 20
+RECENT_S = 10.0  # a player I saw this recently may still be near: a possible witness
+FRAME_S = 30.0  # a crewmate I saw near a spot this recently can be framed for a kill there
+FRAME_NEAR = 8.0  # blocks: how near the spot the framed crewmate stood
+QUIET_RADIUS = 5.0  # blocks: the farthest target a careful imposter goes for (the strike comes at once)
+IMPATIENT_S = 60.0  # the framer: after this long off cooldown without a frame, it kills as the quiet one does
+DEFAULT_VIEW = 36.0
+# What an imposter expects of the table's speech before it has heard any (Mind.blend): the shares of the scripted
+# crewmates' statements (ego state, expert crewmates against the expert, quiet and adversarial imposters, 60
+# matches; docs/game.md "The imposter ladder" gives the command): round 1, accused someone 0.75, of those with a
+# vote 0.85, a kill seen 0.08, a player by a victim 0.01; round 2, vouched 0.22, agreed 0.01, a denial with a
+# counter-accusation 0.93. Worth 4 statements.
+PRIOR = {"accuse": 0.75, "vote": 0.85, "kill": 0.08, "near": 0.01, "vouch": 0.22, "agree": 0.01, "counter": 0.93}
+PRIOR_WEIGHT = 4.0
+
+
+@dataclass
+class Sighting:
+    tick: int
+    x: float
+    z: float
+
+
+@dataclass
+class Mind:
+    """What one imposter perceived and remembers (its own observations only)."""
+
+    me: str
+    game_map: GameMap
+    mates: set[str] = field(default_factory=set)
+    roster: list[str] = field(default_factory=list)
+    n_imposters: int = 2
+    view: float = DEFAULT_VIEW
+    walk: float = 4.317
+    last: dict[str, Sighting] = field(default_factory=dict)  # each player's last sighting
+    history: list[tuple[int, dict[str, tuple[float, float]]]] = field(default_factory=list)  # recent step ends
+    frames: dict[str, dict[str, Any]] = field(default_factory=dict)  # victim -> the crewmate I framed
+    ev: EvidenceLog | None = None  # my perception read as a crewmate would (the mimic's evidence)
+    tick: int = -1
+    off_cooldown_since: int | None = None
+    heard: dict[tuple[int, int], tuple[int, str, bool, frozenset[str]]] = field(default_factory=dict)
+    # (meeting tick, line) -> (round, its accusation: "" none, "kill", "near" (strong) or "weak", it asked for a
+    # vote, its acts (mau.env.speech.kinds)): others' speech
+
+    def blend(self, round_: int) -> dict[str, float]:
+        """How the table speaks, from others' statements of this round so far in the match: the share that
+        accused someone (``accuse``), of those the share that asked for a vote (``vote``), that claimed to have
+        seen a kill (``kill``) or the player by a victim (``near``); the share of the round's statements that
+        vouched (``vouch``) or agreed (``agree``); each with a weak prior."""
+        said = [(a, v, k) for r, a, v, k in self.heard.values() if r == round_]
+        acc = [(a, v) for a, v, _ in said if a]
+        n, m = len(acc) + PRIOR_WEIGHT, len(said) + PRIOR_WEIGHT
+        return {"accuse": (len(acc) + PRIOR_WEIGHT * PRIOR["accuse"]) / m,
+                "vote": (sum(v for _, v in acc) + PRIOR_WEIGHT * PRIOR["vote"]) / n,
+                "kill": (sum(a == "kill" for a, _ in acc) + PRIOR_WEIGHT * PRIOR["kill"]) / n,
+                "near": (sum(a == "near" for a, _ in acc) + PRIOR_WEIGHT * PRIOR["near"]) / n,
+                "vouch": (sum(VOUCH in k for *_, k in said) + PRIOR_WEIGHT * PRIOR["vouch"]) / m,
+                "agree": (sum(AGREE in k for *_, k in said) + PRIOR_WEIGHT * PRIOR["agree"]) / m}
+
+    def observe(self, obs: dict[str, Any]) -> None:
+        if self.ev is None:
+            self.roster = [p["name"] for p in obs["roster"]]
+            self.ev = EvidenceLog(self.me, self.roster)
+            self.mates = set(obs.get("teammates", []))
+            self.n_imposters = obs.get("n_imposters", self.n_imposters)
+        self.view = float(obs.get("view_distance", self.view))
+        self.walk = float(obs.get("walk_speed", self.walk))
+        self.ev.observe(obs)
+        m = obs.get("meeting")
+        if m is not None:
+            for i, t in enumerate(m["transcript"]):
+                if t["speaker"] != self.me and (obs["tick"], i) not in self.heard:
+                    found = accusations(t["text"], t["speaker"], self.roster)
+                    kind = "" if not found else "weak" if STRONG not in found.values() else \
+                        "kill" if _KILL.search(t["text"]) else "near"
+                    vote = bool(found) and _VOTE.search(t["text"]) is not None
+                    self.heard[(obs["tick"], i)] = (int(t.get("round") or 1), kind, vote, frozenset(kinds(t["text"])))
+            return
+        if obs["tick"] == self.tick:
+            return
+        self.tick = obs["tick"]
+        fresh = self.fresh(obs)
+        for n, (x, z) in fresh.items():
+            self.last[n] = Sighting(obs["tick"], x, z)
+        self.history.append((obs["tick"], fresh))
+        del self.history[:-int(FRAME_S / 5) - 2]
+        if obs.get("kill_cooldown_ticks", 1) == 0:
+            self.off_cooldown_since = obs["tick"] if self.off_cooldown_since is None else self.off_cooldown_since
+        else:
+            self.off_cooldown_since = None
+
+    @staticmethod
+    def fresh(obs: dict[str, Any]) -> dict[str, tuple[float, float]]:
+        """The players I perceive now: in view, and (privileged state) those observed now."""
+        out = {p["name"]: (float(p["position"][0]), float(p["position"][1])) for p in obs.get("players") or []
+               if p.get("seen_s_ago") == 0}
+        out.update({p["name"]: (float(p["position"][0]), float(p["position"][1])) for p in obs["players_in_view"]})
+        return out
+
+    def witnesses(self, obs: dict[str, Any], target: str, spot: tuple[float, float]) -> list[str]:
+        """Players other than me, my teammates and the target who, as far as my perception shows, could see the
+        spot: perceived now within view distance with a line of sight to it, or seen within the last
+        ``RECENT_S`` near enough to have walked into view since (facing is unknown: assumed towards it)."""
+        gone = set(obs["known_dead"]) | {e["name"] for e in obs["ejections"]}
+        fresh = self.fresh(obs)
+        out = []
+        for name, s in self.last.items():
+            if name in (self.me, target) or name in self.mates or name in gone:
+                continue
+            age = (obs["tick"] - s.tick) / TICKS_PER_S
+            if name in fresh:
+                x, z = fresh[name]
+                if math.hypot(x - spot[0], z - spot[1]) <= self.view and \
+                        self.game_map.line_of_sight(x, z, spot[0], spot[1]):
+                    out.append(name)
+            elif age <= RECENT_S and math.hypot(s.x - spot[0], s.z - spot[1]) <= self.view + self.walk * age:
+                out.append(name)
+        return sorted(out)
+
+    def mimic(self, candidates: list[str], params: infer.Params) -> dict[str, float]:
+        """P(imposter) of each crewmate candidate as a crewmate with my perception would reckon it: the model over
+        my evidence with my teammates left out of it (no suspects of mine, nothing of theirs weighed), the rules'
+        number of imposters among the rest, so its numbers stand on a crewmate's scale."""
+        if self.ev is None or not candidates:
+            return {c: 0.0 for c in candidates}
+        roster = [n for n in self.roster if n not in self.mates]
+        items = [({**it, "bins": {n: b for n, b in it["bins"].items() if n not in self.mates}}
+                  if it["k"] == "death" else it) for it in self.ev.items()
+                 if it.get("p") not in self.mates and it.get("target") not in self.mates and it["k"] != "saw_kill"]
+        k = min(self.n_imposters, max(1, len(roster) - 2))
+        return infer.beliefs(self.me, roster, candidates, k, items, params)[0]
+
+    def near_sighting(self, name: str) -> tuple[str, float, float] | None:
+        """(victim, blocks, game s) of my closest sighting of ``name`` by a spot where a victim lay (true)."""
+        best = None
+        for d in (self.ev.deaths.values() if self.ev else []):
+            for x, t in zip(d.dists.get(name, []), d.ticks):
+                if x is not None and (best is None or x < best[1]):
+                    best = (d.victim, x, t / TICKS_PER_S)
+        return best
+
+    def frame_candidate(self, obs: dict[str, Any], target: str, spot: tuple[float, float]) -> dict[str, Any] | None:
+        """A crewmate (not the target) I saw within ``FRAME_S`` standing within ``FRAME_NEAR`` of the spot: the
+        closest such sighting (who, blocks, game s)."""
+        best = None
+        for tick, seen in self.history:
+            if (obs["tick"] - tick) / TICKS_PER_S > FRAME_S:
+                continue
+            for name, (x, z) in seen.items():
+                if name in (self.me, target) or name in self.mates:
+                    continue
+                d = math.hypot(x - spot[0], z - spot[1])
+                if d <= FRAME_NEAR and (best is None or d < best["dist"]):
+                    best = {"who": name, "dist": round(d, 1), "at": round(tick / TICKS_PER_S)}
+        return best
+
+
+_VOTE = re.compile(r"\bvote\b", re.I)
+_KILL = re.compile(r"\bkill\b", re.I)
+
+
+def table(meeting: dict[str, Any], names: list[str], me: str) -> dict[str, float]:
+    """How strongly the meeting so far accuses each player (strong 2, weak 1 per speaker), me left out."""
+    out: dict[str, float] = {}
+    for t in meeting["transcript"]:
+        for name, strength in accusations(t["text"], t["speaker"], names).items():
+            if name != me:
+                out[name] = out.get(name, 0.0) + (2.0 if strength == STRONG else 1.0)
+    return out
+
+
+def accusers(meeting: dict[str, Any], names: list[str], target: str) -> list[str]:
+    return [t["speaker"] for t in meeting["transcript"] if target in accusations(t["text"], t["speaker"], names)]
+
+
+class Strategy:
+    """An imposter's decisions (as ``ScriptedBrain`` asks them); the base is the quiet imposter. ``brain``: the
+    scripted brain it belongs to (its random stream, map, thresholds, and the crewmate speech it imitates)."""
+
+    name = "quiet"
+
+    def __init__(self, brain: Any):
+        self.brain = brain
+        self.mind = Mind(brain.name, brain.map)
+        self.rng: random.Random = brain.rng
+
+    def observe(self, obs: dict[str, Any]) -> None:
+        self.mind.observe(obs)
+
+    def crew_in_view(self, obs: dict[str, Any]) -> list[dict[str, Any]]:
+        return sorted((p for p in obs["players_in_view"] if p["name"] not in self.mind.mates),
+                      key=lambda p: (p["distance"], p["name"]))
+
+    def crew_alive(self, obs: dict[str, Any]) -> list[str]:
+        return [n for n in obs["meeting"]["alive_players"] if n != self.brain.name and n not in self.mind.mates]
+
+    # -- roam --------------------------------------------------------------------------------------------------
+    def kill(self, obs: dict[str, Any]) -> tuple[str, str]:
+        crew = self.crew_in_view(obs)
+        if obs.get("kill_cooldown_ticks", 1) == 0:
+            for p in crew:
+                if p["distance"] > QUIET_RADIUS:
+                    break
+                spot = (float(p["position"][0]), float(p["position"][1]))
+                if not self.mind.witnesses(obs, p["name"], spot) and self.may_kill(obs, p["name"], spot):
+                    return "KILL", p["name"]
+        return "DEFER", crew[0]["name"] if crew else NONE
+
+    def may_kill(self, obs: dict[str, Any], target: str, spot: tuple[float, float]) -> bool:
+        """Unwatched is enough for the quiet imposter."""
+        return True
+
+    def report(self, obs: dict[str, Any], victim: str) -> bool:
+        """Report a body I come upon when a crewmate has me in sight (walking past it would look worse)."""
+        me = (obs["position"][0], obs["position"][2])
+        return any(self.brain.map.line_of_sight(p["position"][0], p["position"][1], *me)
+                   for p in self.crew_in_view(obs))
+
+    # -- meetings ----------------------------------------------------------------------------------------------
+    def decide(self, crew: list[str]) -> tuple[str | None, float]:
+        """My top crewmate suspect, as a crewmate with my perception would reckon it."""
+        bel = self.mind.mimic(crew, self.brain.params)
+        if not bel:
+            return None, 0.0
+        top = max(sorted(bel), key=lambda n: bel[n])
+        return top, bel[top]
+
+    def reason(self, name: str) -> list[Act]:
+        """What I say against ``name``: my true closest sighting of it by a victim, else my suspicion."""
+        near = self.mind.near_sighting(name)
+        if near is not None and near[1] <= 6:
+            return [Act(NEAR, who=name, victim=near[0], dist=near[1], at=near[2])]
+        return [Act(SUSPECT, who=name)]
+
+    def speech(self, obs: dict[str, Any], room: str) -> list[Act]:
+        crew = self.crew_alive(obs)
+        acts = self.brain.crew_words(obs, room, crew, self.decide, self.reason,
+                                     lambda c: self.mind.mimic(c, self.brain.params))
+        r = obs["meeting"]["round"]
+        if r in (1, 2) and not any(a.kind in ACCUSING for a in acts):
+            lead = [a for a in acts if a.kind == STANCE]
+            blended = self.blend_in(obs, crew, r)
+            if blended:
+                return lead + blended
+            if r == 2:
+                return lead + self.answer_in(obs, crew)
+        return acts
+
+    def answer_in(self, obs: dict[str, Any], crew: list[str]) -> list[Act]:
+        """Round 2, no accusation of mine: vouch or agree as often as the table does (``Mind.blend``)."""
+        table_ = self.mind.blend(2)
+        u = self.brain.phrase.random()
+        names = [p["name"] for p in obs["roster"]]
+        tab = table(obs["meeting"], names, self.brain.name)
+        if u < table_["vouch"]:
+            who = self.vouchee(obs, tab)
+            return [Act(VOUCH, who=who)] if who else []
+        if u < table_["vouch"] + table_["agree"]:
+            top = self.echo(obs, crew)
+            by = [a for a in accusers(obs["meeting"], names, top) if a != self.brain.name] if top else []
+            return [Act(AGREE, to=by[0]), Act(VOTE, who=top)] if by else []
+        return []
+
+    def vouchee(self, obs: dict[str, Any], tab: dict[str, float]) -> str | None:
+        """Whom I vouch for: the least accused crewmate of those accused (never my teammate: that would tie us)."""
+        cands = [n for n in tab if n not in self.mind.mates and n in obs["meeting"]["alive_players"]]
+        return min(sorted(cands), key=lambda n: tab[n]) if cands else None
+
+    def blend_in(self, obs: dict[str, Any], crew: list[str], round_: int) -> list[Act]:
+        """An accusation as often as the table makes one in this round (``Mind.blend``), when I have whom (the
+        quiet imposter: a crewmate already accused in this meeting; it echoes, never starts one); [] else."""
+        table_ = self.mind.blend(round_)
+        if self.brain.phrase.random() >= table_["accuse"]:
+            return []
+        target = self.pick(obs, crew)
+        if target is None:
+            return []
+        vote = [Act(VOTE, who=target)] if round_ == 1 and self.brain.phrase.random() < table_["vote"] else []
+        return self.reason(target) + vote
+
+    def pick(self, obs: dict[str, Any], crew: list[str]) -> str | None:
+        """Whom I accuse when I blend in: the quiet imposter echoes the table, never starts an accusation."""
+        return self.echo(obs, crew)
+
+    def echo(self, obs: dict[str, Any], crew: list[str]) -> str | None:
+        names = [p["name"] for p in obs["roster"]]
+        tab = {n: v for n, v in table(obs["meeting"], names, self.brain.name).items() if n in crew}
+        return max(sorted(tab), key=lambda n: tab[n]) if tab else None
+
+    def vote(self, obs: dict[str, Any]) -> str:
+        """With the table: the most accused living player of this meeting (my teammate too when the table is
+        against it: it is lost, and a vote to save it would mark me); nobody accused: skip."""
+        meeting = obs["meeting"]
+        names = [p["name"] for p in obs["roster"]]
+        alive = [n for n in meeting["alive_players"] if n != self.brain.name]
+        tab = {n: v for n, v in table(meeting, names, self.brain.name).items() if n in alive}
+        if not tab:
+            return SKIP
+        return max(sorted(tab), key=lambda n: tab[n])
+
+
+class Framer(Strategy):
+    name = "framer"
+
+    def may_kill(self, obs: dict[str, Any], target: str, spot: tuple[float, float]) -> bool:
+        frame = self.mind.frame_candidate(obs, target, spot)
+        if frame is not None:
+            self.mind.frames[target] = {**frame, "victim": target}
+            return True
+        since = self.mind.off_cooldown_since
+        return since is not None and (obs["tick"] - since) / TICKS_PER_S >= IMPATIENT_S
+
+    def _open_frame(self, obs: dict[str, Any], crew: list[str]) -> dict[str, Any] | None:
+        dead = set(obs["known_dead"])
+        return next((f for v, f in sorted(self.mind.frames.items())
+                     if v in dead and f["who"] in crew and not f.get("said")), None)
+
+    def decide(self, crew: list[str]) -> tuple[str | None, float]:
+        f = self._frame_now
+        return (f["who"], 1.0) if f is not None else super().decide(crew)
+
+    def reason(self, name: str) -> list[Act]:
+        f = self._frame_now
+        if f is not None and f["who"] == name:
+            f["said"] = True
+            return [Act(NEAR, who=name, victim=f["victim"], dist=f["dist"], at=f["at"])]
+        return super().reason(name)
+
+    def speech(self, obs: dict[str, Any], room: str) -> list[Act]:
+        self._frame_now = self._open_frame(obs, self.crew_alive(obs)) if obs["meeting"]["round"] == 1 else None
+        try:
+            return super().speech(obs, room)
+        finally:
+            self._frame_now = None
+
+    def vote(self, obs: dict[str, Any]) -> str:
+        meeting = obs["meeting"]
+        names = [p["name"] for p in obs["roster"]]
+        framed = {f["who"] for f in self.mind.frames.values() if f.get("said")}
+        for who in sorted(framed & set(meeting["alive_players"])):
+            if any(a != self.brain.name for a in accusers(meeting, names, who)):
+                return who  # the table follows my frame
+        return super().vote(obs)
+
+    _frame_now: dict[str, Any] | None = None
+
+
+class Habit(Strategy):
+    """Today's imposters (the temperaments' numbers): random accusations, stalking, kills with a witness in view
+    where the temperament allows, self-reports at its rate, a vote for the most accused crewmate (never the
+    partner) or a random one."""
+
+    name = "habit"
+
+    def kill(self, obs: dict[str, Any]) -> tuple[str, str]:
+        b, t = self.brain, self.brain.t
+        crew = self.crew_in_view(obs)
+        if (obs.get("kill_cooldown_ticks", 1) == 0 and 1 <= len(crew) <= t.kill_max_crew
+                and crew[0]["distance"] <= b.kill_radius):
+            return "KILL", crew[0]["name"]
+        if crew and self.rng.random() < t.stalk_p:
+            return "STALK", self.rng.choice(crew)["name"]
+        return "DEFER", crew[0]["name"] if crew else NONE
+
+    def report(self, obs: dict[str, Any], victim: str) -> bool:
+        return self.rng.random() < self.brain.self_report_p
+
+    def pick(self, obs: dict[str, Any], crew: list[str]) -> str | None:
+        return self.rng.choice(crew) if crew else None  # the habit: anyone
+
+    def vouchee(self, obs: dict[str, Any], tab: dict[str, float]) -> str | None:
+        """The habit: my teammate when it is accused (mutual reinforcement), else an accused crewmate."""
+        alive = obs["meeting"]["alive_players"]
+        mates = [m for m in sorted(self.mind.mates) if m in tab and m in alive]
+        return mates[0] if mates else super().vouchee(obs, tab)
+
+    def decide(self, crew: list[str]) -> tuple[str | None, float]:
+        """Whether to accuse follows my perception as a crewmate's; whom is a random crewmate (the habit)."""
+        top, p = super().decide(crew)
+        return (self.rng.choice(crew), p) if top is not None and crew else (top, p)
+
+    def reason(self, name: str) -> list[Act]:
+        """A false eyewitness (made-up distance and time; or a kill it never saw) as often as the table gives
+        such reasons (``Mind.blend``) and at most at the temperament's rate, else a bare suspicion."""
+        b = self.mind.blend(1)
+        u = self.rng.random()
+        strong = min(b["kill"] + b["near"], self.brain.t.fake_witness_p)
+        if self.mind.ev is not None and self.mind.ev.dead and u < strong:
+            victim = self.mind.ev.dead[-1]
+            if u < b["kill"]:
+                room = self.mind.ev.body_spots.get(victim, (0, 0, "Cafeteria"))[2] or "Cafeteria"
+                return [Act(SAW_KILL, who=name, victim=victim, room=room)]
+            d = round(self.rng.uniform(1.5, 4.5), 1)
+            at = max(0, round(self.mind.tick / TICKS_PER_S - self.rng.uniform(10, 40)))
+            return [Act(NEAR, who=name, victim=victim, dist=d, at=at)]
+        return [Act(SUSPECT, who=name)]
+
+    def vote(self, obs: dict[str, Any]) -> str:
+        b = self.brain
+        alive = [n for n in obs["meeting"]["alive_players"] if n != b.name]
+        mates = self.mind.mates
+        ranked = sorted(((s, n) for n, s in b.suspicion.items() if n in alive and n not in mates), reverse=True)
+        if ranked and ranked[0][0] > 0:
+            return ranked[0][1]
+        crew = [n for n in alive if n not in mates]
+        return self.rng.choice(crew) if crew and self.rng.random() < 0.5 else SKIP
+
+
+def make_strategy(rung: str, brain: Any) -> Strategy:
+    """The imposter strategy of a rung name (``habit`` for the temperaments)."""
+    if rung == "framer":
+        return Framer(brain)
+    if rung == "adversarial":
+        from mau.env.adversary import Adversary
+
+        return Adversary(brain)
+    if rung == "quiet":
+        return Strategy(brain)
+    return Habit(brain)
