@@ -145,6 +145,23 @@ def match_cost(summary: dict[str, Any], seats: dict[str, SeatConfig]) -> float:
                for r, t in summary["tokens_by_role"].items() if r in prices)
 
 
+def scripted_policies(cfg: PlayConfig, game_map: Any) -> dict[str, Any]:
+    """``mau play``'s scripted policy for every seat: each player's temperament (or imposter rung) from the
+    scripted model of its seat (its name, else its side's: ``seats.imposter.model.model: scripted-quiet``)."""
+    from mau.env.rules import imposters_of
+    from mau.env.scripted import ScriptedPolicy, temperament_of
+
+    imposters = set(imposters_of(cfg.world.game, cfg.seed))
+    out = {}
+    for p in cfg.world.game.players:
+        seat = cfg.seats.get(p.name) or cfg.seats["imposter" if p.name in imposters else "crewmate"]
+        scripted = seat.model.backend == "scripted"
+        out[p.name] = ScriptedPolicy(p.name, game_map, cfg.seed,
+                                     temperament_of(seat.model.model) if scripted else "expert",
+                                     claims=cfg.world.claims)
+    return out
+
+
 class Played(NamedTuple):
     """What ``play_one`` played: the result, the match folder, and a summary for one printed line."""
 
@@ -159,7 +176,6 @@ def play_one(cfg: PlayConfig, out: Path, progress: bool = False) -> Played:
     policy. ``mau play`` and every bench that needs a match call this, never the verb."""
     from mau.env.backends import make_world
     from mau.env.runner import play_match, write_match
-    from mau.env.scripted import ScriptedPolicy
     from mau.matchdir import MatchWriter
     from mau.provenance import provenance
 
@@ -176,8 +192,7 @@ def play_one(cfg: PlayConfig, out: Path, progress: bool = False) -> Played:
             result = asyncio.run(play_and_close(match, cfg.seed, backends.values()))
             extra = match.header_extra()
         else:
-            policies = {p.name: ScriptedPolicy(p.name, world.map, cfg.seed, claims=cfg.world.claims)
-                        for p in cfg.world.game.players}
+            policies = scripted_policies(cfg, world.map)
             result = play_match(world, policies, cfg.seed, cfg.state_mode, writer, frames=cfg.world.frames.save,
                                 topdown=cfg.world.frames.topdown)
         folder = write_match(writer, world, result, cfg, provenance(), extra)

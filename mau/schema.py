@@ -190,6 +190,7 @@ EVAL_IMPOSTER = "imposter"  # eval grid line: the imposters' model name
 PROBES_FILE = "probes.jsonl"  # one record per probe (a model's answer or the ideal observer's posterior)
 PROBES_FORMAT = "mau.probes"
 OBSERVER_FIT = "observer_fit.json"  # mau beliefs --fit: the ideal observer's fitted likelihoods
+FIT_FORMAT, FIT_VERSION = "mau.observer_fit", 1  # its format (docs/formats.md)
 PROBES_FORMAT_VERSION = 3
 PROBES_READABLE_VERSIONS = (1, 2, 3)  # the metrics read all; the observer's evidence changed in 2 and 3 (formats.md)
 PROBES_FIT_VERSIONS = (2, 3)  # mau beliefs --fit / --params: 3 adds evidence kinds to 2's, same meaning otherwise

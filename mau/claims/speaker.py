@@ -78,7 +78,12 @@ class _Meeting:
 
 
 class ClaimSpeaker:
-    def __init__(self, name: str, game_map: Any, seed: int, temperament: str, config: ClaimsConfig):
+    def __init__(self, name: str, game_map: Any, seed: int, temperament: str, config: ClaimsConfig,
+                 truthful: bool = False):
+        """``truthful``: an imposter that never says a false thing (the upper rungs of the imposter ladder,
+        docs/game.md): it claims as a crewmate does, minus what would give it away (its own kills: the place and
+        moment of each, its victims' bodies; its teammate's kills it saw)."""
+        self.truthful = truthful
         self.name = name
         self.map = game_map
         self.temperament = temperament
@@ -163,9 +168,11 @@ class ClaimSpeaker:
         meeting = obs["meeting"]
         self.note_meeting(obs["tick"])
         out: list[tuple[dict[str, Any], str | None]] = []
-        imposter = obs["role"] == "imposter"
+        imposter = obs["role"] == "imposter" and not self.truthful  # a liar (the habits)
         if meeting["round"] == 1 and not imposter:
             out += self._crew_round_one(obs, accused)
+            if obs["role"] == "imposter":
+                out = self._keep_hidden(obs, out)
         else:
             out += self._place_facts(obs)
             if accused is not None:
@@ -186,10 +193,14 @@ class ClaimSpeaker:
     def _where(self, obs: dict[str, Any]) -> list[tuple[dict[str, Any], str | None]]:
         now = obs["tick"]
         start, samples = self._window(now)
-        if obs["role"] == "imposter" and any(start <= t <= now for t, _, _ in self.kills):
+        killed = [t for t, _, _ in self.kills if start <= t <= now]
+        if obs["role"] == "imposter" and killed and not self.truthful:
             return self._alibi(obs, start, samples)
+        segments = self._segments(samples)
+        if obs["role"] == "imposter":  # true, but never a stretch around my kill: only the places away from it
+            segments = [(r, a, b) for r, a, b in segments if all(t < a - 2 * TOL or t > b + 2 * TOL for t in killed)]
         out = []
-        for room, a, b in self._segments(samples)[-SEGMENTS:]:
+        for room, a, b in segments[-SEGMENTS:]:
             out.append(self._mistake({"k": "at", "who": ME, "room": room, "from_s": a / TICKS_PER_S,
                                       "to_s": b / TICKS_PER_S}, obs))
         return out
@@ -221,6 +232,21 @@ class ClaimSpeaker:
             station = obs["fake_missions"][0]["station"]
             out.append(({"k": "task", "who": ME, "station": station, "at_s": _quarter((a + b) / 2)}, INTENT_LIE))
         return out
+
+    def _keep_hidden(self, obs: dict[str, Any], out: list[tuple[dict[str, Any], str | None]]
+                     ) -> list[tuple[dict[str, Any], str | None]]:
+        """A truthful imposter's crewmate claims without what gives it away: kills by my teammates, the bodies of
+        my victims, sightings in the seconds around my kills; and no mistakes (they are labelled)."""
+        mates = set(obs.get("teammates", []))
+        victims = {v for _, v, _ in self.kills}
+        near_kill = [t for t, _, _ in self.kills]
+
+        def hidden(c: dict[str, Any]) -> bool:
+            t = c.get("at_s")
+            around = t is not None and any(abs(t * TICKS_PER_S - k) <= 6 * TOL for k in near_kill)
+            return (c["k"] == "saw_kill" and c.get("who") in mates) or (c["k"] == "body" and c["victim"] in victims) \
+                or (c["k"] in ("saw", "body") and around)
+        return [(c, None) for c, i in out if not hidden(c) and i is None]
 
     def _vouch(self, obs: dict[str, Any]) -> list[tuple[dict[str, Any], str | None]]:
         """After a kill: I was with my teammate in my alibi's room (a lie), and I vouch for it."""

@@ -53,6 +53,10 @@ class GridConfig(Model):
 
     pool: list[PoolEntry] = Field(min_length=1, description="The model pool (at least one entry).")
     self_play: bool = Field(True, description="Include pairings of a model with itself (the paper's round robin does).")
+    imposters: list[str] | None = Field(
+        None, description="Pool names that play the imposters (default: every pool model; e.g. the imposter ladder's "
+                          "rungs against the teacher's temperaments).")
+    crewmates: list[str] | None = Field(None, description="Pool names that play the crewmates (default: every one).")
     cases: list[CaseConfig] = Field(default_factory=lambda: [CaseConfig()], description="ARIA configuration cases.")
     repetitions: int = Field(1, ge=1, description="Matches per pairing and case.")
     seed_scheme: Literal["shared", "per_match"] = Field(
@@ -70,6 +74,11 @@ class GridConfig(Model):
             dup = sorted({n for n in names if names.count(n) > 1})
             if dup:
                 raise ValueError(f"{what}: the name {dup[0]!r} is used twice; names must be unique")
+        names = [p.name for p in self.pool]
+        for what in ("imposters", "crewmates"):
+            bad = [n for n in getattr(self, what) or [] if n not in names]
+            if bad:
+                raise ValueError(f"{what}: {bad[0]!r} is not a pool name ({', '.join(names)})")
         if self.seed_scheme == "per_match" and self.seeds is not None:
             raise ValueError("seeds: a list of seeds is for seed_scheme shared; per_match plays seed+k for match k "
                              "(set seed, or remove seed_scheme)")
@@ -98,9 +107,11 @@ class MatchSpec:
 def enumerate_grid(grid: GridConfig) -> list[MatchSpec]:
     """Every match of the grid, in a fixed order (case, imposter model, crewmate model, repetition)."""
     out = []
+    imposters = [p for p in grid.pool if grid.imposters is None or p.name in grid.imposters]
+    crewmates = [p for p in grid.pool if grid.crewmates is None or p.name in grid.crewmates]
     for case in grid.cases:
-        for imp in grid.pool:
-            for crew in grid.pool:
+        for imp in imposters:
+            for crew in crewmates:
                 if imp.name == crew.name and not grid.self_play:
                     continue
                 for rep in range(grid.repetitions):
@@ -125,8 +136,8 @@ def describe_plan(grid: GridConfig, world: WorldConfig | None = None) -> str:
     per_case = Counter(s.case for s in specs)
     pairs = Counter((s.imposter_model, s.crewmate_model) for s in specs)
     axes = ("state", "memory", "planning", "reflection", "prompt_style")
-    lines = [f"plan: {len(specs)} matches = {len(grid.pool)} models x {len(grid.pool) - (not grid.self_play)} "
-             f"opponents{' (self-play included)' if grid.self_play else ''} x {len(grid.cases)} cases x "
+    lines = [f"plan: {len(specs)} matches = {len(pairs)} pairings (imposter x crewmate"
+             f"{', self-play included' if grid.self_play else ''}) x {len(grid.cases)} cases x "
              f"{grid.repetitions} repetitions"]
     for c in grid.cases:
         crew = ", ".join(f"{a}={getattr(c.crewmate, a)}" for a in axes)

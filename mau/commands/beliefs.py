@@ -17,7 +17,9 @@ observer of the runs from its recorded evidence with a fit (its held-out detecti
 observer with those kinds of evidence counting for nothing, on the same probes, paired (writes ablation.json and
 ablation.md; docs/claims.md, "Detection that uses claims"); ``--fit --without speech``: fit an observer whose
 accusation and vote terms (or any log likelihood ratios; groups ``speech``, ``positions``, ``claims``) count for
-nothing, the base the claims' lift is measured on in docs/claims.md.
+nothing, the base the claims' lift is measured on in docs/claims.md; ``--leave-one-out``: the observer fitted on
+every imposter model but one and scored on that one (docs/detection.md, "Against imposters it was not fitted to").
+Every report also has the simple baselines' rows, the figures by moment and the role tell in phrasing.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ FLAGS = [
                      "positions, claims): compare the observer with the same observer without them, paired"),
     Flag("--without", "with --fit: log likelihood ratios held at 0, comma-separated, or the groups speech, "
                       "positions, claims (an observer that ignores those kinds of evidence)"),
+    Flag("--leave-one-out", "fit the observer on every imposter model but one and score it on that one, for "
+                            "each (writes leave_one_out.md/.json and the fits under fits/<imposter>/)", type=bool),
 ]
 CONFIG = None  # no config file: the flags are the whole configuration
 
@@ -54,6 +58,8 @@ def config_from_args(args: argparse.Namespace) -> argparse.Namespace:
     check_run_folders(args.runs, args.resamples)
     if args.ablate is not None and args.fit:
         raise ConfigError("--ablate and --fit: fit first, then --ablate with --params FIT on held-out runs")
+    if args.leave_one_out and (args.fit or args.params or args.ablate):
+        raise ConfigError("--leave-one-out fits and scores by itself: give it without --fit, --params or --ablate")
     if args.fit and args.params:
         raise ConfigError("--fit and --params: fit on training runs, then report held-out runs with --params")
     if args.without is not None and not args.fit:
@@ -82,6 +88,14 @@ def main(args: argparse.Namespace, opts: RunOptions = RunOptions()) -> int:
     from mau.eval.report import write_detection_report
 
     out = Path(args.out or args.runs[0])
+    if args.leave_one_out:
+        from mau.eval.observer_fit import leave_one_out, loo_markdown
+
+        doc = leave_one_out(args.runs, out, args.l2, args.resamples, args.seed)
+        print(loo_markdown(doc))
+        print(f"leave one out: {len(doc['imposters'])} imposter models -> {out}/leave_one_out.{{md,json}} and "
+              f"{out}/fits/<imposter>/observer_fit.json")
+        return 0
     if args.fit:
         from mau.eval.observer_fit import fit_runs
 

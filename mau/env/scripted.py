@@ -151,7 +151,8 @@ class ScriptedBrain:
         self._posterior_cache: tuple[Any, dict[str, float]] = (None, {})
         # Structured claims (world.claims.mode structured): made by a speaker of their own (mau.claims.speaker)
         # that reads the same observations; None when claims are off.
-        self.speaker = ClaimSpeaker(name, game_map, seed, temperament, claims) if claims and claims.on else None
+        self.speaker = (ClaimSpeaker(name, game_map, seed, temperament, claims, truthful=self.rung != "habit")
+                        if claims and claims.on else None)
 
     # -- what the player knows -----------------------------------------------------------------------------
     def observe(self, obs: dict[str, Any]) -> None:

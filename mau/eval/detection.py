@@ -25,14 +25,29 @@ import numpy as np
 
 from mau import schema as F
 from mau.errors import MauError
-from mau.infer.model import knows_nothing
+from mau.eval.baselines import (
+    ACCUSED_ROW,
+    BASELINE_ROWS,
+    LINEAR_ROW,
+    NO_SPEECH_ROW,
+    PUBLIC_ROW,
+    linear_rows,
+    most_accused,
+    no_speech,
+    public_only,
+)
+from mau.infer.model import Params, knows_nothing
 from mau.matchdir import finished_matches, iter_events, read_header
 from mau.stats import Estimate, bootstrap, paired_bootstrap
 
 SOURCE_IDEAL, KNOWS_NOTHING = "ideal", "knows_nothing"  # probe sources (probes.jsonl `source`) and the reference
 IDEAL_ROW = "ideal observer"
 KNOWS_NOTHING_ROW = "knows nothing (k/n)"
-REFERENCE_ROWS = (IDEAL_ROW, KNOWS_NOTHING_ROW)  # rows that play nothing: no win rate, no paired test of theirs
+# rows that play nothing (no win rate, no paired test of theirs): the observer, chance, the simple baselines
+REFERENCE_ROWS = (IDEAL_ROW, *BASELINE_ROWS, KNOWS_NOTHING_ROW)
+# The moments a probe is asked at, as the by-moment table groups them (no figure read at the easiest moment alone)
+MOMENTS = ("meeting 1, before speech", "meeting 1, before the vote", "meetings 2+, before speech",
+           "meetings 2+, before the vote")
 # metric -> (title, what n counts, lower is better)
 DETECTION_METRICS: dict[str, tuple[str, str, bool]] = {
     "auroc_within": ("AUROC within each probe (chance 0.5), averaged over probes", "probes with both roles", False),
@@ -82,6 +97,7 @@ class MatchBeliefs:
     p: np.ndarray = field(default_factory=lambda: np.zeros(0))
     y: np.ndarray = field(default_factory=lambda: np.zeros(0))
     probe_auroc: list[float] = field(default_factory=list)  # per probe with both roles among its candidates
+    probe_moment: list[str] = field(default_factory=list)  # the moment of each probe_auroc entry (MOMENTS or "")
     probe_brier: list[float] = field(default_factory=list)  # per probe
     top2_hits: float = 0.0  # expected hits (ties broken at random)
     top2_n: int = 0
@@ -98,10 +114,10 @@ def _group(h: dict[str, Any]) -> tuple[str, str]:
     return str(arm), str(g.get(F.EVAL_IMPOSTER) or g.get(F.IMPOSTER_MODEL) or "-")
 
 
-def match_beliefs(folder: str | Path, params: Any = None) -> dict[str, MatchBeliefs]:
-    """{"model": ..., "ideal": ..., "knows_nothing": ...} for a match folder (only the sources it has);
-    ``params``: re-score the ideal observer from its recorded evidence with these likelihoods
-    (``mau.eval.observer_fit``)."""
+def match_beliefs(folder: str | Path, params: Any = None, baselines: bool = True) -> dict[str, Any]:
+    """{"model": ..., "ideal": ..., "knows_nothing": ..., and the baselines' rows} for a match folder (only the
+    sources it has); ``params``: re-score the ideal observer (and its baselines) from its recorded evidence with
+    these likelihoods (``mau.eval.observer_fit``)."""
     h = read_header(folder)
     roles = h[F.ROLES]
     ticks = max(1, int(h.get(F.TICKS) or 1))
@@ -136,6 +152,35 @@ def match_beliefs(folder: str | Path, params: Any = None) -> dict[str, MatchBeli
             kn = MatchBeliefs(mb.match_id, KNOWS_NOTHING_ROW, imp, mb.seed, asked=len(nothing))
             _score(kn, nothing, roles)
             out[KNOWS_NOTHING] = kn
+            ev = [r for r in ok if "evidence" in r]  # records before format 2 hold no evidence: no baselines
+            if ev and baselines:
+                names, p = list(roles), params or Params()
+                out[PUBLIC_ROW] = _derived(mb, PUBLIC_ROW, ev, [public_only(r, names, p) for r in ev], roles)
+                out[ACCUSED_ROW] = _derived(mb, ACCUSED_ROW, ev, [most_accused(r) for r in ev], roles)
+                out[NO_SPEECH_ROW] = _derived(mb, NO_SPEECH_ROW, ev, [no_speech(r, names, p) for r in ev], roles)
+                out[_EVIDENCE] = (ev, roles)  # type: ignore[assignment]  # for the linear row (load_run)
+    return out
+
+
+_EVIDENCE = "_evidence"
+
+
+def moment_of(r: dict[str, Any]) -> str:
+    """The ``MOMENTS`` group of a probe record ("" for other moments: a round's end, a roam probe)."""
+    first = int(r.get("meeting") or 0) <= 1
+    mo = r.get(F.PROBE_MOMENT)
+    if mo == "meeting_start":
+        return MOMENTS[0] if first else MOMENTS[2]
+    if mo == "before_vote":
+        return MOMENTS[1] if first else MOMENTS[3]
+    return ""
+
+
+def _derived(mb: MatchBeliefs, row: str, recs: list[dict[str, Any]], bel: list[dict[str, float]],
+             roles: dict[str, str]) -> MatchBeliefs:
+    """A reference row at the ideal observer's probes ``recs`` with beliefs ``bel`` (one per record)."""
+    out = MatchBeliefs(mb.match_id, row, mb.imposter, mb.seed, asked=len(recs))
+    _score(out, [{**r, F.PROBE_BELIEFS: b, "top2_source": "derived"} for r, b in zip(recs, bel)], roles)
     return out
 
 
@@ -153,6 +198,7 @@ def _score(mb: MatchBeliefs, recs: list[dict[str, Any]], roles: dict[str, str]) 
             a = auroc(p, y)
             if a is not None:
                 mb.probe_auroc.append(a)
+                mb.probe_moment.append(moment_of(r))
         if any(roles.get(c) == "imposter" for c in r[F.PROBE_CANDIDATES]):
             mb.top2_n += 1
             if r.get("top2_source", "answer") != "derived":  # the answer's own top two
@@ -325,12 +371,39 @@ def paired_diff(a: dict[Any, MatchBeliefs], b: dict[Any, MatchBeliefs], metric: 
             "method": "paired_bootstrap"}
 
 
-def load_run(run: str | Path, params: Any = None) -> list[MatchBeliefs]:
-    """Every source of every finished match of a run folder (or of one match folder); ``params``: see
+def load_run(run: str | Path, params: Any = None, baselines: bool = True) -> list[MatchBeliefs]:
+    """Every source of every finished match of a run folder (or of one match folder) and the baselines' rows
+    (``mau.eval.baselines``; the linear one fitted two-fold over the run's matches); ``params``: see
     ``match_beliefs``."""
-    out = []
+    out: list[MatchBeliefs] = []
+    evidence: dict[str, tuple[list[dict[str, Any]], dict[str, str]]] = {}
+    ideal: dict[str, MatchBeliefs] = {}
     for f in finished_matches(run):
-        out += list(match_beliefs(f, params).values())
+        got = match_beliefs(f, params, baselines)
+        if _EVIDENCE in got:
+            ideal[got[SOURCE_IDEAL].match_id] = got[SOURCE_IDEAL]
+            evidence[got[SOURCE_IDEAL].match_id] = got.pop(_EVIDENCE)
+        out += list(got.values())
+    for mid, bel in linear_rows(evidence).items():
+        out.append(_derived(ideal[mid], LINEAR_ROW, evidence[mid][0], bel, evidence[mid][1]))
+    return out
+
+
+def by_moment(ms: list[MatchBeliefs], rows: list[str], resamples: int = 2000, seed: int = 0) -> dict[str, Any]:
+    """Within-probe AUROC of each row at each of ``MOMENTS`` (pooled over imposter models), with its match-level
+    bootstrap interval and n (probes with both roles)."""
+    out: dict[str, Any] = {}
+    for row in rows:
+        mine = [m for m in ms if m.row == row]
+        out[row] = {}
+        for moment in MOMENTS:
+            def value(sel: list[MatchBeliefs], mo: str = moment) -> tuple[float | None, int]:
+                xs = [a for m in sel for a, t in zip(m.probe_auroc, m.probe_moment) if t == mo]
+                return (float(np.mean(xs)) if xs else None), len(xs)
+            v, n = value(mine)
+            lo, hi = (None, None) if v is None else bootstrap(
+                lambda idx: [value([mine[i] for i in r])[0] for r in idx], len(mine), resamples, seed)
+            out[row][moment] = Estimate(v, lo, hi, n, "bootstrap").to_dict()
     return out
 
 
@@ -372,7 +445,7 @@ def evaluate(ms: list[MatchBeliefs], baseline: str | None = None, resamples: int
     readouts = {r: sorted({x for m in ms if m.row == r for x in m.readouts}) for r in rows
                 if r not in REFERENCE_ROWS}
     return {"rows": rows, "columns": columns, "baseline": base, "cells": cells, "paired": paired,
-            "readouts": readouts,
+            "readouts": readouts, "by_moment": by_moment(ms, rows, resamples, seed),
             "matches": len({m.match_id for m in ms}), "bootstrap": {"resamples": resamples, "seed": seed}}
 
 

@@ -16,12 +16,12 @@ from typing import Any
 from mau import schema as F
 from mau.errors import MauError
 from mau.eval.detection import read_probes
-from mau.infer.fit import Probe, fit, predict
+from mau.infer.fit import Probe, fit, predict, read_params
 from mau.infer.model import Params
 from mau.matchdir import finished_matches, read_header
 from mau.rundir import atomic_write
 
-FIT_FORMAT, FIT_VERSION = "mau.observer_fit", 1
+FIT_FORMAT, FIT_VERSION = F.FIT_FORMAT, F.FIT_VERSION
 
 
 def _ideal_records(folder: Path) -> list[dict[str, Any]]:
@@ -74,16 +74,10 @@ def fit_runs(runs: list[str], out: Path, l2: float = 0.01, without: list[str] | 
 
 def read_fit(path: str | Path) -> Params:
     """The parameters of an ``observer_fit.json`` (or a folder holding one)."""
-    p = Path(path)
-    p = p / F.OBSERVER_FIT if p.is_dir() else p
     try:
-        doc = json.loads(p.read_text())
-    except (OSError, ValueError) as e:
-        raise MauError(f"--params {path}: cannot read an observer fit ({e}); give the observer_fit.json that "
-                       "mau beliefs --fit wrote") from None
-    if doc.get(F.FORMAT) != FIT_FORMAT or doc.get(F.FORMAT_VERSION) != FIT_VERSION:
-        raise MauError(f"--params {path}: not a {FIT_FORMAT} version {FIT_VERSION} file")
-    return Params.from_dict(doc["params"])
+        return read_params(str(path), "--params")
+    except ValueError as e:
+        raise MauError(str(e)) from None
 
 
 def rescore(recs: list[dict[str, Any]], roles: dict[str, str], params: Params) -> list[dict[str, Any]]:
@@ -148,3 +142,81 @@ def ablation_markdown(doc: dict[str, Any]) -> str:
         out.append(f"| {k} | {_fmt(a)} | {_fmt(b)} | {_fmt(d['diff'])} [{_fmt(d['ci_low'])}, {_fmt(d['ci_high'])}] "
                    f"| {_fmt(kn)} |")
     return "\n".join(out)
+
+
+def _by_imposter(runs: list[str]) -> dict[str, list[Path]]:
+    """The finished matches of ``runs`` with ideal-observer records, grouped by imposter model."""
+    from mau.eval.detection import _group
+
+    out: dict[str, list[Path]] = {}
+    for run in runs:
+        for folder in finished_matches(run):
+            if _ideal_records(folder):
+                out.setdefault(_group(read_header(folder))[1], []).append(folder)
+    return out
+
+
+def _probes_of(folders: list[Path]) -> list[Probe]:
+    out = []
+    for f in folders:
+        roles = read_header(f)[F.ROLES]
+        out += [_probe(r, roles) for r in _ideal_records(f)]
+    return out
+
+
+def leave_one_out(runs: list[str], out: Path, l2: float = 0.01, resamples: int = 1000,
+                  seed: int = 0) -> dict[str, Any]:
+    """For each imposter model of ``runs``: the observer fitted on the matches of every other imposter model and
+    scored on that one's (held out), beside the fit on all (in sample), the shipped defaults and k/n; each fit is
+    written to ``out/fits/<imposter>/observer_fit.json`` (so a teacher can play with it: the scripted model's
+    ``likelihood``). The split never fits on the imposter model it scores (tested)."""
+    from mau.eval.detection import IDEAL_ROW, KNOWS_NOTHING_ROW, cell, match_beliefs
+
+    groups = _by_imposter(runs)
+    if len(groups) < 2:
+        raise MauError(f"{', '.join(runs)}: leave-one-out needs matches of two imposter models or more; found "
+                       f"{', '.join(groups) or 'none'}")
+    probes = {g: _probes_of(fs) for g, fs in groups.items()}
+    everything = [p for ps in probes.values() for p in ps]
+    fit_all = fit(everything, start=Params(), l2=l2)["params"]
+    metrics = ("auroc_within", "brier_within", "auroc", "ece")
+    doc: dict[str, Any] = {"runs": [str(r) for r in runs], "l2": l2, "imposters": {}, "fit_all": fit_all.to_dict()}
+    for g in sorted(groups):
+        train = [p for h, ps in probes.items() if h != g for p in ps]
+        held = fit(train, start=Params(), l2=l2)["params"]
+        fdir = out / "fits" / g
+        fdir.mkdir(parents=True, exist_ok=True)
+        atomic_write(fdir / F.OBSERVER_FIT, (json.dumps({
+            F.FORMAT: FIT_FORMAT, F.FORMAT_VERSION: FIT_VERSION, "runs": doc["runs"], "held_out": g,
+            "fitted_on": sorted(h for h in groups if h != g),
+            "matches": sum(len(v) for h, v in groups.items() if h != g),
+            "probes": len(train), "l2": l2, "params": held.to_dict()}, indent=1) + "\n").encode())
+        rows: dict[str, dict[str, Any]] = {}
+        for name, params in (("held out", held), ("in sample", fit_all), ("shipped", Params())):
+            ms = [match_beliefs(f, params, baselines=False)["ideal"] for f in groups[g]]
+            rows[name] = {k: e.to_dict() for k, e in cell(ms, resamples, seed).items() if k in metrics}
+        kn = [match_beliefs(f, None, baselines=False)["knows_nothing"] for f in groups[g]]
+        rows[KNOWS_NOTHING_ROW] = {k: e.to_dict() for k, e in cell(kn, resamples, seed).items() if k in metrics}
+        doc["imposters"][g] = {"matches": len(groups[g]), "fitted_on": sorted(h for h in groups if h != g),
+                               "rows": rows, "row_of": IDEAL_ROW}
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write(out / "leave_one_out.json", (json.dumps(doc, indent=1) + "\n").encode())
+    atomic_write(out / "leave_one_out.md", (loo_markdown(doc) + "\n").encode())
+    return doc
+
+
+def loo_markdown(doc: dict[str, Any]) -> str:
+    from mau.stats import fmt_estimate
+
+    lines = ["# The ideal observer against imposters it was not fitted to (leave one imposter model out)", "",
+             "Each row: the matches of one imposter model, scored by the observer fitted on the matches of all the "
+             "others (held out), by the fit on every match (in sample), by the shipped defaults, and the "
+             "knows-nothing row. AUROC within each probe (chance 0.5) [95% match-level bootstrap interval] n.", "",
+             "| imposter | matches | held out | in sample | shipped | knows nothing | ECE held out |",
+             "|---|---|---|---|---|---|---|"]
+    for g, d in doc["imposters"].items():
+        r = d["rows"]
+        cols = ("held out", "in sample", "shipped", "knows nothing (k/n)")
+        lines.append(f"| {g} | {d['matches']} | " + " | ".join(fmt_estimate(r[k]["auroc_within"], False) for k in cols)
+                     + f" | {fmt_estimate(r['held out']['ece'], False, with_n=False)} |")
+    return "\n".join(lines)

@@ -15,6 +15,7 @@ from typing import Any
 
 from mau import schema as F
 from mau.eval import detection as D
+from mau.eval.baselines import ACCUSED_ROW, LINEAR_ROW, NO_SPEECH_ROW, PUBLIC_ROW
 from mau.eval.config import POOLED, EvalConfig
 from mau.eval.detection import (
     DETECTION_METRICS,
@@ -114,6 +115,12 @@ def write_detection_report(runs: list[str], out: Path, baseline: str | None = No
         md += "\n\n" + "\n".join(lines).rstrip()
     if claims:
         det["claims"] = claims
+    from mau.eval.phrasing import phrasing_markdown, phrasing_report
+
+    tells = phrasing_report(runs)
+    if tells["meetings"]:
+        det["phrasing"] = tells
+        md += "\n\n" + phrasing_markdown(tells)
     (out / F.BELIEFS_MD).write_text(md + "\n")
     (out / F.BELIEFS_JSON).write_text(json.dumps({"runs": [str(r) for r in runs], **det}, indent=1))
     buf = io.StringIO()
@@ -271,10 +278,14 @@ def detection_markdown(det: dict[str, Any], title: str = "## Detection (belief p
     cell = {(c["row"], c["imposter"]): c for c in det["cells"]}
     intro = (f"Probe records of {det['matches']} matches. Rows: each arm's model (its crewmates' answers to the "
              f"belief probe), the {IDEAL_ROW} (the exact posterior from what each crewmate perceived, same "
-             f"moments) and the reference that {KNOWS_NOTHING_ROW.split(' (')[0]} (k/n for each of the n "
-             "candidates, k living imposters). Quote the AUROC within each probe (chance 0.5) beside the "
-             "knows-nothing row; the pooled AUROC's chance level is that row's, not 0.5. Value [95% match-level "
-             "bootstrap interval] n. Fallback probes are excluded from every metric. Definitions: "
+             f"moments), simple detectors at the same probes that a figure must beat ({PUBLIC_ROW}: the observer "
+             f"on public evidence alone; {ACCUSED_ROW}: accusations and votes received; {LINEAR_ROW}: a logistic "
+             f"model on counts of the evidence, fitted on the other half of the matches; {NO_SPEECH_ROW}: the "
+             "observer with accusations and votes counting for nothing) and the reference that "
+             f"{KNOWS_NOTHING_ROW.split(' (')[0]} (k/n for each of the n candidates, k living imposters). Quote the "
+             "AUROC within each probe (chance 0.5) beside the knows-nothing and the baselines' rows, and by moment "
+             "(the last table); the pooled AUROC's chance level is the knows-nothing row's, not 0.5. Value [95% "
+             "match-level bootstrap interval] n. Fallback probes are excluded from every metric. Definitions: "
              "docs/evaluation.md, \"Detection\".")
     lines = [title, "", intro]
     if readout_line(det):
@@ -287,6 +298,15 @@ def detection_markdown(det: dict[str, Any], title: str = "## Detection (belief p
         for r in rows:
             lines.append(f"| {r} | " + " | ".join(fmt_estimate(cell[(r, i)]["metrics"][name], name in PERCENT_METRICS)
                                                  for i in cols) + " |")
+    moments = det.get("by_moment") or {}
+    if moments:
+        names = list(next(iter(moments.values())))
+        lines += ["", f"{level} AUROC within each probe, by moment (all imposter models pooled)", "",
+                  "n = probes with both roles. Meeting 1 before speech holds only what was seen; before the vote "
+                  "what was said too; later meetings add the earlier votes and revealed roles.", "",
+                  "| row | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
+        for r in rows:
+            lines.append(f"| {r} | " + " | ".join(fmt_estimate(moments[r][mo], False) for mo in names) + " |")
     if det["paired"]:
         what = ("Difference row minus versus (same seed and imposter model for arms; the same matches for the "
                 "ideal observer), 95% interval of a paired bootstrap.")
@@ -312,6 +332,9 @@ def detection_csv_rows(det: dict[str, Any]) -> list[list[Any]]:
     for p in det["paired"]:
         out.append([p["row"], p["imposter"], f"paired_diff_{p['metric']}_vs_{p['versus']}", p["diff"], p["ci_low"],
                     p["ci_high"], p["n_pairs"], p["method"]])
+    for row, moments in (det.get("by_moment") or {}).items():
+        for mo, e in moments.items():
+            out.append([row, POOLED, f"auroc_within@{mo}", e["value"], e["ci_low"], e["ci_high"], e["n"], e["method"]])
     return out
 
 

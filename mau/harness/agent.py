@@ -71,7 +71,7 @@ class AriaAgent:
         if self.evidence is not None and obs["alive"]:
             self.evidence.observe(obs)  # what the prompt's evidence memory shows is up to date with obs
         ctx = M.Context(obs, self.rooms, suspicion=self.suspicion.dump(), flagged=flagged)
-        compact = self.aria.prompt_profile.get(module) == "compact"  # text only
+        compact = self.aria.prompt_profile.get(module, "full").startswith("compact")  # text only
         views = M.MODULES[module].images if self.aria.frames and obs["alive"] and not compact else ()
         frames: list[Frame] = [self.frames.get(self.name, v) for v in views]
         t_start = time.perf_counter()  # harness time starts after the frames (world work, timed on its own)
@@ -89,9 +89,11 @@ class AriaAgent:
         """The messages of a ``module`` call from the agent's current memory, skills and suspicion (read only:
         building them changes nothing; belief probes read the VOTE prompt through this)."""
         others = [n for n in M.Context(obs, self.rooms).alive if n != self.name]
-        if self.aria.prompt_profile.get(module) == "compact":
-            evidence = self.evidence.compact_lines() if self.evidence is not None else []
-            return self.builder.compact(module, obs, evidence=evidence, others=others)
+        profile = self.aria.prompt_profile.get(module, "full")
+        if profile.startswith("compact"):
+            speech = profile == "compact"  # compact_nospeech: the ablation without what was said
+            evidence = self.evidence.compact_lines(speech=speech) if self.evidence is not None else []
+            return self.builder.compact(module, obs, evidence=evidence, others=others, speech=speech)
         skills = self.skills.render() if self.aria.reflection == "meeting" else ""
         return self.builder.messages(module, obs, memory=self.memory.render(), skills=skills, others=others,
                                      n_images=n_images, suspicion=self.suspicion.render(others), **extra)

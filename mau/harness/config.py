@@ -34,16 +34,17 @@ class AriaConfig(Model):
     prompt_style: Literal["deterministic", "minimal"] = Field(
         "minimal", description="deterministic: role- and phase-specific tactics spelled out; minimal: "
                                "rules, role, format.")
-    prompt_profile: dict[str, Literal["full", "compact"]] = Field(
+    prompt_profile: dict[str, Literal["full", "compact", "compact_nospeech"]] = Field(
         default_factory=dict,
         description="Per module: full (the prompts above, the default) or compact (text only, about 300 tokens: the "
                     "evidence in few words, this meeting's speech, the candidates; only vote has one). For small "
-                    "models read out over candidates (docs/student.md).")
+                    "models read out over candidates (docs/student.md). compact_nospeech: the compact prompt with "
+                    "the speech removed (no transcript, no accusations or votes in the evidence): an ablation.")
 
     @field_validator("prompt_profile")
     @classmethod
     def _compact_modules(cls, v: dict[str, str]) -> dict[str, str]:
-        bad = [m for m, p in v.items() if p == "compact" and m not in COMPACT_MODULES]
+        bad = [m for m, p in v.items() if p.startswith("compact") and m not in COMPACT_MODULES]
         if bad:
             raise ValueError(f"prompt_profile: {bad[0]!r} has no compact prompt; only {', '.join(COMPACT_MODULES)} do")
         return v

@@ -179,14 +179,14 @@ class PromptBuilder:
             rooms=", ".join(self.rooms), max_claims=self.claims.max_per_utterance)
 
     def compact(self, module: str, obs: dict[str, Any], *, evidence: list[str],
-                others: list[str]) -> list[dict[str, Any]]:
+                others: list[str], speech: bool = True) -> list[dict[str, Any]]:
         """The compact profile's messages (text only): the evidence in few words, this meeting's speech and the
-        candidates, within the character budgets above."""
+        candidates, within the character budgets above; ``speech`` False: no transcript (the ablation)."""
         system, mods = _compact()
         m = obs.get("meeting") or {}
         said = [f'{t["speaker"]}: "{t["text"]}"' for t in m.get("transcript", [])]  # quoted: players' words
         ev = _newest(evidence, COMPACT_EVIDENCE_CHARS)
-        chat = _newest(said, COMPACT_CHAT_CHARS)
+        chat = _newest(said, COMPACT_CHAT_CHARS) if speech else ["(speech not shown)"]
         text = mods[module].substitute(
             evidence="\n".join(f"- {x}" for x in ev) or "- nothing yet", chat="\n".join(chat) or "nobody spoke",
             candidates=", ".join(others + [SKIP]))

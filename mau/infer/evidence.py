@@ -369,7 +369,7 @@ class EvidenceLog:
         out = [f"Meeting {p['meeting']}: {self._placed(p, p['who'])}." for p in self.placings if p["meeting"] < last]
         return out[-limit:] if limit else []
 
-    def compact_lines(self) -> list[str]:
+    def compact_lines(self, speech: bool = True) -> list[str]:
         """The evidence in few words (the compact prompt profile, docs/harness.md): a death's window is summed
         up per player as the closest distance and the count of step ends within 6 blocks; everything else as
         ``lines``. The same facts the likelihood reads, shorter, so a small model's prompt stays short."""
@@ -389,8 +389,8 @@ class EvidenceLog:
         out += [f"{n} was ejected: {'an Imposter' if r == 'imposter' else 'a Crewmate'}."
                 for n, r in self.ejected.items()]
         for m in self.meetings:
-            acc = [f"{a['speaker']} accused {a['target']}" for a in self.accused if a["meeting"] == m["n"]]
-            votes = [f"{v['voter']}->{v['target']}" for v in self.votes if v["meeting"] == m["n"]]
+            acc = [f"{a['speaker']} accused {a['target']}" for a in self.accused if a["meeting"] == m["n"] and speech]
+            votes = [f"{v['voter']}->{v['target']}" for v in self.votes if v["meeting"] == m["n"] and speech]
             how = "reported" if m["reason"] == "report" else "called"
             out.append(f"Meeting {m['n']} ({m['caller']} {how})" + (f": {'; '.join(acc)}" if acc else "")
                        + (f"; votes {', '.join(votes)}" if votes else "") + ".")

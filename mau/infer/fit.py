@@ -243,3 +243,23 @@ def predict(probes: list[Probe], p: Params) -> list[dict[str, float]]:
 
 
 __all__ = ["Probe", "fit", "predict", "ROLE_PAIRS", "math"]
+
+
+def read_params(path: str, what: str = "likelihood") -> Params:
+    """The parameters of an ``observer_fit.json`` (or a folder holding one); a bad file is a ValueError naming
+    ``what`` (the field or flag it was given as) and the fix."""
+    import json
+    from pathlib import Path
+
+    from mau import schema as F
+
+    p = Path(path)
+    p = p / F.OBSERVER_FIT if p.is_dir() else p
+    try:
+        doc = json.loads(p.read_text())
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{what} {path}: cannot read an observer fit ({e}); give the observer_fit.json that "
+                         "mau beliefs --fit wrote") from None
+    if not isinstance(doc, dict) or doc.get(F.FORMAT) != F.FIT_FORMAT or doc.get(F.FORMAT_VERSION) != F.FIT_VERSION:
+        raise ValueError(f"{what} {path}: not a {F.FIT_FORMAT} version {F.FIT_VERSION} file")
+    return Params.from_dict(doc["params"])

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from mau.config import Model
 from mau.snapshot import Parts, Restored
@@ -107,8 +107,20 @@ class ModelConfig(Model):
         "generate", description="lm: candidates answers VOTE by scoring each candidate as the answer's target and "
                                 "taking the best (always parseable; docs/student.md); generate: the model writes it.")
     seed: int = Field(0, description="Sampling seed (hf; and the scripted expert's stream).")
+    likelihood: str | None = Field(None, description="scripted: an observer_fit.json (or its folder) whose "
+                                   "likelihoods the scripted crewmates reason with (default: the shipped ones; "
+                                   "docs/detection.md).")
     price_prompt_per_mtok: float = Field(0.0, ge=0, description="USD per million prompt tokens (cost estimates).")
     price_completion_per_mtok: float = Field(0.0, ge=0, description="USD per million completion tokens.")
+
+    @field_validator("likelihood")
+    @classmethod
+    def _likelihood_exists(cls, v: str | None) -> str | None:
+        from pathlib import Path
+
+        if v is not None and not Path(v).exists():
+            raise ValueError(f"{v}: no such file; give the observer_fit.json (or its folder) of mau beliefs --fit")
+        return v
 
     def identity(self) -> dict[str, Any]:
         """Which model answers, without where it is served and how it is reached (``TRANSPORT``): a run's

@@ -16,6 +16,7 @@ from mau.env.map import load_map
 from mau.env.scripted import NONE, ScriptedBrain, temperament_of
 from mau.harness import modules as M
 from mau.harness.backends.base import ModelBackend, ModelRequest, ModelResponse
+from mau.infer.fit import read_params
 from mau.snapshot import Parts, Restored
 
 
@@ -26,6 +27,7 @@ class Backend(ModelBackend):
         super().__init__(config)
         self._brains: dict[tuple[str, str], ScriptedBrain] = {}
         self._match: str | None = None
+        self._params = read_params(config.likelihood, "likelihood") if config.likelihood else None
 
     def parts(self) -> Parts:
         """The brains of the match being played (their memories, suspicions and random streams) change; their
@@ -48,7 +50,8 @@ class Backend(ModelBackend):
         key = (ctx["match"], request.agent)
         if key not in self._brains:
             self._brains[key] = ScriptedBrain(request.agent, load_map(ctx["map"]), ctx["seed"] + self.config.seed,
-                                              temperament_of(self.config.model), claims=ctx.get("claims"))
+                                              temperament_of(self.config.model), params=self._params,
+                                              claims=ctx.get("claims"))
         return self._brains[key]
 
     async def complete(self, request: ModelRequest) -> ModelResponse:

@@ -1,0 +1,155 @@
+"""Simple detectors beside every detection table, read from the ideal observer's recorded evidence at the same
+probes (docs/evaluation.md, "Detection"): what a detector must beat before its figure means anything.
+
+- **public only**: the observer's model (its parameters) over the public evidence alone: deaths, ejections and
+  the revealed roles, who reported or called, every accusation and vote, conflicting public claims; nothing the
+  crewmate saw itself (no positions, no kill seen, no contradiction by its own sight);
+- **most accused**: each candidate's accusations and votes received so far, as shares of the living imposters;
+- **linear**: a logistic model of P(imposter) on per-candidate counts of the same evidence (``FEATURES``), fitted
+  on half of the matches and scored on the other half (two folds by match, so no candidate is scored by a fit
+  that saw its match);
+- **observer, no speech**: the ideal observer with accusations and votes counting for nothing (an ablation of
+  the speech block).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from typing import Any
+
+import numpy as np
+
+from mau import schema as F
+from mau.infer.evidence import (
+    ACCUSE,
+    CALLED,
+    CONFLICT,
+    CONTRADICTED,
+    DEAD,
+    DEATH,
+    EJECTED,
+    REPORTED,
+    SAW_KILL,
+    VOTE,
+)
+from mau.infer.model import GROUPS, Params, beliefs
+
+PUBLIC_ROW = "public only"
+ACCUSED_ROW = "most accused"
+LINEAR_ROW = "linear (2-fold)"
+NO_SPEECH_ROW = "observer, no speech"
+BASELINE_ROWS = (PUBLIC_ROW, ACCUSED_ROW, LINEAR_ROW, NO_SPEECH_ROW)
+PUBLIC_KINDS = (DEAD, EJECTED, ACCUSE, VOTE, REPORTED, CALLED, CONFLICT)
+FEATURES = ("strong_got", "weak_got", "votes_got", "accused_imposter", "accused_crew", "voted_imposter",
+            "voted_crew", "accused_by_imposter", "near0", "near1", "near2", "reported", "called", "saw_kill",
+            "contradicted", "conflict")
+
+
+def _normalise(scores: dict[str, float], k: int) -> dict[str, float]:
+    """Scores >= 0 as P(imposter) shares of the k living imposters (each at most 1)."""
+    total = sum(scores.values())
+    if total <= 0:
+        return {c: round(min(1.0, k / len(scores)), 6) for c in scores} if scores else {}
+    return {c: round(min(1.0, k * v / total), 6) for c, v in scores.items()}
+
+
+def public_only(rec: dict[str, Any], roster: list[str], params: Params) -> dict[str, float]:
+    items = [it for it in rec["evidence"] if it["k"] in PUBLIC_KINDS]
+    return beliefs(rec[F.AGENT], roster, list(rec[F.PROBE_BELIEFS]), int(rec.get("n_imposters", 2)), items, params)[0]
+
+
+def no_speech(rec: dict[str, Any], roster: list[str], params: Params) -> dict[str, float]:
+    quiet = Params.from_dict({**params.to_dict(), **dict.fromkeys(GROUPS["speech"], 0.0)})
+    return beliefs(rec[F.AGENT], roster, list(rec[F.PROBE_BELIEFS]), int(rec.get("n_imposters", 2)),
+                   rec["evidence"], quiet)[0]
+
+
+def most_accused(rec: dict[str, Any]) -> dict[str, float]:
+    cands = list(rec[F.PROBE_BELIEFS])
+    got = dict.fromkeys(cands, 0.5)  # half a count each: a probe where nobody was accused reads k/n
+    for it in rec["evidence"]:
+        if it["k"] in (ACCUSE, VOTE) and it.get("target") in got:
+            got[it["target"]] += 1.0
+    return _normalise(got, int(rec.get("n_imposters", 2)))
+
+
+def features(rec: dict[str, Any]) -> dict[str, list[float]]:
+    """Per candidate of a probe, the counts of ``FEATURES`` in its evidence."""
+    cands = list(rec[F.PROBE_BELIEFS])
+    revealed = {it["p"]: it["role"] for it in rec["evidence"] if it["k"] == EJECTED}
+    f = {c: dict.fromkeys(FEATURES, 0.0) for c in cands}
+    for it in rec["evidence"]:
+        k, p, t = it["k"], it.get("p"), it.get("target")
+        if k == ACCUSE and t in f:
+            f[t]["strong_got" if it.get("s") == "strong" else "weak_got"] += 1
+            f[t]["accused_by_imposter"] += revealed.get(p) == "imposter"
+        if k == VOTE and t in f:
+            f[t]["votes_got"] += 1
+        if k in (ACCUSE, VOTE) and p in f and t in revealed:
+            kind = "accused" if k == ACCUSE else "voted"
+            f[p][f"{kind}_{'imposter' if revealed[t] == 'imposter' else 'crew'}"] += 1
+        if k == DEATH:
+            for c, bins in it["bins"].items():
+                if c in f:
+                    for b in bins:
+                        if b < 3:
+                            f[c][f"near{b}"] += 1
+        if k in (REPORTED, CALLED, SAW_KILL, CONTRADICTED) and p in f:
+            f[p][k] += 1
+        if k == CONFLICT:
+            for x in (p, t):
+                if x in f:
+                    f[x]["conflict"] += 1
+    return {c: [math.log1p(v[n]) for n in FEATURES] for c, v in f.items()}
+
+
+def fold_of(match_id: str) -> int:
+    return hashlib.blake2b(match_id.encode(), digest_size=2).digest()[0] % 2
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1.0, iters: int = 50) -> np.ndarray:
+    """Weights (bias last) of an L2-penalised logistic regression, by Newton's method."""
+    xb = np.hstack([x, np.ones((len(x), 1))])
+    w = np.zeros(xb.shape[1])
+    reg = np.full(xb.shape[1], l2)
+    reg[-1] = 0.0
+    for _ in range(iters):
+        p = 1 / (1 + np.exp(-np.clip(xb @ w, -30, 30)))
+        g = xb.T @ (p - y) + reg * w
+        h = (xb * (p * (1 - p))[:, None]).T @ xb + np.diag(reg + 1e-9)
+        step = np.linalg.solve(h, g)
+        w -= step
+        if np.max(np.abs(step)) < 1e-8:
+            break
+    return w
+
+
+def linear_rows(recs_by_match: dict[str, tuple[list[dict[str, Any]], dict[str, str]]]
+                ) -> dict[str, list[dict[str, float]]]:
+    """Per match, the linear model's beliefs at each of its ideal probes (same order), fitted on the other fold."""
+    rows: dict[int, list[tuple[list[float], float]]] = {0: [], 1: []}
+    for mid, (recs, roles) in recs_by_match.items():
+        for r in recs:
+            for c, x in features(r).items():
+                rows[fold_of(mid)].append((x, float(roles.get(c) == "imposter")))
+    weights = {}
+    for fold in (0, 1):
+        train = rows[1 - fold] or rows[fold]
+        if not train or len({y for _, y in train}) < 2:
+            weights[fold] = None
+            continue
+        weights[fold] = fit_logistic(np.asarray([x for x, _ in train]), np.asarray([y for _, y in train]))
+    out = {}
+    for mid, (recs, _) in recs_by_match.items():
+        w = weights[fold_of(mid)]
+        bel = []
+        for r in recs:
+            fs = features(r)
+            if w is None:
+                bel.append({c: 0.5 for c in fs})
+                continue
+            bel.append({c: round(float(1 / (1 + math.exp(-float(np.dot(w[:-1], x) + w[-1])))), 6)
+                        for c, x in fs.items()})
+        out[mid] = bel
+    return out

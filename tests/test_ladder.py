@@ -1,0 +1,262 @@
+"""The imposter ladder (issue 29; docs/game.md, "The imposter ladder"): each rung's rules on hand-built scenes, the
+no-peeking check for every rung, speech without a role tell, and the framer's claims under the checker."""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+from collections import Counter
+
+import pytest
+
+from mau.env.runner import play_match
+from mau.env.scripted import ScriptedBrain, ScriptedPolicy
+from mau.env.sim import SimWorld
+from mau.env.speech import POOLS, Act, kinds, realise
+from mau.eval.phrasing import NaiveBayes, speakers_of, templates, within_meeting_auroc
+from mau.infer.hearsay import STRONG, WEAK, accusations
+from tests.helpers import make_world, place
+
+LADDER = ("accusatory", "expert", "mission", "cautious", "quiet", "framer", "adversarial")
+NAMES = ["James", "Steve", "Jason", "Michael", "Olivia", "Noah", "Ethan", "Martin"]
+
+
+# -- the phrasing both roles share -------------------------------------------------------------------------------
+@pytest.mark.parametrize("kind", sorted(POOLS))
+def test_every_paraphrase_reads_back_as_its_act_and_accuses_only_when_it_should(kind):
+    act = Act(kind, who="Noah", victim="Steve", room="Admin", dist=2.5, at=90, to="Ethan")
+    rng = random.Random(0)
+    for i in range(len(POOLS[kind])):
+        rng.randrange = lambda n, i=i: i  # type: ignore[method-assign]  # each paraphrase in turn
+        text = realise([act], rng)
+        assert kinds(text) == [kind], text
+        found = accusations(text, "James", NAMES)
+        if kind in ("saw_kill", "near"):
+            assert found == {"Noah": STRONG}, text
+        elif kind in ("suspect", "vote"):
+            assert found == {"Noah": WEAK}, text
+        else:
+            assert found == {}, text  # alibis, vouches, agreement and stances accuse nobody
+
+
+def _imposter_brain(world: SimWorld, name: str, rung: str, mode: str = "ego") -> ScriptedBrain:
+    b = ScriptedBrain(name, world.map, 0, rung)
+    b.observe(world.observe(name, mode))
+    return b
+
+
+def _scene():
+    """James (imposter) beside Steve in Cafeteria, facing him; Jason in Cafeteria too, behind James."""
+    w = make_world(roles="paper")
+    w.reset(0)
+    far = {"Michael": (120.5, 60.5), "Olivia": (106.5, 94.5), "Noah": (97.5, 39.5), "Ethan": (127.5, 73.5),
+           "Martin": (102.5, 35.5)}  # Shields, Security, Weapons-side rooms: out of Cafeteria's sight
+    for name, (x, z) in far.items():
+        place(w, name, x, z)
+    w.state.player("James").kill_cooldown = 0
+    place(w, "James", 84.5, 70.5, yaw_deg=90)  # looking along +z, at Steve
+    place(w, "Steve", 84.5, 72.5)
+    place(w, "Jason", 84.5, 62.5)  # behind James: in line of sight of the spot, out of James's frustum
+    return w
+
+
+def test_quiet_declines_a_kill_a_crewmate_it_perceives_could_see():
+    w = _scene()
+    # privileged sight: James perceives Jason behind him, who could see the spot: no kill
+    assert _imposter_brain(w, "James", "quiet", "privileged").kill(w.observe("James", "privileged"))[0] == "DEFER"
+    # ego: Jason is out of James's view and James has not seen him lately: it cannot know, and kills
+    assert _imposter_brain(w, "James", "quiet", "ego").kill(w.observe("James", "ego"))[0] == "KILL"
+    # the habit (accusatory) kills with a crewmate in view: one watcher is fine by it
+    w2 = _scene()
+    place(w2, "Jason", 84.5, 80.5)  # in front of James: in view
+    assert _imposter_brain(w2, "James", "accusatory", "ego").kill(w2.observe("James", "ego"))[0] == "KILL"
+    assert _imposter_brain(w2, "James", "quiet", "ego").kill(w2.observe("James", "ego"))[0] == "DEFER"
+
+
+def test_quiet_remembers_a_player_it_saw_a_moment_ago():
+    w = _scene()
+    place(w, "Jason", 84.5, 80.5)  # in view now
+    b = _imposter_brain(w, "James", "quiet", "ego")
+    place(w, "Jason", 84.5, 62.5)  # behind it now: out of view, seen 0 s ago
+    w.state.tick += 20
+    assert b.kill(w.observe("James", "ego"))[0] == "DEFER"
+    w.state.tick += 20 * 30  # half a minute later it may have walked far: no longer a witness
+    assert b.kill(w.observe("James", "ego"))[0] == "KILL"
+
+
+def test_framer_kills_only_where_a_crewmate_stood_and_says_the_truth_of_it():
+    w = _scene()
+    place(w, "Jason", 120.5, 62.5)  # far and out of sight (Shields)
+    b = _imposter_brain(w, "James", "framer", "ego")
+    assert b.kill(w.observe("James", "ego"))[0] == "DEFER"  # nobody to frame yet (and not impatient)
+    place(w, "Noah", 85.5, 76.5)  # Noah walks past the spot, in James's view
+    w.state.tick += 100
+    b.observe(w.observe("James", "ego"))
+    place(w, "Noah", 96.5, 66.5)  # and away, out of sight
+    w.state.tick += 20 * 15
+    assert b.kill(w.observe("James", "ego")) == ("KILL", "Steve")
+    frame = b.strategy.mind.frames["Steve"]
+    assert frame["who"] == "Noah" and frame["dist"] <= 8
+
+
+# -- no peeking ---------------------------------------------------------------------------------------------------
+def _perturb_hidden(world: SimWorld, imposter: str, mode: str, rng: random.Random) -> SimWorld:
+    """A copy of ``world`` in which every crewmate outside the imposter's perception has moved elsewhere outside
+    it, turned, and had its missions changed; the imposter's observation must be the same in both."""
+    other = SimWorld(world.config)
+    other.restore(world.snapshot())
+    obs = world.observe(imposter, mode)
+    seen = {p["name"] for p in obs["players_in_view"]} | {p["name"] for p in obs.get("players") or []
+                                                          if p["seen_s_ago"] == 0}
+    spots = [(78.5, 65.5), (96.5, 86.5), (120.5, 60.5), (106.5, 94.5), (97.5, 39.5), (127.5, 73.5), (81.5, 55.5)]
+    me = other.state.player(imposter)
+    for p in other.state.players:
+        if p.name == imposter or p.is_imposter or p.name in seen or not p.active:
+            continue
+        for x, z in rng.sample(spots, len(spots)):
+            p.x, p.z, p.yaw = x + 0.5, z, rng.uniform(0, 6.28)
+            if not (other.vision.sees(me, p.x, p.z) or other.privileged_sees(me, p)):
+                break
+        p.missions_done = [rng.random() < 0.5 for _ in p.missions_done]
+    return other
+
+
+_ACTING: list[SimWorld] = []  # the world a decision is taken in (only a planted peek reads it)
+
+
+@pytest.mark.parametrize("rung", LADDER)
+def test_no_rung_reads_what_lies_outside_its_perception(rung):
+    """At every roam step of a match, each living imposter's decision from its observation of the real world and
+    of a world whose crewmates outside its perception were moved, turned and given other missions: the same
+    observation, and the same action and internal state (its brain is a function of what it perceived)."""
+    mode = "privileged"
+    w = make_world()
+    rng = random.Random(7)
+    seed = 11
+    w.reset(seed)
+    pols = {p.name: ScriptedPolicy(p.name, w.map, seed, rung if p.is_imposter else "expert") for p in w.state.players}
+    checked = 0
+    for _ in range(60):
+        st = w.state
+        if st.phase == "ended":
+            break
+        actions = {}
+        for p in st.players:
+            if not p.active:
+                continue
+            pols[p.name].perceive(p.witnessed)
+            obs = w.observe(p.name, mode)
+            if p.is_imposter and st.phase == "roam":
+                other = _perturb_hidden(w, p.name, mode, rng)
+                assert other.observe(p.name, mode) == obs  # nothing outside its perception shows
+                twin = copy.deepcopy(pols[p.name])
+                _ACTING[:] = [w]
+                a = pols[p.name].act(obs)
+                _ACTING[:] = [other]
+                b = twin.act(other.observe(p.name, mode))
+                assert a == b and _state(pols[p.name]) == _state(twin), (rung, st.step, p.name)
+                actions[p.name] = a
+                checked += 1
+            else:
+                actions[p.name] = pols[p.name].act(obs)
+        w.step(actions)
+    assert checked >= 30
+
+
+def _canon(x):
+    """A comparable form of nested state (objects by their fields, sets sorted)."""
+    if isinstance(x, dict):
+        return {str(k): _canon(v) for k, v in sorted(x.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(x, (list, tuple)):
+        return [_canon(v) for v in x]
+    if isinstance(x, (set, frozenset)):
+        return sorted(_canon(v) for v in x)
+    if hasattr(x, "__dict__") and not isinstance(x, type):
+        return _canon({k: v for k, v in vars(x).items() if k not in ("game_map", "map", "brain", "rng")})
+    return x
+
+
+def _state(brain: ScriptedBrain) -> str:
+    """What the imposter's strategy remembers (its mind; the adversary's model of the crewmates too)."""
+    s = brain.strategy
+    return json.dumps(_canon((s.mind, getattr(s, "lens", None))) if s else None, default=repr)
+
+
+def test_the_no_peeking_check_catches_a_peek(monkeypatch):
+    """A planted peek (the quiet imposter's kill decision also reads the true positions of crewmates it cannot
+    perceive, as an imposter forking the world's snapshot would) fails the check above."""
+    import mau.env.imposters as imp
+
+    honest = imp.Strategy.kill
+
+    def peeking(self, obs):
+        decision, target = honest(self, obs)
+        hidden = sum(p.x + p.z for p in _ACTING[0].state.players if p.active and not p.is_imposter)
+        return ("DEFER", target) if int(hidden) % 2 else (decision, target)  # waits when the world says so
+
+    monkeypatch.setattr(imp.Strategy, "kill", peeking)
+    with pytest.raises(AssertionError, match="quiet"):
+        test_no_rung_reads_what_lies_outside_its_perception("quiet")
+
+
+# -- speech without a role tell -------------------------------------------------------------------------------------
+def _grid(seeds: range, mode: str = "ego") -> list:
+    out = []
+    for rung in LADDER:
+        for seed in seeds:
+            w = make_world()
+            w.reset(seed)
+            pols = {p.name: ScriptedPolicy(p.name, w.map, seed, rung if p.is_imposter else "expert")
+                    for p in w.state.players}
+            play_match(w, pols, seed, mode)
+            out += speakers_of(w.state.events, {p.name: p.role for p in w.state.players}, f"{rung}-{seed}")
+    return out
+
+
+def test_phrasing_alone_does_not_tell_the_role_on_a_held_out_grid():
+    """A naive Bayes over masked sentence templates, fitted on one grid of the ladder (every rung against expert
+    crewmates, ego state) and scored within each meeting of a held-out grid: at most 0.60 (issue 29); the same
+    classifier finds a planted tell (imposters' alibis in words of their own) at once."""
+    train, test = _grid(range(500, 512)), _grid(range(600, 612))
+    nb = NaiveBayes(train)
+    value, n = within_meeting_auroc([(s, nb.score(s)) for s in test])
+    assert n >= 100 and value is not None and value <= 0.60, (value, n)
+    for s in train + test:  # the planted tell: imposters end every sentence with a word of their own
+        if s.imposter:
+            s.templates = Counter({t.rstrip(".") + ", honestly.": k for t, k in s.templates.items()})
+    nb = NaiveBayes(train)
+    value, _ = within_meeting_auroc([(s, nb.score(s)) for s in test])
+    assert value > 0.9
+
+
+def test_templates_mask_names_places_and_numbers():
+    assert templates("I saw Noah near where Steve died (2.5 blocks away at 90 s). Vote Noah.", NAMES) == \
+        ["i saw p near where p died (n blocks away at n s).", "vote p."]
+    said = "That is not true, I was in corridor Cafeteria-Weapons."
+    assert templates(said, NAMES) == ["that is not true, i was in r."]
+
+
+@pytest.mark.parametrize("rung", ["framer", "quiet"])
+def test_the_upper_rungs_claims_are_never_false_under_the_checker(rung):
+    """With structured claims on, the framer's and the quiet imposter's claims (alibis, sightings) are all TRUE,
+    UNSUPPORTED or UNVERIFIABLE by the role-blind checker: they never lie, they leave out (docs/claims.md); a habit
+    imposter's are not (a positive control: it fabricates alibis)."""
+    from mau.claims.check import check_match
+    from mau.env.config import WorldConfig
+
+    def verdicts(imposter_rung: str) -> list[str]:
+        out = []
+        for seed in range(4):
+            w = SimWorld(WorldConfig.model_validate({"claims": {"mode": "structured"}}))
+            w.reset(seed)
+            imps = {p.name for p in w.state.players if p.is_imposter}
+            pols = {p.name: ScriptedPolicy(p.name, w.map, seed, imposter_rung if p.is_imposter else "expert",
+                                           claims=w.config.claims) for p in w.state.players}
+            play_match(w, pols, seed, "ego")
+            out += [r["verdict"] for r in check_match(w.state.events, w.sights.lines) if r["speaker"] in imps]
+        return out
+
+    mine = verdicts(rung)
+    assert len(mine) >= 20 and "FALSE" not in mine, mine
+    assert "FALSE" in verdicts("cautious")
