@@ -338,14 +338,16 @@ def test_probe_arms_turn_model_probes_off_for_the_other_arms():
 # -- the observer's fit and re-scoring from recorded evidence ------------------------------------------------------
 @pytest.fixture(scope="module")
 def aria_run(tmp_path_factory) -> Path:
-    """A run folder of six scripted ARIA matches (the ideal observer writes its evidence at every meeting)."""
+    """A run folder of six scripted ARIA matches (the ideal observer writes its evidence at every meeting), with the
+    paper's radar for privileged state: positions near every death, so that their ablation shows in six matches
+    (privileged sight gives them only where a crewmate had the spot in sight)."""
     from mau.cli import main
 
     run = tmp_path_factory.mktemp("fitrun")
     for seed in range(1, 7):
         assert main(["play", "--config", "configs/play/aria_scripted.yaml", "--seed", str(seed), "--out",
                      str(run / F.MATCHES_DIR / f"m{seed}"), "--set", "seats.crewmate.aria.frames=false",
-                     "--set", "seats.imposter.aria.frames=false"]) == 0
+                     "--set", "seats.imposter.aria.frames=false", "--set", "world.observation.privileged=radar"]) == 0
     return run
 
 

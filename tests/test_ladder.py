@@ -96,7 +96,7 @@ def test_framer_kills_only_where_a_crewmate_stood_and_says_the_truth_of_it():
     place(w, "Noah", 96.5, 66.5)  # and away, out of sight
     w.state.tick += 20 * 15
     assert b.kill(w.observe("James", "ego")) == ("KILL", "Steve")
-    frame = b.strategy.mind.frames["Steve"]
+    frame = b.scheme.mind.frames["Steve"]
     assert frame["who"] == "Noah" and frame["dist"] <= 8
 
 
@@ -179,7 +179,7 @@ def _canon(x):
 
 def _state(brain: ScriptedBrain) -> str:
     """What the imposter's strategy remembers (its mind; the adversary's model of the crewmates too)."""
-    s = brain.strategy
+    s = brain.scheme
     return json.dumps(_canon((s.mind, getattr(s, "lens", None))) if s else None, default=repr)
 
 

@@ -122,7 +122,7 @@ class ScriptedBrain:
         self._seed = seed
         self.t = TEMPERAMENTS[temperament]
         self.rung = temperament if temperament in RUNGS else "habit"  # the imposter's rung (mau.env.imposters)
-        self.strategy: Strategy | None = None  # made at the first observation as an imposter of a rung
+        self.scheme: Strategy | None = None  # my imposter strategy (mau.env.imposters), made when first needed
         self.params = params or infer.Params()
         # The expert's per-match draws (so its matches differ); the other temperaments are fixed.
         self.explore_p = self.rng.choice([0.5, 0.75, 0.85, 0.97])
@@ -170,9 +170,9 @@ class ScriptedBrain:
         if obs["role"] != "imposter":
             self.ev.observe(obs)
         else:
-            if self.strategy is None:
-                self.strategy = make_strategy(self.rung, self)
-            self.strategy.observe(obs)
+            if self.scheme is None:
+                self.scheme = make_strategy(self.rung, self)
+            self.scheme.observe(obs)
 
     def perceive(self, kills: list[dict[str, Any]]) -> None:
         """The kills my frames showed (a scripted reader of frames is told what they show)."""
@@ -298,10 +298,10 @@ class ScriptedBrain:
 
     def _imp(self, obs: dict[str, Any]) -> Strategy:
         """My imposter strategy, made (and fed this observation) when first needed."""
-        if self.strategy is None:
+        if self.scheme is None:
             self.observe(obs)
-        assert self.strategy is not None
-        return self.strategy
+        assert self.scheme is not None
+        return self.scheme
 
     def plan(self, obs: dict[str, Any]) -> tuple[str, str]:
         """Reactive planner: (mode, target) with mode in report | mission | explore | kill."""

@@ -29,7 +29,7 @@ POOLS: dict[str, tuple[str, ...]] = {
     SAW_KILL: ("I saw {who} kill {victim} in {room}.", "I saw {who} kill {victim} with my own eyes, in {room}."),
     NEAR: ("I saw {who} near where {victim} died ({dist} blocks away at {at} s).",
            "{who} was near where {victim} died, {dist} blocks away at {at} s, I saw it."),
-    SUSPECT: ("I suspect {who}.", "{who} looks suspicious.", "I think {who} is the imposter."),
+    SUSPECT: ("I suspect {who}.", "{who} looks suspicious.", "{who} seems sus to me."),
     VOTE: ("Vote {who}.", "I vote for {who}.", "Let us vote {who} out."),
     # round 2: every speaker, accused or not, stands by where it was (a denial that never tells who was accused)
     STANCE: ("That is not true, I was in {room}.", "I am a crewmate, I was in {room} doing my missions.",

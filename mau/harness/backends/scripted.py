@@ -27,7 +27,8 @@ class Backend(ModelBackend):
         super().__init__(config)
         self._brains: dict[tuple[str, str], ScriptedBrain] = {}
         self._match: str | None = None
-        self._params = read_params(config.likelihood, "likelihood") if config.likelihood else None
+        likelihood = getattr(config, "likelihood", None)
+        self._params = read_params(likelihood, "likelihood") if likelihood else None
 
     def parts(self) -> Parts:
         """The brains of the match being played (their memories, suspicions and random streams) change; their
