@@ -144,3 +144,115 @@ def test_every_probe_version_is_read_and_the_fit_takes_versions_2_and_3(tmp_path
         else:
             assert len(_ideal_records(d)) == 1
     assert F.PROBES_FORMAT_VERSION == 3
+
+
+# -- the baselines, the figures by moment, leave one imposter out (issue 29) ----------------------------------------
+def _ideal(seq: int, meeting: int, moment: str, evidence: list[dict[str, Any]], beliefs: dict[str, float]):
+    return {**_probe(seq, 100 * seq, beliefs, None, source="ideal"), F.PROBES_VERSION_FIELD: 3,
+            "meeting": meeting, F.PROBE_MOMENT: moment, "evidence": evidence, "n_imposters": 2}
+
+
+def test_baselines_read_the_recorded_evidence_at_the_observers_probes(tmp_path):
+    """Public only ignores what the crewmate saw (a death window), most accused counts accusations and votes
+    received, no speech ignores them; every baseline row is scored at the observer's probes, beside k/n."""
+    from mau.eval.baselines import (
+        ACCUSED_ROW,
+        NO_SPEECH_ROW,
+        PUBLIC_ROW,
+        most_accused,
+        no_speech,
+        public_only,
+    )
+    from mau.infer.model import Params, beliefs
+
+    flat = {"A": 0.5, "B": 0.5, "C": 0.5, "D": 0.5}
+    near_a = {"k": "death", "victim": "E", "bins": {"A": [0, 0], "B": [3, 3], "C": [3, 3], "D": [3, 3]}}
+    c_accuses_b = {"k": "accuse", "p": "C", "target": "B", "s": "strong"}
+    d_votes_b = {"k": "vote", "p": "D", "target": "B"}
+    rec = _ideal(1, 1, "before_vote", [near_a, c_accuses_b, d_votes_b], flat)
+    roster = ["X", "A", "B", "C", "D"]
+    pub, quiet = public_only(rec, roster, Params()), no_speech(rec, roster, Params())
+    cands = sorted(flat)
+    assert pub == beliefs("X", roster, cands, 2, [c_accuses_b, d_votes_b], Params())[0]  # the window is private
+    assert quiet == beliefs("X", roster, cands, 2, [near_a], Params())[0]  # speech counts for nothing
+    assert quiet["A"] > quiet["B"] == quiet["C"] and pub != quiet
+    acc = most_accused(rec)
+    assert acc["B"] == 1.0 > acc["A"] == acc["C"] == acc["D"] and sum(acc.values()) <= 2.0
+    m = _hand_match(tmp_path / "m", [rec])
+    got = B.match_beliefs(m)
+    assert {PUBLIC_ROW, ACCUSED_ROW, NO_SPEECH_ROW, B.KNOWS_NOTHING} <= set(got)
+    assert got[ACCUSED_ROW].probe_auroc == [pytest.approx(0.75)]  # B (imposter) first; A (imposter) ties C, D
+
+
+def test_the_linear_baseline_never_scores_a_match_with_a_fit_that_saw_it(monkeypatch):
+    from mau.eval import baselines
+
+    seen: list[set[float]] = []
+    orig = baselines.fit_logistic
+
+    def spy(x, y, **kw):
+        seen.append({round(float(v), 9) for v in x[:, 0]})
+        return orig(x, y, **kw)
+
+    monkeypatch.setattr(baselines, "fit_logistic", spy)
+    mk = {}
+    for i in range(12):  # each match's strong accusations of A a distinct count, to tell the rows apart
+        ev = [{"k": "accuse", "p": "C", "target": "A", "s": "strong"}] * (i + 1)
+        mk[f"m{i}"] = ([_ideal(1, 1, "before_vote", ev, {"A": 0.5, "B": 0.5, "C": 0.5, "D": 0.5})],
+                       {"X": "crewmate", "A": "imposter", "B": "imposter", "C": "crewmate", "D": "crewmate"})
+    out = baselines.linear_rows(mk)
+    assert set(out) == set(mk) and len(seen) == 2
+    import math
+    assert {baselines.fold_of(m) for m in mk} == {0, 1}
+    for mid in mk:  # the fit that scores a fold-f match (the f-th fit) trained on the other fold's rows only
+        mine = round(math.log1p(int(mid[1:]) + 1), 9)
+        assert mine not in seen[baselines.fold_of(mid)] and mine in seen[1 - baselines.fold_of(mid)]
+
+
+def test_by_moment_groups_probes_by_meeting_and_moment(tmp_path):
+    good = {"A": 0.9, "B": 0.8, "C": 0.1, "D": 0.2}
+    bad = {"A": 0.1, "B": 0.2, "C": 0.9, "D": 0.8}
+    m = _hand_match(tmp_path / "m", [_ideal(1, 1, "meeting_start", [], bad), _ideal(2, 1, "before_vote", [], good),
+                                     _ideal(3, 2, "meeting_start", [], good), _ideal(4, 2, "before_vote", [], good)])
+    det = B.evaluate(B.load_run(m), resamples=50)
+    mo = det["by_moment"][B.IDEAL_ROW]
+    assert mo[B.MOMENTS[0]]["value"] == 0.0 and mo[B.MOMENTS[1]]["value"] == 1.0
+    assert mo[B.MOMENTS[2]]["value"] == mo[B.MOMENTS[3]]["value"] == 1.0
+    assert "by moment" in markdown(det)
+
+
+def test_leave_one_out_never_fits_on_the_imposter_model_it_scores(tmp_path, monkeypatch):
+    from mau.eval import observer_fit
+
+    roles = {"a": {"X": "crewmate", "A": "imposter", "B": "imposter", "C": "crewmate", "D": "crewmate"},
+             "b": {"X": "crewmate", "A": "crewmate", "B": "crewmate", "C": "imposter", "D": "imposter"},
+             "c": {"X": "crewmate", "A": "imposter", "B": "crewmate", "C": "imposter", "D": "crewmate"}}
+    run = tmp_path / "run" / F.MATCHES_DIR
+    for g, r in roles.items():
+        for i in range(3):
+            f = run / f"{g}{i}"
+            f.mkdir(parents=True)
+            (f / F.MATCH_HEADER).write_text(json.dumps({F.FORMAT: F.MATCH_FORMAT, F.FORMAT_VERSION: 1, F.SEED: i,
+                                                        F.ROLES: r, F.TICKS: 1000, F.GRID: {F.EVAL_IMPOSTER: g}}))
+            (f / F.EVENTS_FILE).write_text("")
+            imp = [n for n, x in r.items() if x == "imposter"]
+            ev = [{"k": "accuse", "p": "X", "target": imp[0], "s": "weak"}]
+            (f / F.PROBES_FILE).write_text(json.dumps(_ideal(1, 1, "before_vote", ev, {n: 0.5 for n in "ABCD"}))
+                                           + "\n")
+    fits: list[set[frozenset]] = []
+    orig = observer_fit.fit
+
+    def spy(probes, **kw):
+        fits.append({p.truth for p in probes})
+        return orig(probes, **kw)
+
+    monkeypatch.setattr(observer_fit, "fit", spy)
+    doc = observer_fit.leave_one_out([str(tmp_path / "run")], tmp_path / "loo", resamples=20)
+    truth = {g: frozenset(n for n, x in r.items() if x == "imposter") for g, r in roles.items()}
+    assert fits[0] == set(truth.values())  # the first fit is on everything (in sample)
+    for g, fitted in zip(sorted(roles), fits[1:]):
+        assert truth[g] not in fitted and fitted == {t for h, t in truth.items() if h != g}
+        assert doc["imposters"][g]["fitted_on"] == sorted(h for h in roles if h != g)
+        held = json.loads((tmp_path / "loo" / "fits" / g / F.OBSERVER_FIT).read_text())
+        assert held["held_out"] == g and g not in held["fitted_on"]
+    assert "leave one imposter model out" in (tmp_path / "loo" / "leave_one_out.md").read_text()
