@@ -38,6 +38,15 @@ def test_grid_has_every_pairing_and_case_once_per_repetition():
     assert all(s.imposter_model != s.crewmate_model for s in no_self) and len(no_self) == 6
 
 
+def test_a_grid_can_name_who_plays_each_side():
+    """The imposter ladder against the teacher's temperaments: imposters and crewmates from named pool entries."""
+    g = _grid(imposters=["a", "b"], crewmates=["c"], repetitions=2)
+    specs = enumerate_grid(g)
+    assert {(s.imposter_model, s.crewmate_model) for s in specs} == {("a", "c"), ("b", "c")} and len(specs) == 4
+    with pytest.raises(ValueError, match="imposters: 'z' is not a pool name"):
+        _grid(imposters=["z"])
+
+
 def test_shards_cover_the_grid_exactly_once():
     specs = enumerate_grid(_grid(cases=[{"name": "x"}, {"name": "y"}], repetitions=5))
     for n in (1, 2, 3, 7, 100):

@@ -260,3 +260,35 @@ def test_the_upper_rungs_claims_are_never_false_under_the_checker(rung):
     mine = verdicts(rung)
     assert len(mine) >= 20 and "FALSE" not in mine, mine
     assert "FALSE" in verdicts("cautious")
+
+
+def test_mau_play_gives_each_seat_its_scripted_model(tmp_path):
+    """configs/play/scripted.yaml: the imposters' rung and the crewmates' temperament come from the seats."""
+    from mau.config import load_config
+    from mau.env.rules import imposters_of
+    from mau.runner import PlayConfig, scripted_policies
+
+    framer = {"seats": {"imposter": {"model": {"model": "scripted-framer"}}}}
+    cfg = load_config(PlayConfig, "configs/play/scripted.yaml", framer)
+    pols = scripted_policies(cfg, make_world().map)
+    imps = set(imposters_of(cfg.world.game, cfg.seed))
+    assert {n: p.rung for n, p in pols.items() if n in imps} == dict.fromkeys(imps, "framer")
+    assert {p.rung for n, p in pols.items() if n not in imps} == {"habit"}
+
+
+def test_a_scripted_model_reasons_with_the_likelihood_it_is_given(tmp_path):
+    from mau import schema as F
+    from mau.harness.backends import make_backend
+    from mau.harness.backends.base import ModelConfig
+    from mau.infer.model import Params
+
+    with pytest.raises(ValueError, match="no such file; give the observer_fit.json"):
+        ModelConfig(backend="scripted", likelihood=str(tmp_path / "nope.json"))
+    fit = tmp_path / F.OBSERVER_FIT
+    fit.write_text(json.dumps({F.FORMAT: F.FIT_FORMAT, F.FORMAT_VERSION: F.FIT_VERSION,
+                               "params": {**Params().to_dict(), "near_0": 9.0}}))
+    backend = make_backend(ModelConfig(backend="scripted", likelihood=str(tmp_path)))
+    assert backend._params.near_0 == 9.0
+    fit.write_text("{}")
+    with pytest.raises(ValueError, match="not a mau.observer_fit version 1 file"):
+        make_backend(ModelConfig(backend="scripted", likelihood=str(fit)))

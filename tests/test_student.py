@@ -122,7 +122,8 @@ def test_lm_backend_refuses_images(student):
 
 
 # -- the compact VOTE prompt -------------------------------------------------------------------------------------
-def _compact_prompt(n_lines: int = 40, n_said: int = 12) -> tuple[list[dict], list[str], list[str]]:
+def _compact_prompt(n_lines: int = 40, n_said: int = 12, profile: str = "compact"
+                    ) -> tuple[list[dict], list[str], list[str]]:
     """A crewmate's compact VOTE prompt with more evidence and speech than fit: (messages, evidence, speech)."""
     from mau.harness.agent import AriaAgent
     from mau.harness.calls import Caller, CallLog, FrameStore
@@ -133,14 +134,14 @@ def _compact_prompt(n_lines: int = 40, n_said: int = 12) -> tuple[list[dict], li
     world = SimWorld(load_config(PlayConfig, ARIA).world)
     world.reset(0)
     st = world.state
-    seat = SeatConfig(aria=AriaConfig(prompt_profile={"vote": "compact"}))
+    seat = SeatConfig(aria=AriaConfig(prompt_profile={"vote": profile}))
     me = next(p.name for p in st.players if not p.is_imposter)
     agent = AriaAgent(me, "crewmate", [q.name for q in st.players], seat, None,
                       PromptBuilder(seat.aria, world.cfg, world.map), Caller(world, CallLog(None), "t", {}),
                       FrameStore(world, None), list(world.map.room_names))
     evidence = [f"Line {i}: Olivia died in Admin; near the body before it was found: Noah {i} blocks (2x within 6)."
                 for i in range(n_lines)]
-    agent.evidence.compact_lines = lambda: evidence
+    agent.evidence.compact_lines = lambda speech=True: evidence
     obs = world.observe(me, "privileged")
     others = [p.name for p in st.players if p.name != me]
     said = [f"Utterance {i}: I was in Electrical from 10 s to 40 s and saw Steve there." for i in range(n_said)]
@@ -179,6 +180,23 @@ def test_compact_prompt_fits_the_students_token_budget():
     messages, _, _ = _compact_prompt()
     ids = tok(render(tok, messages) + VOTE_PREFIX, add_special_tokens=False)["input_ids"]
     assert len(ids) <= 300, len(ids)
+
+
+def test_the_speech_ablation_removes_what_was_said_and_nothing_else():
+    """compact_nospeech: no transcript and no accusation or vote in the evidence; who reported stays (an action)."""
+    from mau.infer.evidence import EvidenceLog
+
+    log = EvidenceLog("James", ["James", "Steve", "Noah", "Olivia"])
+    log.meetings = [{"n": 1, "caller": "Noah", "reason": "report", "body": "Steve", "tick": 100}]
+    log.accused = [{"meeting": 1, "speaker": "Noah", "target": "Olivia", "strength": "weak"}]
+    log.votes = [{"meeting": 1, "voter": "Noah", "target": "Olivia"}]
+    full, quiet = log.compact_lines(), log.compact_lines(speech=False)
+    assert full == ["Meeting 1 (Noah reported): Noah accused Olivia; votes Noah->Olivia."]
+    assert quiet == ["Meeting 1 (Noah reported)."]
+    messages, evidence, said = _compact_prompt(profile="compact_nospeech")
+    text = messages[1]["content"][0]["text"]
+    assert not any(s in text for s in said) and "(speech not shown)" in text
+    assert f"- {evidence[-1]}" in text and "Candidates:" in text
 
 
 def test_prompt_profile_refuses_a_module_without_a_compact_prompt():
