@@ -163,8 +163,10 @@ class ClaimSpeaker:
             return at[-1]["room"]
         return self.samples[-1].room if self.samples else obs["room"]
 
-    def claims(self, obs: dict[str, Any], accused: str | None) -> tuple[list[dict[str, Any]], list[str | None]]:
-        """(claims, a private label per claim) for what I say now; ``accused``: whom my words accuse."""
+    def claims(self, obs: dict[str, Any], accused: str | None,
+               vouched: str | None = None) -> tuple[list[dict[str, Any]], list[str | None]]:
+        """(claims, a private label per claim) for what I say now; ``accused``: whom my words accuse; ``vouched``:
+        whom they vouch for (a ``vouch``, and a true ``with`` when I was with that player: either role)."""
         meeting = obs["meeting"]
         self.note_meeting(obs["tick"])
         out: list[tuple[dict[str, Any], str | None]] = []
@@ -180,7 +182,9 @@ class ClaimSpeaker:
                     out += self._false_sighting(obs, accused)
                 out.append(({"k": "accuse", "who": accused}, None))
             if imposter and meeting["round"] == 1:
-                out += self._vouch(obs)
+                out += self._bodies(obs, set(v for _, v, _ in self.kills)) + self._vouch(obs)
+        if vouched is not None and not any(c["k"] == "vouch" for c, _ in out):
+            out += self._with(obs, vouched) + [({"k": "vouch", "who": vouched}, None)]
         out = out[: self.cfg.max_per_utterance]
         return [c for c, _ in out], [i for _, i in out]
 
@@ -247,6 +251,35 @@ class ClaimSpeaker:
             return (c["k"] == "saw_kill" and c.get("who") in mates) or (c["k"] == "body" and c["victim"] in victims) \
                 or (c["k"] in ("saw", "body") and around)
         return [(c, None) for c, i in out if not hidden(c) and i is None]
+
+    def _with(self, obs: dict[str, Any], who: str) -> list[tuple[dict[str, Any], str | None]]:
+        """A true ``with``: my latest run of step ends with ``who`` in view in my room, if any."""
+        _, samples = self._window(obs["tick"])
+        run: list[Sample] = []
+        for s in reversed(samples):
+            if who in s.seen and s.seen[who][0] == s.room and (not run or s.room == run[-1].room):
+                run.append(s)
+            elif run:
+                break
+        if not run:
+            return []
+        return [({"k": "with", "who": who, "room": run[0].room, "from_s": run[-1].tick / TICKS_PER_S,
+                  "to_s": run[0].tick / TICKS_PER_S}, None)]
+
+    def _bodies(self, obs: dict[str, Any], skip: set[str]) -> list[tuple[dict[str, Any], str | None]]:
+        """The bodies I found in the window, with who was in view in their room (true), but those of ``skip``."""
+        start, samples = self._window(obs["tick"])
+        out: list[tuple[dict[str, Any], str | None]] = []
+        told: set[str] = set(skip)
+        for s in samples:
+            for victim, room in s.bodies.items():
+                if victim in told:
+                    continue
+                told.add(victim)
+                near = sorted(n for n, (r, _, _) in s.seen.items() if r == room and n != victim)
+                out.append(({"k": "body", "victim": victim, "room": room, "at_s": s.tick / TICKS_PER_S,
+                             "near": near}, None))
+        return out
 
     def _vouch(self, obs: dict[str, Any]) -> list[tuple[dict[str, Any], str | None]]:
         """After a kill: I was with my teammate in my alibi's room (a lie), and I vouch for it."""
@@ -325,15 +358,7 @@ class ClaimSpeaker:
             if start <= k["tick"] <= now:
                 out.append(self._mistake({"k": "saw_kill", "who": k["killer"], "victim": k["victim"],
                                           "room": k["room"], "at_s": k["tick"] / TICKS_PER_S}, obs))
-        told: set[str] = set()
-        for s in samples:
-            for victim, room in s.bodies.items():
-                if victim in told:
-                    continue
-                told.add(victim)
-                near = sorted(n for n, (r, _, _) in s.seen.items() if r == room and n != victim)
-                out.append(self._mistake({"k": "body", "victim": victim, "room": room,
-                                          "at_s": s.tick / TICKS_PER_S, "near": near}, obs))
+        out += [self._mistake(c, obs) for c, _ in self._bodies(obs, set())]
         if accused is not None:
             out.append(({"k": "accuse", "who": accused}, None))
         out += self._place_facts(obs)

@@ -113,7 +113,8 @@ class Mind:
         m = obs.get("meeting")
         if m is not None:
             for i, t in enumerate(m["transcript"]):
-                if t["speaker"] != self.me and (obs["tick"], i) not in self.heard:
+                # the crewmates' speech only: my teammates' is no model of how crewmates talk
+                if t["speaker"] != self.me and t["speaker"] not in self.mates and (obs["tick"], i) not in self.heard:
                     found = accusations(t["text"], t["speaker"], self.roster)
                     kind = "" if not found else "weak" if STRONG not in found.values() else \
                         "kill" if _KILL.search(t["text"]) else "near"

@@ -6,17 +6,19 @@ positions they were shown, the kills their frames showed, the bodies they saw, w
 meetings), so a crewmate's suspicion is the exact posterior P(imposter) of that evidence; it votes the posterior's
 top player when it is confident enough and skips otherwise. An accusation counts by the speaker's credibility:
 the model gives the speaker's own role a part in every hypothesis, so an accusation by a revealed imposter clears
-its target. Imposters fake missions, stalk, kill when their target is alone enough, leave the scene, sometimes
-self-report, lie about where they were, deflect accusations and vote a crewmate. Each player's choices draw on
-its own seeded random stream, so a match is a pure function of its seed.
+its target. Imposters decide by their rung of the imposter ladder (``mau.env.imposters``: today's habits, or the
+quiet, framer and adversarial imposters), from their own observations only. Both roles speak in the same phrasing
+(``mau.env.speech``). Each player's choices draw on its own seeded random stream, so a match is a pure function of
+its seed.
 
 Temperaments (``TEMPERAMENTS``; docs/game.md, "The scripted policy") make different experts, not one policy with
 different seeds. Crewmates differ in attention (the share of evidence items they take in), thresholds (to accuse,
 vote, press the button) and decision noise, never in reasoning wrongly: ``expert`` (a per-match random mix, the
 default), ``cautious`` (attentive, votes only when sure; imposter: patient, kills only a lone target in reach),
 ``accusatory`` (quick to accuse and vote, noisier; imposter: aggressive, kills with a witness around,
-self-reports, accuses) and ``mission`` (missions first, less attentive, never presses the button; imposter: covers
-with fake missions). The scripted expert's model name picks one (``scripted-cautious``; others: ``expert``).
+self-reports) and ``mission`` (missions first, less attentive, never presses the button; imposter: covers with fake
+missions). The scripted expert's model name picks one (``scripted-cautious``; others: ``expert``), or a rung
+above them (``scripted-quiet``, ``scripted-framer``, ``scripted-adversarial``: the expert as a crewmate).
 
 ``ScriptedBrain`` answers one decision at a time, in the terms of ARIA's modules (report? kill? which mission?
 what to say?); the harness's scripted expert (``mau.harness.backends.scripted``) answers model calls with it.
@@ -149,6 +151,7 @@ class ScriptedBrain:
         self._checked: set[str] = set()  # players I went to look at (lying still: maybe dead)
         self._goto: str | None = None  # where I go to look
         self._posterior_cache: tuple[Any, dict[str, float]] = (None, {})
+        self._said: list[Act] = []  # the acts of my last speech
         # Structured claims (world.claims.mode structured): made by a speaker of their own (mau.claims.speaker)
         # that reads the same observations; None when claims are off.
         self.speaker = (ClaimSpeaker(name, game_map, seed, temperament, claims, truthful=self.rung != "habit")
@@ -387,10 +390,6 @@ class ScriptedBrain:
     def far_room(self, obs: dict[str, Any]) -> str:
         return self.map.farthest_room(obs["position"][0], obs["position"][2])
 
-    def _crew_seen(self, obs: dict[str, Any]) -> list[dict[str, Any]]:
-        mates = set(obs.get("teammates", []))
-        return [p for p in obs["players_in_view"] if p["name"] not in mates]
-
     # -- meetings ---------------------------------------------------------------------------------------------
     def _new_meeting(self, obs: dict[str, Any]) -> bool:
         if obs["tick"] != self._meeting_tick:
@@ -454,6 +453,7 @@ class ScriptedBrain:
         phrasing both roles share (``mau.env.speech``)."""
         self.read_transcript(obs)
         acts = self.speech_acts(obs)
+        self._said = acts  # what say() backs with claims
         return realise(acts, self.phrase), accused_by(acts) or NONE
 
     def speech_acts(self, obs: dict[str, Any]) -> list[Act]:
@@ -468,19 +468,18 @@ class ScriptedBrain:
                    beliefs: Callable[[list[str]], dict[str, float]],
                    saw: Callable[[str], Any] = lambda name: None) -> list[Act]:
         """What a crewmate says, from its reckoning (``decide``: top suspect and its P(imposter); ``reason``: what
-        it says against a player; ``beliefs``; ``saw``: a kill it saw by a player). Round 1: the body it found,
-        then its accusation with its reason (and a vote when sure enough), or where it was and that it saw nothing;
-        round 2: where it was (every speaker, accused or not: ``STANCE``), then its suspect, else a vouch or
-        agreement (``_answer``). Imposters
-        speak through the same function with their own reckoning (``mau.env.imposters``)."""
+        it says against a player; ``beliefs``; ``saw``: a kill it saw by a player). Round 1: its accusation with
+        its reason (and a vote when sure enough), or where it was and that it saw nothing (a reporter says nothing
+        of the report: the public record has it); round 2: where it was (every speaker, accused or not:
+        ``STANCE``), then its suspect, else a vouch or agreement (``_answer``). Imposters speak through the same
+        function with their own reckoning (``mau.env.imposters``); docs/game.md, "Speech"."""
         meeting = obs["meeting"]
         names = [p["name"] for p in obs["roster"]]
         if meeting["round"] == 1:
-            acts: list[Act] = []  # the reporter says nothing of the report: the public record has it
             top, p = decide(candidates)
             if top is not None and (p >= self.t.accuse_threshold or saw(top)):
-                return acts + reason(top) + ([Act(VOTE, who=top)] if p >= self.t.vote_threshold else [])
-            return acts + [Act(ALIBI, room=room), Act(NOTHING)]
+                return reason(top) + ([Act(VOTE, who=top)] if p >= self.t.vote_threshold else [])
+            return [Act(ALIBI, room=room), Act(NOTHING)]
         if meeting["round"] != 2:
             return []
         # round 2, accused or not: where I was, then my suspect when I have one, else a vouch or agreement
@@ -492,8 +491,8 @@ class ScriptedBrain:
     def _answer(self, meeting: dict[str, Any], names: list[str], alive: list[str],
                 decide: Callable[[list[str]], tuple[str | None, float]],
                 beliefs: Callable[[list[str]], dict[str, float]]) -> list[Act]:
-        """Round 2 for a crewmate not accused: vouch for an accused player I am sure of, or join an accusation
-        my own reckoning now shares; else nothing."""
+        """Round 2 with no suspect of my own: vouch for an accused player I am sure of, or join an accusation my
+        own reckoning now shares; else nothing."""
         accused: dict[str, str] = {}
         mine: set[str] = set()
         for t in meeting["transcript"]:
@@ -522,7 +521,8 @@ class ScriptedBrain:
         self.speaker.note_meeting(obs["tick"])
         if not text:
             return text, on, [], []
-        claims, intent = self.speaker.claims(obs, on if on != NONE else None)
+        vouched = next((a.who for a in self._said if a.kind == VOUCH), None)
+        claims, intent = self.speaker.claims(obs, on if on != NONE else None, vouched)
         return text, on, claims, intent
 
     def vote(self, obs: dict[str, Any]) -> str:
