@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from mau.env.imposters import QUIET_RADIUS, Strategy
+from mau.env.imposters import QUIET_RADIUS, RISK_MAX, Strategy
 from mau.env.speech import VOTE, VOUCH, Act, realise
 from mau.infer import model as infer
 from mau.infer.evidence import EvidenceLog
@@ -148,7 +148,7 @@ class Adversary(Strategy):
         best = None
         for p in crew:
             spot = (float(p["position"][0]), float(p["position"][1]))
-            if self.mind.witnesses(obs, p["name"], spot):
+            if self.mind.witnesses(obs, p["name"], spot) or self.mind.exposure(obs, p["name"], spot) > RISK_MAX:
                 continue
             saw = {c: [{"k": "saw_kill", "p": self.brain.name}] for c in self.watchers(obs, spot) if c != p["name"]}
             c = self.cost(obs, saw, guilt=False, dead=p["name"])
@@ -172,12 +172,14 @@ class Adversary(Strategy):
         rep = {c: [{"k": "reported", "p": self.brain.name}] for c in crew}
         return self.cost(obs, rep, guilt=False) < self.cost(obs, guilt=False)
 
-    def pick(self, obs: dict[str, Any], crew: list[str]) -> str | None:
-        """Whom I accuse when I blend in (as often as the table accuses): the crewmate whose accusation, with my
-        reason against it, costs least."""
-        if not crew:
+    def accuse_whom(self, obs: dict[str, Any], crew: list[str]) -> str | None:
+        """Whom I accuse (as often as the table accuses): the player whose accusation, with my reason against it,
+        costs least; my living teammate too (two imposters rarely accuse each other, so an
+        observer reads an accusation of my teammate as a sign that we are not a pair)."""
+        mates = [m for m in sorted(self.mind.mates) if m in obs["meeting"]["alive_players"]]
+        if not crew and not mates:
             return None
-        scored = [(self.cost(obs, self._heard(obs, self.reason(x) + [Act(VOTE, who=x)])), x) for x in crew]
+        scored = [(self.cost(obs, self._heard(obs, self.reason(x) + [Act(VOTE, who=x)])), x) for x in crew + mates]
         return min(scored)[1]
 
     def vouchee(self, obs: dict[str, Any], tab: dict[str, float]) -> str | None:

@@ -7,9 +7,9 @@ kills its frames showed, and its own memory of those. Never a crewmate's evidenc
 prompts: a rung is handed the observation, not the world (tests/test_ladder.py perturbs what lies outside an
 imposter's perception and gets the same decisions).
 
-Every rung speaks as a crewmate would (``ScriptedBrain.crew_words``: the same decision of what to say, on its own
-perception read as a crewmate's, ``Mind.mimic``), so how often it accuses, denies, agrees or vouches follows the
-crewmates; the rungs differ in content: whom they accuse and why, and what they do.
+Every rung speaks in the crewmates' forms at the crewmates' rates (``Strategy.speech``: as often as the table of
+crewmates has accused, asked for a vote, vouched or agreed so far, ``Mind.blend``), so how it speaks does not tell
+its role; the rungs differ in content: whom they accuse and why, and what they do.
 
 - ``Habit`` (the lower rungs: the temperaments ``accusatory``, ``expert``, ``mission``, ``cautious``): today's
   imposters, whose habits give them away: an accusation names a random crewmate (a false eyewitness with made-up
@@ -32,10 +32,13 @@ import math
 import random
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
+import numpy as np
+
 from mau.env.map import GameMap
-from mau.env.speech import ACCUSING, AGREE, NEAR, SAW_KILL, STANCE, SUSPECT, VOTE, VOUCH, Act, kinds
+from mau.env.speech import AGREE, ALIBI, NEAR, NOTHING, SAW_KILL, STANCE, SUSPECT, VOTE, VOUCH, Act, kinds
 from mau.infer import model as infer
 from mau.infer.evidence import EvidenceLog
 from mau.infer.hearsay import STRONG, accusations
@@ -49,12 +52,15 @@ FRAME_NEAR = 8.0  # blocks: how near the spot the framed crewmate stood
 QUIET_RADIUS = 5.0  # blocks: the farthest target a careful imposter goes for (the strike comes at once)
 IMPATIENT_S = 60.0  # the framer: after this long off cooldown without a frame, it kills as the quiet one does
 DEFAULT_VIEW = 36.0
-# What an imposter expects of the table's speech before it has heard any (Mind.blend): the shares of the scripted
-# crewmates' statements (ego state, expert crewmates against the expert, quiet and adversarial imposters, 60
-# matches; docs/game.md "The imposter ladder" gives the command): round 1, accused someone 0.75, of those with a
-# vote 0.85, a kill seen 0.08, a player by a victim 0.01; round 2, vouched 0.22, agreed 0.01, a denial with a
-# counter-accusation 0.93. Worth 4 statements.
-PRIOR = {"accuse": 0.75, "vote": 0.85, "kill": 0.08, "near": 0.01, "vouch": 0.22, "agree": 0.01, "counter": 0.93}
+FACING = 0.3  # the chance that a player who stands where it could see a spot looks that way (a 102 degree view)
+RISK_MAX = 0.15  # the careful rungs strike only when the chance that an unseen crewmate watches is at most this
+# What an imposter expects of the table's speech before it has heard any (Mind.blend), per round: the shares of the
+# scripted crewmates' statements (expert crewmates in ego state against the expert, quiet and adversarial
+# imposters, 60 matches; docs/game.md "Speech" gives the command): round 1, accused someone 0.64, of those with a
+# call to vote 0.85, a kill seen as the reason 0.04, a sighting by a victim 0.01; round 2, accused 0.77, vouched or
+# agreed next to never (0.01). Worth 4 statements.
+PRIOR = {1: {"accuse": 0.64, "vote": 0.85, "kill": 0.04, "near": 0.01, "vouch": 0.01, "agree": 0.01},
+         2: {"accuse": 0.77, "vote": 0.0, "kill": 0.03, "near": 0.01, "vouch": 0.01, "agree": 0.01}}
 PRIOR_WEIGHT = 4.0
 
 
@@ -94,12 +100,13 @@ class Mind:
         said = [(a, v, k) for r, a, v, k in self.heard.values() if r == round_]
         acc = [(a, v) for a, v, _ in said if a]
         n, m = len(acc) + PRIOR_WEIGHT, len(said) + PRIOR_WEIGHT
-        return {"accuse": (len(acc) + PRIOR_WEIGHT * PRIOR["accuse"]) / m,
-                "vote": (sum(v for _, v in acc) + PRIOR_WEIGHT * PRIOR["vote"]) / n,
-                "kill": (sum(a == "kill" for a, _ in acc) + PRIOR_WEIGHT * PRIOR["kill"]) / n,
-                "near": (sum(a == "near" for a, _ in acc) + PRIOR_WEIGHT * PRIOR["near"]) / n,
-                "vouch": (sum(VOUCH in k for *_, k in said) + PRIOR_WEIGHT * PRIOR["vouch"]) / m,
-                "agree": (sum(AGREE in k for *_, k in said) + PRIOR_WEIGHT * PRIOR["agree"]) / m}
+        prior = {k: PRIOR_WEIGHT * v for k, v in PRIOR[min(max(round_, 1), 2)].items()}
+        return {"accuse": (len(acc) + prior["accuse"]) / m,
+                "vote": (sum(v for _, v in acc) + prior["vote"]) / n,
+                "kill": (sum(a == "kill" for a, _ in acc) + prior["kill"]) / n,
+                "near": (sum(a == "near" for a, _ in acc) + prior["near"]) / n,
+                "vouch": (sum(VOUCH in k for *_, k in said) + prior["vouch"]) / m,
+                "agree": (sum(AGREE in k for *_, k in said) + prior["agree"]) / m}
 
     def observe(self, obs: dict[str, Any]) -> None:
         if self.ev is None:
@@ -162,6 +169,28 @@ class Mind:
                 out.append(name)
         return sorted(out)
 
+    def exposure(self, obs: dict[str, Any], target: str, spot: tuple[float, float]) -> float:
+        """The chance that some crewmate I do not perceive now watches the spot: for each living crewmate out of
+        my perception, the share of the floor it may stand on (within walking reach of my last sighting of it, or
+        anywhere when I never saw it) from which the spot is in sight within view distance, times ``FACING``."""
+        vis, cells = visible_cells(self.game_map, spot, self.view)
+        gone = set(obs["known_dead"]) | {e["name"] for e in obs["ejections"]}
+        fresh = self.fresh(obs)
+        alive = [p["name"] for p in obs["roster"] if p["name"] not in gone]
+        safe = 1.0
+        for name in alive:
+            if name in (self.me, target) or name in self.mates or name in fresh:
+                continue
+            s = self.last.get(name)
+            if s is None:
+                share = float(vis.mean())
+            else:
+                reach = ((cells[:, 0] - s.x) ** 2 + (cells[:, 1] - s.z) ** 2
+                         <= (self.walk * (obs["tick"] - s.tick) / TICKS_PER_S + 1.0) ** 2)
+                share = float(vis[reach].mean()) if reach.any() else 0.0
+            safe *= 1.0 - FACING * share
+        return 1.0 - safe
+
     def mimic(self, candidates: list[str], params: infer.Params) -> dict[str, float]:
         """P(imposter) of each crewmate candidate as a crewmate with my perception would reckon it: the model over
         my evidence with my teammates left out of it (no suspects of mine, nothing of theirs weighed), the rules'
@@ -202,6 +231,27 @@ class Mind:
 
 _VOTE = re.compile(r"\bvote\b", re.I)
 _KILL = re.compile(r"\bkill\b", re.I)
+
+
+@lru_cache(maxsize=4096)
+def _visible(game_map: GameMap, cell: tuple[int, int], view: float) -> np.ndarray:
+    x, z = cell[0] + 0.5, cell[1] + 0.5
+    cells = floor_cells(game_map)
+    near = (cells[:, 0] - x) ** 2 + (cells[:, 1] - z) ** 2 <= view * view
+    return np.array([bool(n) and game_map.line_of_sight(float(cx), float(cz), x, z)
+                     for n, (cx, cz) in zip(near, cells)])
+
+
+@lru_cache(maxsize=8)
+def floor_cells(game_map: GameMap) -> np.ndarray:
+    """The centres of every floor block of the map, as an (N, 2) array."""
+    ix, iz = np.nonzero(game_map.floor)
+    return np.stack([ix + game_map.origin[0] + 0.5, iz + game_map.origin[1] + 0.5], axis=1)
+
+
+def visible_cells(game_map: GameMap, spot: tuple[float, float], view: float) -> tuple[np.ndarray, np.ndarray]:
+    """(a mask of the floor blocks from which the spot is in line of sight within ``view``, the blocks)."""
+    return _visible(game_map, (math.floor(spot[0]), math.floor(spot[1])), view), floor_cells(game_map)
 
 
 def table(meeting: dict[str, Any], names: list[str], me: str) -> dict[str, float]:
@@ -247,7 +297,8 @@ class Strategy:
                 if p["distance"] > QUIET_RADIUS:
                     break
                 spot = (float(p["position"][0]), float(p["position"][1]))
-                if not self.mind.witnesses(obs, p["name"], spot) and self.may_kill(obs, p["name"], spot):
+                if not self.mind.witnesses(obs, p["name"], spot) and \
+                        self.mind.exposure(obs, p["name"], spot) <= RISK_MAX and self.may_kill(obs, p["name"], spot):
                     return "KILL", p["name"]
         return "DEFER", crew[0]["name"] if crew else NONE
 
@@ -262,14 +313,6 @@ class Strategy:
                    for p in self.crew_in_view(obs))
 
     # -- meetings ----------------------------------------------------------------------------------------------
-    def decide(self, crew: list[str]) -> tuple[str | None, float]:
-        """My top crewmate suspect, as a crewmate with my perception would reckon it."""
-        bel = self.mind.mimic(crew, self.brain.params)
-        if not bel:
-            return None, 0.0
-        top = max(sorted(bel), key=lambda n: bel[n])
-        return top, bel[top]
-
     def reason(self, name: str) -> list[Act]:
         """What I say against ``name``: my true closest sighting of it by a victim, else my suspicion."""
         near = self.mind.near_sighting(name)
@@ -278,18 +321,34 @@ class Strategy:
         return [Act(SUSPECT, who=name)]
 
     def speech(self, obs: dict[str, Any], room: str) -> list[Act]:
-        crew = self.crew_alive(obs)
-        acts = self.brain.crew_words(obs, room, crew, self.decide, self.reason,
-                                     lambda c: self.mind.mimic(c, self.brain.params))
+        """The crewmates' forms at the crewmates' rates (``Mind.blend``): in round 1 an accusation as often as the
+        table makes one (with a call to vote as often), else where I was and that I saw nothing; in round 2 where
+        I stand, then an accusation, a vouch or an agreement as often as the table. Whom I accuse is my rung's
+        (``accuse_whom``); with nobody to accuse I say what I would say without one."""
         r = obs["meeting"]["round"]
-        if r in (1, 2) and not any(a.kind in ACCUSING for a in acts):
-            lead = [a for a in acts if a.kind == STANCE]
-            blended = self.blend_in(obs, crew, r)
-            if blended:
-                return lead + blended
-            if r == 2:
-                return lead + self.answer_in(obs, crew)
-        return acts
+        if r not in (1, 2):
+            return []
+        crew = self.crew_alive(obs)
+        table_ = self.mind.blend(r)
+        lead = [Act(STANCE, room=room)] if r == 2 else []
+        if self.brain.phrase.random() < table_["accuse"]:
+            target = self.accuse_whom(obs, crew)
+            if target is not None:
+                vote = [Act(VOTE, who=target)] if r == 1 and self.brain.phrase.random() < table_["vote"] else []
+                return lead + self.reason(target) + vote
+        if r == 1:
+            return [Act(ALIBI, room=room), Act(NOTHING)]
+        return lead + self.answer_in(obs, crew)
+
+    def accuse_whom(self, obs: dict[str, Any], crew: list[str]) -> str | None:
+        """The crewmate a crewmate with my perception would suspect (``Mind.mimic``) when sure enough to say so,
+        else one the table accuses already, else my mimic's lean: never a random name, always a reason a
+        crewmate could have."""
+        bel = self.mind.mimic(crew, self.brain.params)
+        top = max(sorted(bel), key=lambda n: bel[n]) if bel else None
+        if top is not None and bel[top] >= self.brain.t.accuse_threshold:
+            return top
+        return self.echo(obs, crew) or top
 
     def answer_in(self, obs: dict[str, Any], crew: list[str]) -> list[Act]:
         """Round 2, no accusation of mine: vouch or agree as often as the table does (``Mind.blend``)."""
@@ -311,23 +370,8 @@ class Strategy:
         cands = [n for n in tab if n not in self.mind.mates and n in obs["meeting"]["alive_players"]]
         return min(sorted(cands), key=lambda n: tab[n]) if cands else None
 
-    def blend_in(self, obs: dict[str, Any], crew: list[str], round_: int) -> list[Act]:
-        """An accusation as often as the table makes one in this round (``Mind.blend``), when I have whom (the
-        quiet imposter: a crewmate already accused in this meeting; it echoes, never starts one); [] else."""
-        table_ = self.mind.blend(round_)
-        if self.brain.phrase.random() >= table_["accuse"]:
-            return []
-        target = self.pick(obs, crew)
-        if target is None:
-            return []
-        vote = [Act(VOTE, who=target)] if round_ == 1 and self.brain.phrase.random() < table_["vote"] else []
-        return self.reason(target) + vote
-
-    def pick(self, obs: dict[str, Any], crew: list[str]) -> str | None:
-        """Whom I accuse when I blend in: the quiet imposter echoes the table, never starts an accusation."""
-        return self.echo(obs, crew)
-
     def echo(self, obs: dict[str, Any], crew: list[str]) -> str | None:
+        """The crewmate the meeting accuses most so far, or None."""
         names = [p["name"] for p in obs["roster"]]
         tab = {n: v for n, v in table(obs["meeting"], names, self.brain.name).items() if n in crew}
         return max(sorted(tab), key=lambda n: tab[n]) if tab else None
@@ -360,23 +404,18 @@ class Framer(Strategy):
         return next((f for v, f in sorted(self.mind.frames.items())
                      if v in dead and f["who"] in crew and not f.get("said")), None)
 
-    def decide(self, crew: list[str]) -> tuple[str | None, float]:
-        f = self._frame_now
-        return (f["who"], 1.0) if f is not None else super().decide(crew)
+    def accuse_whom(self, obs: dict[str, Any], crew: list[str]) -> str | None:
+        """The crewmate I framed, once its victim is known dead; else as the quiet imposter."""
+        f = self._open_frame(obs, crew)
+        return f["who"] if f is not None else super().accuse_whom(obs, crew)
 
     def reason(self, name: str) -> list[Act]:
-        f = self._frame_now
-        if f is not None and f["who"] == name:
+        """My sighting of the crewmate I framed by its victim (true: I saw it there), else the quiet one's."""
+        f = next((f for f in self.mind.frames.values() if f["who"] == name and not f.get("said")), None)
+        if f is not None:
             f["said"] = True
             return [Act(NEAR, who=name, victim=f["victim"], dist=f["dist"], at=f["at"])]
         return super().reason(name)
-
-    def speech(self, obs: dict[str, Any], room: str) -> list[Act]:
-        self._frame_now = self._open_frame(obs, self.crew_alive(obs)) if obs["meeting"]["round"] == 1 else None
-        try:
-            return super().speech(obs, room)
-        finally:
-            self._frame_now = None
 
     def vote(self, obs: dict[str, Any]) -> str:
         meeting = obs["meeting"]
@@ -386,8 +425,6 @@ class Framer(Strategy):
             if any(a != self.brain.name for a in accusers(meeting, names, who)):
                 return who  # the table follows my frame
         return super().vote(obs)
-
-    _frame_now: dict[str, Any] | None = None
 
 
 class Habit(Strategy):
@@ -410,7 +447,7 @@ class Habit(Strategy):
     def report(self, obs: dict[str, Any], victim: str) -> bool:
         return self.rng.random() < self.brain.self_report_p
 
-    def pick(self, obs: dict[str, Any], crew: list[str]) -> str | None:
+    def accuse_whom(self, obs: dict[str, Any], crew: list[str]) -> str | None:
         return self.rng.choice(crew) if crew else None  # the habit: anyone
 
     def vouchee(self, obs: dict[str, Any], tab: dict[str, float]) -> str | None:
@@ -418,11 +455,6 @@ class Habit(Strategy):
         alive = obs["meeting"]["alive_players"]
         mates = [m for m in sorted(self.mind.mates) if m in tab and m in alive]
         return mates[0] if mates else super().vouchee(obs, tab)
-
-    def decide(self, crew: list[str]) -> tuple[str | None, float]:
-        """Whether to accuse follows my perception as a crewmate's; whom is a random crewmate (the habit)."""
-        top, p = super().decide(crew)
-        return (self.rng.choice(crew), p) if top is not None and crew else (top, p)
 
     def reason(self, name: str) -> list[Act]:
         """A false eyewitness (made-up distance and time; or a kill it never saw) as often as the table gives
