@@ -30,7 +30,7 @@ from typing import Any, Awaitable, Callable
 
 from mau import schema as F
 from mau.claims.check import FALSE, UNSUPPORTED, check_match
-from mau.claims.extract import first_json_object
+from mau.eval.claims_extract import first_json_object
 from mau.claims.sights import Timeline, read_lines
 
 PROMPT_VERSION = "1"

@@ -126,7 +126,7 @@ def run_claims(run: Any, resamples: int = 1000, seed: int = 0) -> dict[str, Any]
     numbers ({matches, verdicts, pooled, by_crewmate: the same per crewmate model or eval arm}; ``section`` renders
     the pooled ones), or None for a run without claims. What a
     run's summary (collect) and results.md (eval) include; ``mau claims`` gives the whole report."""
-    from mau.claims import metrics
+    from mau.eval import claims_metrics as metrics
     from mau.matchdir import finished_matches
 
     found = [p for p in finished_matches(run) if (p / F.CLAIMS_FILE).is_file()]
