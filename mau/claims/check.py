@@ -136,6 +136,21 @@ class Span:
         return {"rule": self.how, "window_s": [self.lo / TICKS_PER_S, self.hi / TICKS_PER_S]}
 
 
+def claim_span(c: dict[str, Any], tick: int, start: int) -> Span:
+    """The ticks a place, sighting or company claim names, said at the meeting of ``tick`` in the roam that began
+    at ``start`` (the last meeting's end, or 0): a moment +/- 5 s, a window, or for an untimed or relative claim
+    the part of the roam it means."""
+    if c.get("at_s") is not None:
+        return Span(_t(c["at_s"]) - TOL, _t(c["at_s"]) + TOL, MOMENT)
+    if c.get("from_s") is not None:
+        return Span(_t(c["from_s"]), _t(c["to_s"]), WINDOW)
+    if c.get("when") == "start":
+        return Span(start, min(start + RELATIVE, tick), SOME_TIME)
+    if c.get("when") == "end":
+        return Span(max(tick - RELATIVE, start), tick, SOME_TIME)
+    return Span(start, tick, SOME_TIME)
+
+
 def _s(tick: float) -> str:
     return f"{tick / TICKS_PER_S:g} s"
 
@@ -186,16 +201,7 @@ class Checker:
 
     def span(self, c: dict[str, Any], tick: int) -> Span:
         """The window of a place, sighting or company claim said at the meeting of ``tick``."""
-        start = self.facts.since_last_meeting(tick)
-        if c.get("at_s") is not None:
-            return Span(_t(c["at_s"]) - TOL, _t(c["at_s"]) + TOL, MOMENT)
-        if c.get("from_s") is not None:
-            return Span(_t(c["from_s"]), _t(c["to_s"]), WINDOW)
-        if c.get("when") == "start":
-            return Span(start, min(start + RELATIVE, tick), SOME_TIME)
-        if c.get("when") == "end":
-            return Span(max(tick - RELATIVE, start), tick, SOME_TIME)
-        return Span(start, tick, SOME_TIME)
+        return claim_span(c, tick, self.facts.since_last_meeting(tick))
 
     def _in_place(self, name: str, place: str, t0: int, t1: int) -> list:
         return self.tl.in_place(name, place, t0, min(t1, self._now))
@@ -357,10 +363,11 @@ class Checker:
         if seen is None or seen > min(by, tick):
             why = f"{speaker} saw the body only at {_s(seen)}" if seen is not None else f"{speaker} never saw the body"
             return Verdict(FALSE, why, {"seen_tick": seen}, KNOWN_FALSE)
-        at = _t(c["at_s"]) if c.get("at_s") is not None else seen  # untimed: who was near when I found it
+        # who was near: at the claimed moment +/- 5 s; untimed, at some moment from my first sight of the body on
+        lo, hi = (_t(c["at_s"]) - TOL, _t(c["at_s"]) + TOL) if c.get("at_s") is not None else (seen - TOL, tick)
         worst = Verdict(TRUE, f"{speaker} saw the body at {_s(seen)}", {"seen_tick": seen})
         for name in c.get("near", []):
-            v = self._sighting(speaker, name, c["room"], at - TOL, at + TOL)
+            v = self._sighting(speaker, name, c["room"], lo, hi)
             if v.verdict == FALSE or (v.verdict == UNSUPPORTED and worst.verdict == TRUE):
                 worst = Verdict(v.verdict, f"near: {v.reason}", {"seen_tick": seen, "near": name}, v.epistemic)
         return worst

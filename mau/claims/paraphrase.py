@@ -45,8 +45,9 @@ CORPUS = Style(negation=0.25, misspell=0.12, filler=0.25)
 
 # -- phrasings: (pool, template); {who} a subject ("I" or a name), {room} a place, {t} the time phrase -------------
 P = {
-    "at_me": [("dev", "I was in {room}{t}"), ("dev", "I was doing tasks in {room}{t}"), ("dev", "I stayed in {room}{t}"),
-              ("dev", "I spent my time in {room}{t}"), ("dev", "I've been in {room}{t}"),
+    "at_me": [("dev", "I was in {room}{t}"), ("dev", "I was doing tasks in {room}{t}"),
+              ("dev", "I stayed in {room}{t}"), ("dev", "I spent my time in {room}{t}"),
+              ("dev", "I've been in {room}{t}"),
               ("held", "I hung around {room}{t}"), ("held", "I was over in {room}{t}")],
     "at_other": [("dev", "{who} was in {room}{t}"), ("dev", "{who} stayed in {room}{t}"),
                  ("held", "{who} was hanging around {room}{t}")],
@@ -56,10 +57,12 @@ P = {
             ("dev", "I noticed {who} in {room}{t}"), ("held", "I caught sight of {who} in {room}{t}")],
     "with": [("dev", "I was with {who} in {room}{t}"), ("dev", "I was in {room} with {who}{t}"),
              ("dev", "{who} and I were together in {room}{t}"), ("held", "I stuck with {who} in {room}{t}")],
-    "saw_kill": [("dev", "I saw {who} kill {victim}{in_room}{t}"), ("dev", "I watched {who} kill {victim}{in_room}{t}"),
+    "saw_kill": [("dev", "I saw {who} kill {victim}{in_room}{t}"),
+                 ("dev", "I watched {who} kill {victim}{in_room}{t}"),
                  ("dev", "{who} killed {victim} right in front of me{in_room}{t}"),
                  ("held", "I witnessed {who} killing {victim}{in_room}{t}")],
-    "body": [("dev", "I found {victim}'s body in {room}{t}{near}"), ("dev", "I found the body of {victim} in {room}{t}{near}"),
+    "body": [("dev", "I found {victim}'s body in {room}{t}{near}"),
+             ("dev", "I found the body of {victim} in {room}{t}{near}"),
              ("dev", "I discovered {victim} dead in {room}{t}{near}"),
              ("held", "I came across the body of {victim} in {room}{t}{near}")],
     "accuse": [("dev", "I suspect {who}"), ("dev", "I think {who} is the imposter"), ("dev", "{who} is sus"),
@@ -67,7 +70,8 @@ P = {
     "vouch": [("dev", "I vouch for {who}"), ("dev", "{who} is innocent"), ("dev", "I trust {who}"),
               ("dev", "{who} is not the imposter"), ("held", "{who} is definitely a crewmate")],
 }
-NEAR = [("dev", ", with {names} nearby"), ("dev", ", and {names} {was} near it"), ("held", ", {names} {was} standing close")]
+NEAR = [("dev", ", with {names} nearby"), ("dev", ", and {names} {was} near it"),
+        ("held", ", {names} {was} standing close")]
 # time phrases: {a}, {b}, {x} numbers; relative ones by when
 WINDOW = [("dev", " from {a} to {b} s"), ("dev", " from {a}s to {b}s"), ("dev", " between {a} and {b} seconds"),
           ("held", " from {a} until {b} seconds")]

@@ -26,8 +26,8 @@ from __future__ import annotations
 import argparse
 import json
 import random
-from dataclasses import replace
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 

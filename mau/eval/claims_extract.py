@@ -173,25 +173,27 @@ PREP = r"(?:in|at|near|around|inside|by|into|through|over in|to|hanging around|e
 ME_VERB = (r"\bI(?:'ve| have)?\s+(?:was|been|stayed|spent(?: my time| some time| time)?|hung around|hung out|"
            r"went|walked|headed|ran|came|am|was doing (?:tasks|my tasks|missions|my missions|my task|a task)|"
            r"was over|was just|got)\b")
+KILL = r"(?:kill|killing|murder|murdering|stab|stabbing)"
+IMPOSTER = r"(?:imposter|impostor|killer)"
 PATTERNS: list[tuple[str, re.Pattern[str]]] = [(k, re.compile(p, re.I)) for k, p in [
-    ("saw_kill", rf"(?:saw|watched|witnessed|seen)\s+(?P<who>{N})\s+(?:kill|killing|murder|murdering|stab|stabbing)\s+"
-                 rf"(?P<victim>{N})|(?P<who2>{N})\s+(?:killed|murdered|stabbed)\s+(?P<victim2>{N})"),
-    ("body", rf"(?:found|discovered|came across|saw|reported|spotted)\s+(?:the\s+)?(?:(?:dead\s+)?body\s+of\s+(?P<victim>{N})|"
-             rf"(?P<victim2>{N})'s\s+(?:dead\s+)?(?:body|corpse)|(?P<victim3>{N})\s+dead)|(?P<victim4>{N})'s\s+body\s+"
-             rf"(?:was|lay)"),
-    ("task", r"(?:finished|did|completed|done|got|fixed)\s+(?:(?:the|my|a)\s+)?(?:task|mission)?s?\s*(?:at\s+|in\s+|on\s+)?"
-             r"station\s+(?P<station>\d+)|station\s+(?P<station2>\d+)\s+(?:done|finished)"),
-    ("with", rf"\bwith\s+(?P<who>{NS})|(?P<who2>{NS})\s+and\s+I\b|(?P<who3>{NS})\s+(?:was|were)\s+(?:\S+\s+){{0,3}}?"
-             rf"with me\b"),
+    ("saw_kill", rf"(?:saw|watched|witnessed|seen)\s+(?P<who>{N})\s+{KILL}\s+(?P<victim>{N})|"
+                 rf"(?P<who2>{N})\s+(?:killed|murdered|stabbed)\s+(?P<victim2>{N})"),
+    ("body", rf"(?:found|discovered|came across|saw|reported|spotted)\s+(?:the\s+)?(?:(?:dead\s+)?body\s+of\s+"
+             rf"(?P<victim>{N})|(?P<victim2>{N})'s\s+(?:dead\s+)?(?:body|corpse)|(?P<victim3>{N})\s+dead)|"
+             rf"(?P<victim4>{N})'s\s+body\s+(?:was|lay)"),
+    ("task", r"(?:finished|did|completed|done|got|fixed)\s+(?:(?:the|my|a)\s+)?(?:task|mission)?s?\s*"
+             r"(?:at\s+|in\s+|on\s+)?station\s+(?P<station>\d+)|station\s+(?P<station2>\d+)\s+(?:done|finished)"),
+    ("with", rf"\bwith\s+(?P<who>{NS})|(?P<who2>{NS})\s+and\s+I\b|(?P<who3>{NS})\s+(?:was|were)\s+"
+             rf"(?:\S+\s+){{0,3}}?with me\b"),
     ("saw", rf"(?:saw|spotted|noticed|seen|caught sight of|watched)\s+(?P<who>{NS})"),
-    ("vouch", rf"(?:vouch(?:ing)? for|I trust|I clear)\s+(?P<who>{NS})|(?P<who2>{NS})\s+(?:is|was|are|were)\s+(?:definitely\s+|clearly\s+|totally\s+)?"
-              rf"(?:innocent|safe|clean|clear(?:ed)?|a crewmate|crewmates?|telling the truth|"
-              rf"not (?:the|an|a) (?:imposter|impostor|killer))|(?P<who3>{NS})\s+(?:didn't|did not) do it|"
-              rf"I (?:don't|do not) think (?P<who4>{N}) (?:did it|is (?:the|an|a) (?:imposter|impostor|killer))"),
-    ("accuse", rf"(?:I suspect|I accuse|suspect|vote(?:\s+for|\s+out)?|I think it'?s|I think it is|sus of|suspicious of|voting(?: for)?)"
-               rf"\s+(?P<who>{NS})|(?P<who2>{NS})\s+(?:is|was|seems|looks|sounds)\s+(?:really\s+|very\s+|so\s+|super\s+)?"
-               rf"(?:the\s+|an\s+|a\s+|like the\s+)?(?:imposter|impostor|sus|suspicious|lying|a liar|the killer|"
-               rf"suspicious to me|making (?:things|it|stuff) up)"),
+    ("vouch", rf"(?:vouch(?:ing)? for|I trust|I clear)\s+(?P<who>{NS})|(?P<who2>{NS})\s+(?:is|was|are|were)\s+"
+              rf"(?:definitely\s+|clearly\s+|totally\s+)?(?:innocent|safe|clean|clear(?:ed)?|a crewmate|crewmates?|"
+              rf"telling the truth|not (?:the|an|a) {IMPOSTER})|(?P<who3>{NS})\s+(?:didn't|did not) do it|"
+              rf"I (?:don't|do not) think (?P<who4>{N}) (?:did it|is (?:the|an|a) {IMPOSTER})"),
+    ("accuse", rf"(?:I suspect|I accuse|suspect|vote(?:\s+for|\s+out)?|I think it'?s|I think it is|sus of|"
+               rf"suspicious of|voting(?: for)?)\s+(?P<who>{NS})|(?P<who2>{NS})\s+(?:is|was|seems|looks|sounds)\s+"
+               rf"(?:really\s+|very\s+|so\s+|super\s+)?(?:the\s+|an\s+|a\s+|like the\s+)?(?:imposter|impostor|"
+               rf"sus|suspicious|lying|a liar|the killer|suspicious to me|making (?:things|it|stuff) up)"),
 ]]
 ROOMS = rf"(?P<room>{PL}(?:(?:\s*,\s*|\s*,?\s+(?:and|then|and then)\s+)(?:the\s+)?{PL})*)"
 AT_ME = re.compile(rf"(?:^(?:walked|went|headed|ran|came)\s+(?:to|into|over to|back to|from)\s+|"
@@ -462,7 +464,7 @@ def first_json_object(text: str | None) -> dict[str, Any] | None:
     return None
 
 
-# -- F1 on labelled utterances ------------------------------------------------------------------------------------------
+# -- F1 on labelled utterances -------------------------------------------------------------------------------
 def _times(c: dict[str, Any]) -> tuple[Any, ...]:
     if c.get("at_s") is not None:
         return ("at", round(float(c["at_s"]), 2))

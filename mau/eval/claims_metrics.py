@@ -1,11 +1,13 @@
 """Numbers about claims, from match folders (docs/claims.md, "Metrics"): per role, claim accuracy and the share
-of false claims, lie rates, crew spatial errors, liar votes, accusations; each with a 95 % match-level bootstrap
-interval. Also the checks a scripted run must pass (render -> parse, unlabelled facts TRUE, lies not TRUE).
+of false claims, lie rates, crew spatial errors, liar votes, accusations; each a ``mau.stats.Estimate`` with a 95 %
+match-level bootstrap interval. Also the checks a scripted run must pass (render -> parse, unlabelled facts TRUE,
+lies not TRUE), the window exploit counted on every kill, and, for matches of ``world.claims.mode: free``, how the
+extracted claims compare with what the words said (their gold).
 
 Definitions (facts are the six checkable kinds; stances are accuse and vouch):
 
 - ``claim_accuracy`` = TRUE / (TRUE + FALSE + UNSUPPORTED) of the facts; ``unverifiable_share`` apart;
-- ``false_share`` = (FALSE + UNSUPPORTED) / facts;
+- ``false_share`` = (FALSE + UNSUPPORTED) / facts; ``false_only_share`` = FALSE / facts;
 - ``lie_rate`` = claims labelled ``lie`` / claims (labels exist for scripted speakers only);
   ``known_false_rate`` = facts the checker finds known-false from the speaker's own view / claims (any speaker);
 - ``spatial_error`` = FALSE ``at`` and ``saw`` facts / ``at`` and ``saw`` facts (QUACK's spatial hallucination);
@@ -14,20 +16,34 @@ Definitions (facts are the six checkable kinds; stances are accuse and vouch):
   ``liar_vote_recall`` = (meeting, liar) pairs with a crewmate's vote on that liar / such pairs;
   ``liar_vote_precision`` = crewmates' votes on that meeting's liars / crewmates' non-skip votes;
 - ``accusation_accuracy`` = accusations of an imposter / accusations; ``grounded_accusations`` = accusations of a
-  player the speaker saw since the last meeting or near a body / accusations (``unsupported_accusations``: the rest).
+  player the speaker saw since the last meeting or near a body / accusations (``unsupported_accusations``: the rest);
+- ``lies_caught`` = facts labelled ``lie`` that are FALSE or UNSUPPORTED / facts labelled ``lie`` (free mode: of the
+  lies the words said, whether read or not: a lie the extractor missed is not caught).
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
 from mau import schema as F
-from mau.claims.check import FALSE, KNOWN_FALSE, TRUE, UNSUPPORTED, UNVERIFIABLE, check_match
-from mau.claims.render import parse
+from mau.claims.check import (
+    FALSE,
+    KNOWN_FALSE,
+    MAJORITY,
+    SHORT,
+    TRUE,
+    UNSUPPORTED,
+    UNVERIFIABLE,
+    Checker,
+    check_match,
+)
+from mau.claims.grammar import FACT_KINDS
+from mau.claims.render import parse, render_all
 from mau.claims.sights import read_lines
 from mau.errors import MauError
 
@@ -36,8 +52,10 @@ ROLES = (F.CREWMATE, F.IMPOSTER)
 RATIOS: dict[str, tuple[str, str]] = {
     "claim_accuracy_{r}": ("true_{r}", "checkable_{r}"),
     "false_share_{r}": ("false_or_unsupported_{r}", "facts_{r}"),
+    "false_only_share_{r}": ("false_{r}", "facts_{r}"),
     "unverifiable_share_{r}": ("unverifiable_{r}", "facts_{r}"),
     "lie_rate_{r}": ("lies_{r}", "labelled_claims_{r}"),
+    "lies_caught_{r}": ("lie_false_or_unsupported_{r}", "lie_facts_{r}"),
     "known_false_rate_{r}": ("known_false_{r}", "claims_{r}"),
     "spatial_error_{r}": ("spatial_false_{r}", "spatial_{r}"),
     "accusation_accuracy_{r}": ("accusations_right_{r}", "accusations_{r}"),
@@ -49,6 +67,8 @@ SHARED_RATIOS: dict[str, tuple[str, str]] = {
     "liar_vote_recall": ("liars_voted", "liars"),
     "liar_vote_precision": ("votes_on_liars", "crew_votes"),
 }
+EXTRACTED = "_extracted"  # marks an event whose claims an extractor read from its words (in memory only)
+EXPLOIT_STEP = 20  # ticks between the starts of the exploit's candidate windows (1 s)
 
 
 def all_ratios() -> dict[str, tuple[str, str]]:
@@ -70,6 +90,8 @@ class MatchClaims:
     check_s: float
     sights_bytes: int
     counts: dict[str, float] = field(default_factory=dict)
+    gold_lies: dict[str, int] = field(default_factory=dict)  # free mode: role -> lie facts the words said
+    exploit: dict[str, int] = field(default_factory=dict)
 
     @property
     def identical(self) -> bool | None:
@@ -88,28 +110,77 @@ def match_folders(paths: Iterable[str | Path]) -> list[Path]:
     return out
 
 
+def _recorded(path: Path) -> list[dict[str, Any]] | None:
+    cf = path / F.CLAIMS_FILE
+    if not cf.is_file():
+        return None
+    out = []
+    for n, x in enumerate(cf.read_text().splitlines(), 1):
+        if x.strip():
+            try:
+                out.append(json.loads(x))
+            except json.JSONDecodeError:
+                raise MauError(f"{cf}:{n}: not valid JSON (the file is cut or damaged); delete it (mau claims "
+                               "recomputes every verdict from events.jsonl and sights.jsonl)") from None
+    return out
+
+
+def with_extracted(events: list[dict[str, Any]], extracted: dict[int, list[dict[str, Any]]],
+                   key: Any = None) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """The events with the extracted claims as the utterances' claims; where the words have gold claims (free
+    mode), each extracted claim carries the label of the gold claim it matches (``key``: the extractor's match
+    key), and the lie facts the words said are counted per speaker ({speaker: n})."""
+    from mau.eval.claims_extract import match_key
+
+    key = key or match_key
+    out, lies = [], Counter()
+    for e in events:
+        i = e.get(F.EVENT_INDEX)
+        if i not in extracted:
+            out.append(e)
+            continue
+        claims = extracted[i]
+        ne = dict(e, **{F.CLAIMS: claims, EXTRACTED: True})
+        ne.pop(F.CLAIM_INTENT, None)
+        gold = e.get(F.CLAIMS_GOLD)
+        if gold:
+            labels = e.get(F.CLAIM_INTENT) or [None] * len(gold)
+            pool: dict[Any, list[str | None]] = {}
+            for g, lab in zip(gold, labels):
+                pool.setdefault(key(g), []).append(lab)
+                lies[e[F.SPEAKER]] += lab == F.INTENT_LIE and g["k"] in FACT_KINDS
+            mapped = [(pool.get(key(c)) or [None]).pop(0) if pool.get(key(c)) else None for c in claims]
+            if any(mapped):
+                ne[F.CLAIM_INTENT] = mapped
+        out.append(ne)
+    return out, dict(lies)
+
+
 def load(path: Path, extra_claims: dict[int, list[dict[str, Any]]] | None = None,
          recorded_only: bool = False) -> MatchClaims:
     """Read a match folder and check its claims; ``extra_claims``: claims read from free text by an extraction
     pass ({event index: claims}), checked as if they had been said structured; ``recorded_only``: take the
-    match-end claims.jsonl as it is (a run's summary), without checking again."""
+    match-end claims.jsonl as it is (a run's summary), without checking again. A damaged or missing file is a
+    one-line ``MauError`` naming it."""
     from mau.matchdir import iter_events, read_header
 
     header = read_header(path)
     events = list(iter_events(path))
+    gold_lies: dict[str, int] = {}
     if extra_claims:
-        events = [dict(e, **{F.CLAIMS: extra_claims[e[F.EVENT_INDEX]]}) if e[F.EVENT_INDEX] in extra_claims else e
-                  for e in events]
-    recorded = None
-    cf = path / F.CLAIMS_FILE
-    if cf.is_file() and not extra_claims:
-        recorded = [json.loads(x) for x in cf.read_text().splitlines() if x.strip()]
+        events, gold_lies = with_extracted(events, extra_claims)
+    recorded = None if extra_claims else _recorded(path)
     t0 = time.perf_counter()
+    sights: list[dict[str, Any]] = []
     if recorded_only:
         records = recorded or []
     else:
-        sights = read_lines(path)
-        records = check_match(events, sights) if sights else []
+        sights = read_lines(path, header)
+        said = any(e.get(F.CLAIMS) for e in events if e.get(F.TYPE) == F.EV_UTTERANCE)
+        if said and not sights:
+            raise MauError(f"{path / F.SIGHTS_FILE}: missing, and match.json records none: this match's claims "
+                           "cannot be checked (it was played before sights were recorded); play it again")
+        records = check_match(events, sights, str(path)) if said else []
     dt = time.perf_counter() - t0
     grid = header.get(F.GRID) or {}
     groups = {"imposter": grid.get(F.IMPOSTER_MODEL) or header.get(F.EVAL_IMPOSTER) or "-",
@@ -117,10 +188,46 @@ def load(path: Path, extra_claims: dict[int, list[dict[str, Any]]] | None = None
     if not isinstance(groups["imposter"], str):
         groups["imposter"] = str(groups["imposter"])
     size = (path / F.SIGHTS_FILE).stat().st_size if (path / F.SIGHTS_FILE).is_file() else 0
-    m = MatchClaims(path, header.get(F.MATCH_ID, path.name), dict(header[F.ROLES]), groups, events, records,
-                    recorded, dt, size)
-    m.counts = count(m)
+    roles = dict(header[F.ROLES])
+    m = MatchClaims(path, header.get(F.MATCH_ID, path.name), roles, groups, events, records, recorded, dt, size,
+                    gold_lies={r: sum(n for s, n in gold_lies.items() if roles.get(s) == r) for r in ROLES})
+    if sights:
+        m.exploit = window_exploit(events, sights)
+    m.counts = count(m, places=list(sights[0][F.SIGHT_PLACE_NAMES]) if sights else [])
     return m
+
+
+def window_exploit(events: list[dict[str, Any]], sights: list[dict[str, Any]]) -> dict[str, int]:
+    """The alibi exploit of issue 30 on every kill followed by a meeting: the killer claims a room other than the
+    kill's for a window that ends at that meeting and holds the kill. ``applies``: kills for which some such
+    claim (a room it was in during the roam, any start from the roam's start, 1 s apart, 10 s or longer) has the
+    killer there for at least half of it (the majority rule alone would pass it); ``passes``: of those, kills for
+    which the checker finds one of those claims TRUE (0 when the cover rule holds)."""
+    ch = Checker(events, sights)
+    f = ch.facts
+    out = {"kills": 0, "applies": 0, "passes": 0}
+    for victim, k in sorted(f.kills.items(), key=lambda kv: kv[1]["tick"]):
+        meeting = next((t for t in f.meetings if t >= k["tick"]), None)
+        if meeting is None:
+            continue
+        out["kills"] += 1
+        start, killer = f.since_last_meeting(meeting), k["killer"]
+        rooms = [r for r in ch.tl.places_during(killer, start, meeting) if r != k["room"]]
+        applies = passes = False
+        for room in rooms:
+            for a in range(start, k["tick"] + 1, EXPLOIT_STEP):
+                if meeting - a < SHORT or ch.tl.presence(killer, room, a, meeting) < MAJORITY:
+                    continue
+                applies = True
+                claim = {"k": "at", "who": "me", "room": room, "from_s": a / 20, "to_s": meeting / 20}
+                if ch.check(claim, killer, meeting).verdict == TRUE:
+                    passes = True
+                    break
+            if passes:
+                break
+        out["applies"] += applies
+        out["passes"] += passes
+    return out
 
 
 def _labels(events: list[dict[str, Any]]) -> dict[tuple[int, int], str | None]:
@@ -133,60 +240,83 @@ def _labels(events: list[dict[str, Any]]) -> dict[tuple[int, int], str | None]:
     return out
 
 
-def count(m: MatchClaims) -> dict[str, float]:
+def _count_record(add: Any, r: dict[str, Any], role: str, label: str | None, roles: dict[str, str]) -> None:
+    """The counters one checker record adds (``add(key, value)``)."""
+    claim, v = r["claim"], r["verdict"]
+    if r["kind"] == "fact":
+        bad = v in (FALSE, UNSUPPORTED)
+        for key, val in (("facts", 1), ("true", v == TRUE), ("checkable", v in (TRUE, FALSE, UNSUPPORTED)),
+                         ("false_or_unsupported", bad), ("false", v == FALSE), ("unverifiable", v == UNVERIFIABLE),
+                         ("known_false", r.get("epistemic") == KNOWN_FALSE)):
+            add(f"{key}_{role}", val)
+        if claim["k"] in ("at", "saw"):
+            add(f"spatial_{role}")
+            add(f"spatial_false_{role}", v == FALSE)
+        if label is None:  # the acceptance checks of scripted speakers (labels known)
+            add("unlabelled_facts")
+            add("unlabelled_true", v == TRUE)
+        elif label == F.INTENT_LIE:
+            add("lie_facts")
+            add("lie_false_or_unsupported", bad)
+            add(f"lie_false_or_unsupported_{role}", bad)
+        else:
+            add("mistake_facts")
+        if role == F.CREWMATE and v != TRUE:
+            add("crew_not_true")
+            add("crew_not_true_mistake", label == F.INTENT_MISTAKE)
+    elif claim["k"] == "accuse":
+        add(f"accusations_{role}")
+        add(f"accusations_right_{role}", roles.get(claim["who"]) == F.IMPOSTER)
+        add(f"accusations_grounded_{role}", bool(r.get("grounded")))
+        add(f"accusations_ungrounded_{role}", not r.get("grounded"))
+
+
+def count(m: MatchClaims, places: list[str] | None = None) -> dict[str, float]:
     """The counters of one match (numerators and denominators of every ratio, and the checks)."""
-    c: dict[str, float] = {}
+    c: Counter = Counter()
 
     def add(key: str, v: float = 1) -> None:
-        c[key] = c.get(key, 0) + v
+        c[key] += v
 
     labels = _labels(m.events)
-    labelled_speakers = {e[F.SPEAKER] for e in m.events if e.get(F.CLAIM_INTENT)}
-    any_labels = bool(labelled_speakers) or any(lab is not None for lab in labels.values())
+    any_labels = any(e.get(F.CLAIM_INTENT) for e in m.events) or any(v is not None for v in labels.values())
     liars: dict[int, set[str]] = {}
     imposter_facts: dict[int, bool] = {}
     for r in m.records:
         role = m.roles.get(r[F.SPEAKER], "?")
         label = labels.get((r["i"], r["n"]))
-        claim, v = r["claim"], r["verdict"]
         add(f"claims_{role}")
         if any_labels:
             add(f"labelled_claims_{role}")
             add(f"lies_{role}", label == F.INTENT_LIE)
-        if r["kind"] == "fact":
-            add(f"facts_{role}")
-            add(f"true_{role}", v == TRUE)
-            add(f"checkable_{role}", v in (TRUE, FALSE, UNSUPPORTED))
-            add(f"false_or_unsupported_{role}", v in (FALSE, UNSUPPORTED))
-            add(f"unverifiable_{role}", v == UNVERIFIABLE)
-            add(f"known_false_{role}", r.get("epistemic") == KNOWN_FALSE)
-            if claim["k"] in ("at", "saw"):
-                add(f"spatial_{role}")
-                add(f"spatial_false_{role}", v == FALSE)
-            if v in (FALSE, UNSUPPORTED):
-                liars.setdefault(r["meeting"], set()).add(r[F.SPEAKER])
-            if role == F.IMPOSTER:
-                imposter_facts[r["meeting"]] = imposter_facts.get(r["meeting"], False) or v in (FALSE, UNSUPPORTED)
-            # the acceptance checks of scripted speakers (labels known)
-            if label is None:
-                add("unlabelled_facts")
-                add("unlabelled_true", v == TRUE)
-            elif label == F.INTENT_LIE:
-                add("lie_facts")
-                add("lie_false_or_unsupported", v in (FALSE, UNSUPPORTED))
-            else:
-                add("mistake_facts")
-            if role == F.CREWMATE and v != TRUE:
-                add("crew_not_true")
-                add("crew_not_true_mistake", label == F.INTENT_MISTAKE)
-        elif claim["k"] == "accuse":
-            add(f"accusations_{role}")
-            add(f"accusations_right_{role}", m.roles.get(claim["who"]) == F.IMPOSTER)
-            add(f"accusations_grounded_{role}", bool(r.get("grounded")))
-            add(f"accusations_ungrounded_{role}", not r.get("grounded"))
+        _count_record(add, r, role, label, m.roles)
+        if r["kind"] == "fact" and r["verdict"] in (FALSE, UNSUPPORTED):
+            liars.setdefault(r["meeting"], set()).add(r[F.SPEAKER])
+        if r["kind"] == "fact" and role == F.IMPOSTER:
+            imposter_facts[r["meeting"]] = imposter_facts.get(r["meeting"], False) or \
+                r["verdict"] in (FALSE, UNSUPPORTED)
+    for role in ROLES:  # lies: of those said (free mode: the words' gold), else of those labelled
+        said = m.gold_lies.get(role)
+        c[f"lie_facts_{role}"] = said if said else sum(
+            1 for r in m.records if r["kind"] == "fact" and m.roles.get(r[F.SPEAKER]) == role
+            and labels.get((r["i"], r["n"])) == F.INTENT_LIE)
+    if any(m.gold_lies.values()):
+        c["lie_facts"] = sum(m.gold_lies.values())
     c["meetings_imposter_facts"] = len(imposter_facts)
     c["meetings_imposter_lied"] = sum(imposter_facts.values())
-    # votes per meeting, by crewmates
+    _count_votes(m, liars, c)
+    for key in ("kills", "applies", "passes"):
+        c[f"exploit_{key}"] = m.exploit.get(key, 0)
+    for e in m.events:  # render -> parse: every structured utterance's claims are read back from its text
+        if e[F.TYPE] == F.EV_UTTERANCE and e.get(F.CLAIMS) and places and not e.get(EXTRACTED):
+            said = render_all(e[F.CLAIMS])
+            add("utterances_with_claims")
+            add("parsed_back", e[F.UTTERANCE_TEXT].endswith(said) and
+                parse(said, list(m.roles), places, e[F.SPEAKER]) == e[F.CLAIMS])
+    return dict(c)
+
+
+def _count_votes(m: MatchClaims, liars: dict[int, set[str]], c: Counter) -> None:
     meeting, votes = 0, {}
     for e in m.events:
         if e[F.TYPE] == F.EV_MEETING_START:
@@ -195,48 +325,37 @@ def count(m: MatchClaims) -> dict[str, float]:
             votes.setdefault(meeting, []).append(e["target"])
     for n, who in liars.items():
         cast = votes.get(n, [])
-        c["liars"] = c.get("liars", 0) + len(who)
-        c["liars_voted"] = c.get("liars_voted", 0) + sum(1 for w in who if w in cast)
-        c["votes_on_liars"] = c.get("votes_on_liars", 0) + sum(1 for t in cast if t in who)
+        c["liars"] += len(who)
+        c["liars_voted"] += sum(1 for w in who if w in cast)
+        c["votes_on_liars"] += sum(1 for t in cast if t in who)
     c["crew_votes"] = sum(1 for n in liars for t in votes.get(n, []) if t != F.SKIP)
-    # render -> parse: every utterance's claims are read back from its text
-    names = list(m.roles)
-    places = _places(m)
-    for e in m.events:
-        if e[F.TYPE] == F.EV_UTTERANCE and e.get(F.CLAIMS) and places:
-            add("utterances_with_claims")
-            add("parsed_back", parse(e[F.UTTERANCE_TEXT], names, places, e[F.SPEAKER]) == e[F.CLAIMS])
-    return c
-
-
-def _places(m: MatchClaims) -> list[str]:
-    lines = read_lines(m.path)
-    return list(lines[0][F.SIGHT_PLACE_NAMES]) if lines else []
 
 
 # -- aggregation ---------------------------------------------------------------------------------------------------
 def estimate(ms: list[MatchClaims], num: str, den: str, resamples: int, seed: int) -> dict[str, Any]:
+    """num / den pooled over the matches, with its match-bootstrap interval (``mau.stats.Estimate``)."""
     import numpy as np
 
-    from mau.stats import bootstrap_indices, percentile_interval
+    from mau.stats import Estimate, bootstrap
 
     a = np.asarray([m.counts.get(num, 0) for m in ms], float)
     b = np.asarray([m.counts.get(den, 0) for m in ms], float)
     if b.sum() == 0:
-        return {"value": None, "ci_low": None, "ci_high": None, "n": 0}
-    idx = bootstrap_indices(len(a), resamples, seed)
-    ns, ds = a[idx].sum(axis=1), b[idx].sum(axis=1)
-    ok = ds > 0
-    lo, hi = percentile_interval(ns[ok] / ds[ok])
-    return {"value": float(a.sum() / b.sum()), "ci_low": lo, "ci_high": hi, "n": int(b.sum())}
+        return Estimate(None, None, None, 0, "bootstrap").to_dict()
+
+    def ratio(idx: Any) -> Any:
+        ns, ds = a[idx].sum(axis=1), b[idx].sum(axis=1)
+        return np.where(ds > 0, ns / np.where(ds > 0, ds, 1), np.nan)
+
+    lo, hi = bootstrap(ratio, len(ms), resamples, seed)
+    return Estimate(float(a.sum() / b.sum()), lo, hi, int(b.sum()), "bootstrap").to_dict()
 
 
 def table(ms: list[MatchClaims], resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
     """Every ratio with its interval, and the totals of every counter."""
-    totals: dict[str, float] = {}
+    totals: Counter = Counter()
     for m in ms:
-        for k, v in m.counts.items():
-            totals[k] = totals.get(k, 0) + v
+        totals.update(m.counts)
     return {"matches": len(ms),
             "metrics": {k: estimate(ms, a, b, resamples, seed) for k, (a, b) in all_ratios().items()},
             "counts": {k: int(v) for k, v in sorted(totals.items())}}
@@ -273,6 +392,7 @@ def evaluate(ms: list[MatchClaims], resamples: int = 1000, seed: int = 0) -> dic
             "lies_false_or_unsupported": [checks.get("lie_false_or_unsupported", 0), checks.get("lie_facts", 0)],
             "crew_not_true_labelled_mistake": [checks.get("crew_not_true_mistake", 0), checks.get("crew_not_true", 0)],
             "identical_to_match_end": [sum(identical), len(identical)],
+            "window_exploit": {k: checks.get(f"exploit_{k}", 0) for k in ("kills", "applies", "passes")},
             "checker_s_per_match": {"median": _median(check_s), "max": max(check_s, default=None)},
             "sights_bytes_per_match": {"median": _median(sizes), "max": max(sizes, default=None)},
         },
