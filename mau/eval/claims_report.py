@@ -143,8 +143,9 @@ def extraction_lines(x: dict[str, Any]) -> list[str]:
         out += ["", f"Against the gold of the matches' own words (world.claims.mode free): F1 {_f(sp['f1'])} "
                 f"(precision {_f(sp['precision'])}, recall {_f(sp['recall'])}, {sp['gold']} gold claims)."]
     if x.get("weak"):
-        out += ["", f"**Weak extractor**: its F1 is below {x['gate']} ({x['weak']}); the numbers below were printed "
-                "because of --allow-weak-extractor."]
+        then = ("the numbers below were printed because of --allow-weak-extractor" if x.get("allowed_weak") else
+                "no lie rate is printed from it")
+        out += ["", f"**Weak extractor**: its F1 is below {x['gate']} ({x['weak']}); {then}."]
     out.append(f"{x['extracted_utterances']} utterances of the runs read.")
     return out
 
