@@ -191,7 +191,7 @@ def test_mode_off_is_accepted_as_written():
         load_config(WorldConfig, None, {"claims": parse_overrides(["mode=on"])})
 
 
-# -- free mode: claims in words, gold kept private -----------------------------------------------------------------------
+# -- free mode: claims in words, gold kept private ------------------------------------------------------------
 def test_free_mode_says_claims_in_words_and_keeps_their_gold_private():
     from mau.eval.claims_extract import Context, match_key, spot
 

@@ -151,7 +151,8 @@ async def _extract(args: argparse.Namespace, folders, out):
     report = {"extractor": name, "model": args.extract_model, "prompt_version": X.PROMPT_VERSION,
               "corpus": str(corpus), "corpus_name": corpus.name, "split": args.extract_split, "n": len(sample),
               "score": score, "loose": loose, "stats": dict(ex.stats) if ex else {}, "gate": GATE,
-              "weak": weakness(score), "allowed_weak": bool(args.allow_weak_extractor), "extracted_utterances": sum(len(v) for v in found.values()),
+              "weak": weakness(score), "allowed_weak": bool(args.allow_weak_extractor),
+              "extracted_utterances": sum(len(v) for v in found.values()),
               "speech": X.score(speech_pred, speech_gold) if speech_gold else None}
     return found, report
 

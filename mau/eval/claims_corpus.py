@@ -79,9 +79,22 @@ def source_lines(run: str | Path, split: str, limit: int = SOURCES_PER_SPLIT) ->
     return legend, sorted(keep, key=lambda s: order[id(s)])
 
 
+def _drawn_from(run: str | Path) -> dict[str, Any]:
+    """Where a split's sources come from: the run's grid seed and repetitions, the commit that played it."""
+    import yaml
+
+    cfg = yaml.safe_load((Path(run) / F.RESOLVED_CONFIG).read_text()) or {}
+    prov = json.loads((Path(run) / "provenance.json").read_text()) if (Path(run) / "provenance.json").is_file() else {}
+    grid = cfg.get("grid") or {}
+    return {"grid_seed": grid.get("seed"), "repetitions": grid.get("repetitions"),
+            "claims": (cfg.get("world") or {}).get("claims"), "git_commit": prov.get("git_commit")}
+
+
 def write_sources(dev: str | Path, held: str | Path, path: Path = SOURCES) -> Path:
     legend, a = source_lines(dev, "dev")
     _, b = source_lines(held, "held")
+    legend["drawn_from"] = {"config": "configs/collect/claims.yaml", "dev": _drawn_from(dev),
+                            "held": _drawn_from(held)}
     path.write_text("".join(_dumps(x) + "\n" for x in [legend] + a + b))
     return path
 
