@@ -46,7 +46,7 @@ SIGHT_AFTER_MEETING = "meeting"  # true on the sample of the table after a meeti
 # checker's verdict on every claim of the match (docs/claims.md, docs/formats.md)
 CLAIMS_FILE = "claims.jsonl"
 CLAIMS_HEADER = "claims"  # header: {"version": CLAIMS_VERSION, "lines": n, "verdicts": {verdict: n}}
-CLAIMS_VERSION = 1
+CLAIMS_VERSION = 2  # 2: the issue-30 rules (time forms, cover rule, sightings for claims about others)
 
 # -- header fields ---------------------------------------------------------------------------------------
 FORMAT = "format"

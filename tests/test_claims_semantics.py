@@ -101,6 +101,11 @@ def test_the_exploit_is_counted_on_every_kill():
     far = Log(4000).at("Steve", 1780, "Storage").at("Steve", 1820, "Admin")  # away only around the kill
     far.event(F.EV_KILL, 1800, killer="Steve", victim="James", room="Storage", witnesses=[])
     assert window_exploit(_events(far, 2020), far.sights()) == {"kills": 1, "applies": 1, "passes": 0}
+    # Steve stood in Admin all along and killed James across the doorway: "I was in Admin" is true, no alibi
+    door = Log(4000).at("James", 0, "Storage").event(F.EV_KILL, 1800, killer="Steve", victim="James",
+                                                     room="Storage", witnesses=[])
+    assert window_exploit(_events(door, 2020), door.sights())["applies"] == 0
+    assert _verdict(door, "Steve", 2020, EXPLOIT)[0] == TRUE
 
 
 # -- claims about others need a sighting; kills anchored to their event ---------------------------------------------

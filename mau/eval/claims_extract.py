@@ -376,7 +376,7 @@ def cache_key(model: str, messages: list[dict[str, Any]]) -> str:
 class Extractor:
     """Reads utterances with a model (``complete``), its answers cached in ``cache_path`` (JSON lines); an answer
     without a claims list is asked again up to ``retries`` times, then counted in ``stats['parse_failures']``
-    (the utterance then gives no claims, or the spotter's with ``fallback``)."""
+    (the utterance then gives no claims, or the phrasing reader's with ``fallback``)."""
 
     model: str
     complete: Completion

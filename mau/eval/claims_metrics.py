@@ -199,7 +199,8 @@ def load(path: Path, extra_claims: dict[int, list[dict[str, Any]]] | None = None
 
 def window_exploit(events: list[dict[str, Any]], sights: list[dict[str, Any]]) -> dict[str, int]:
     """The alibi exploit of issue 30 on every kill followed by a meeting: the killer claims a room other than the
-    kill's for a window that ends at that meeting and holds the kill. ``applies``: kills for which some such
+    kill's, and other than the one it stood in at the kill (a kill across a doorway: that claim is true), for a
+    window that ends at that meeting and holds the kill. ``applies``: kills for which some such
     claim (a room it was in during the roam, any start from the roam's start, 1 s apart, 10 s or longer) has the
     killer there for at least half of it (the majority rule alone would pass it); ``passes``: of those, kills for
     which the checker finds one of those claims TRUE (0 when the cover rule holds)."""
@@ -212,7 +213,8 @@ def window_exploit(events: list[dict[str, Any]], sights: list[dict[str, Any]]) -
             continue
         out["kills"] += 1
         start, killer = f.since_last_meeting(meeting), k["killer"]
-        rooms = [r for r in ch.tl.places_during(killer, start, meeting) if r != k["room"]]
+        there = set(ch.tl.places_during(killer, k["tick"], k["tick"]))  # a kill across a doorway: where it stood
+        rooms = [r for r in ch.tl.places_during(killer, start, meeting) if r != k["room"] and r not in there]
         applies = passes = False
         for room in rooms:
             for a in range(start, k["tick"] + 1, EXPLOIT_STEP):

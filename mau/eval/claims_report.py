@@ -33,8 +33,9 @@ def checks_lines(ev: dict[str, Any]) -> list[str]:
         f"| facts without a label that are TRUE | {_share(c['unlabelled_facts_true'])} |",
         f"| facts labelled lie that are FALSE or UNSUPPORTED | {_share(c['lies_false_or_unsupported'])} |",
         f"| crew facts not TRUE that are labelled mistake | {_share(c['crew_not_true_labelled_mistake'])} |",
-        f"| window exploit: kills where a majority-rule alibi (a room other than the kill's, a window to the meeting "
-        f"holding the kill) would pass / of them, passing the checker | {_exploit(c.get('window_exploit'))} |",
+        f"| window exploit: kills where a majority-rule alibi (a place the killer was not in at the kill, a window "
+        f"to the meeting holding it) would pass / of them, passing the checker | "
+        f"{_exploit(c.get('window_exploit'))} |",
         f"| verdicts identical to the match-end claims.jsonl | {_share(c['identical_to_match_end'])} |",
         f"| checker seconds per match (median, max) | {_num(cs['median'], 4)}, {_num(cs['max'], 4)} |",
         f"| sights.jsonl KB per match (median, max) | {_kb(sz['median'])}, {_kb(sz['max'])} |",
