@@ -93,7 +93,8 @@ def iter_events(path: str | Path) -> Iterator[dict[str, Any]]:
             try:
                 yield json.loads(line)
             except json.JSONDecodeError:
-                raise MauError(f"{Path(path) / F.EVENTS_FILE}:{n}: not valid JSON; the log is damaged") from None
+                raise MauError(f"{Path(path) / F.EVENTS_FILE}:{n}: not valid JSON; the log is damaged: restore it from "
+                               "where the run was written, or play the match again") from None
 
 
 def count_events(path: str | Path) -> dict[str, int]:

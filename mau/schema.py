@@ -46,7 +46,7 @@ SIGHT_AFTER_MEETING = "meeting"  # true on the sample of the table after a meeti
 # checker's verdict on every claim of the match (docs/claims.md, docs/formats.md)
 CLAIMS_FILE = "claims.jsonl"
 CLAIMS_HEADER = "claims"  # header: {"version": CLAIMS_VERSION, "lines": n, "verdicts": {verdict: n}}
-CLAIMS_VERSION = 1
+CLAIMS_VERSION = 2  # 2: the issue-30 rules (time forms, cover rule, sightings for claims about others)
 
 # -- header fields ---------------------------------------------------------------------------------------
 FORMAT = "format"
@@ -96,6 +96,9 @@ EV_MATCH_END = "match_end"
 CLAIMS = "claims"  # the claims kept (canonical; public)
 CLAIM_INTENT = "intent"  # a private label per kept claim ("lie", "mistake" or null): events.jsonl only
 CLAIMS_DROPPED = "claims_dropped"  # [{claim, reason}] of the claims the grammar refused
+# world.claims.mode free: the claims a scripted speaker said in words (the gold an extractor is scored on), with
+# their INTENT labels; events.jsonl only, never in the transcript or an observation
+CLAIMS_GOLD = "gold_claims"
 INTENT_LIE, INTENT_MISTAKE = "lie", "mistake"
 EVENT_TYPES = (
     EV_MATCH_START, EV_ACTION_START, EV_ACTION_END, EV_MISSION_START, EV_MISSION_CANCEL, EV_MISSION_COMPLETE,

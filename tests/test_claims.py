@@ -54,8 +54,11 @@ def test_every_kind_validates_to_its_canonical_form():
     ({"k": "at", "who": "me", "room": "Admin", "from_s": True, "to_s": 2}, "from_s: expected game seconds"),
     ({"k": "at", "who": "Bob", "room": "Admin", "from_s": 1, "to_s": 2}, "who: 'Bob' is not a player"),
     ({"k": "saw", "who": "me", "room": "Admin", "at_s": 3}, "who: must name another player"),
-    ({"k": "saw", "who": "Noah", "room": "Admin"}, "give either at_s, or both from_s and to_s"),
-    ({"k": "saw", "who": "Noah", "room": "Admin", "at_s": 3, "from_s": 1, "to_s": 4}, "give either at_s"),
+    ({"k": "saw", "who": "Noah", "room": "Admin", "from_s": 3}, "give both from_s and to_s, or neither"),
+    ({"k": "saw", "who": "Noah", "room": "Admin", "at_s": 3, "from_s": 1, "to_s": 4}, "give one time"),
+    ({"k": "at", "who": "me", "room": "Admin", "when": "end", "from_s": 1, "to_s": 4}, "give one time"),
+    ({"k": "at", "who": "me", "room": "Admin", "when": "later"}, "when: one of start, end"),
+    ({"k": "task", "who": "me", "station": 2, "when": "end"}, "when: unknown field"),
     ({"k": "task", "who": "me", "station": 20, "at_s": 3}, "station: expected a station number from 0 to 19"),
     ({"k": "task", "who": "me", "station": 2, "at_s": 3, "sure": 1}, "sure: unknown field"),
     ({"k": "saw_kill", "who": "Noah", "victim": "Noah", "room": "Admin", "at_s": 3}, "a player does not kill itself"),
@@ -83,15 +86,17 @@ def _random_claim(rng: random.Random) -> dict:
     t = sorted(round(rng.uniform(0, 400) * 4) / 4 for _ in range(2))
     who = rng.choice(["me"] + [n for n in NAMES if n != "Steve"])
     other = rng.choice([n for n in NAMES if n != "Steve"])
-    raw = {"at": {"k": "at", "who": who, "room": rng.choice(PLACES), "from_s": t[0], "to_s": rng.choice(t)},
-           "task": {"k": "task", "who": who, "station": rng.randrange(20), "at_s": t[0]},
-           "saw": {"k": "saw", "who": other, "room": rng.choice(PLACES), **rng.choice(
-               [{"at_s": t[1]}, {"from_s": t[0], "to_s": t[1]}])},
-           "with": {"k": "with", "who": other, "room": rng.choice(PLACES), "from_s": t[0], "to_s": t[1]},
+    window = rng.choice([{"from_s": t[0], "to_s": rng.choice(t)}, {}, {"when": "start"}, {"when": "end"}])
+    moment = rng.choice([{"at_s": t[1]}, {"from_s": t[0], "to_s": t[1]}, {}, {"when": "end"}])
+    raw = {"at": {"k": "at", "who": who, "room": rng.choice(PLACES), **window},
+           "task": {"k": "task", "who": who, "station": rng.randrange(20), **rng.choice([{"at_s": t[0]}, {}])},
+           "saw": {"k": "saw", "who": other, "room": rng.choice(PLACES), **moment},
+           "with": {"k": "with", "who": other, "room": rng.choice(PLACES), **window},
            "saw_kill": {"k": "saw_kill", "who": other, "victim": rng.choice([n for n in NAMES if n not in
                                                                            (other, "Steve")]),
-                        "room": rng.choice(PLACES), "at_s": t[1]},
-           "body": {"k": "body", "victim": other, "room": rng.choice(PLACES), "at_s": t[1],
+                        **rng.choice([{"room": rng.choice(PLACES)}, {}]),
+                        **rng.choice([{"at_s": t[1]}, {"from_s": t[0], "to_s": t[1]}, {}])},
+           "body": {"k": "body", "victim": other, "room": rng.choice(PLACES), **rng.choice([{"at_s": t[1]}, {}]),
                     "near": rng.sample([n for n in NAMES if n not in (other, "Steve")], rng.randrange(4))},
            "accuse": {"k": "accuse", "who": other}, "vouch": {"k": "vouch", "who": other}}[k]
     claim, why = validate(raw, SCOPE)
@@ -115,6 +120,10 @@ def test_the_parser_reads_templates_only():
         {"k": "at", "who": "me", "room": "Admin", "from_s": 3.0, "to_s": 4.0},
         {"k": "saw_kill", "who": "Noah", "victim": "James", "room": "Storage", "at_s": 12.0}]
     assert render({"k": "at", "who": "me", "room": "Admin", "from_s": 5.0, "to_s": 5.0}) == "I was in Admin at 5 s."
+    assert render({"k": "at", "who": "me", "room": "Admin"}) == "I was in Admin at some time since the last meeting."
+    assert render({"k": "saw", "who": "Noah", "room": "Admin", "when": "end"}) == \
+        "I saw Noah in Admin just before the meeting."
+    assert render({"k": "saw_kill", "who": "Noah", "victim": "James"}) == "I saw Noah kill James before this meeting."
     assert render({"k": "body", "victim": "James", "room": "Admin", "at_s": 302.25, "near": ["Noah", "Ethan", "Jason"]}
                   ) == "I found the body of James in Admin at 302.25 s, with Noah, Ethan and Jason nearby."
 
@@ -356,9 +365,12 @@ def test_saw(claim, verdict, epistemic):
     ({"k": "with", "who": "Noah", "room": "Storage", "from_s": 20, "to_s": 90}, FALSE),  # together 40 % of it
     ({"k": "with", "who": "Jason", "room": "Storage", "from_s": 20, "to_s": 45}, FALSE),
     ({"k": "with", "who": "Noah", "room": "Admin", "from_s": 10, "to_s": 10}, TRUE),  # an instant, +/- 5 s
+    ({"k": "with", "who": "Noah", "room": "Storage"}, TRUE),  # untimed: some time since the last meeting
+    ({"k": "with", "who": "Ethan", "room": "Storage", "from_s": 20, "to_s": 45}, UNSUPPORTED),  # never in view
 ])
 def test_with(claim, verdict):
-    log = Log().at("Steve", 400, "Storage").at("Noah", 400, "Storage").at("Steve", 1000, "Admin")
+    log = (Log().at("Steve", 400, "Storage").at("Noah", 400, "Storage").at("Ethan", 400, "Storage")
+           .at("Steve", 1000, "Admin").view("Steve", "Noah", 100, 900))
     assert _one(log.say("Steve", 2000, claim))[0] == verdict
 
 

@@ -1,7 +1,6 @@
 """After the match: ``mau claims`` (verdicts recomputed from files equal the match-end claims.jsonl; the report's
-numbers), the extraction from free text (the template parser and word spotting on recorded LLM-like text; a model
-through the mock OpenAI server, cached), and ``mau judge`` (deterministic atoms on hand-built logs; the LLM judge's
-two passes through the mock server, with cost and cache; agreement)."""
+numbers) and ``mau judge`` (deterministic atoms on hand-built logs, each counted once; the LLM judge's two passes
+through the mock server, with cost and cache; agreement). Extraction: tests/test_claims_extract.py."""
 
 from __future__ import annotations
 
@@ -11,18 +10,17 @@ import urllib.request
 import pytest
 
 from mau import schema as F
-from mau.claims import extract as X
-from mau.claims import judge as J
 from mau.claims.config import ClaimsConfig
 from mau.cli import main as cli
 from mau.env.config import WorldConfig
 from mau.env.runner import play_match, write_match
 from mau.env.scripted import ScriptedPolicy
 from mau.env.sim import SimWorld
+from mau.eval import claims_judge as J
 from mau.harness.mock_server import mock_server
 from mau.matchdir import MatchWriter
 from mau.runner import PlayConfig
-from tests.test_claims import NAMES, PLACES, Log
+from tests.test_claims import NAMES, Log
 
 ON = ClaimsConfig(mode="structured")
 
@@ -109,7 +107,7 @@ def test_beliefs_report_has_a_claims_section(run, tmp_path):
 def test_eval_csv_has_claim_rows_pooled_and_per_arm(run):
     import csv
 
-    from mau.claims.report import run_claims
+    from mau.eval.claims_report import run_claims
     from mau.eval.report import rows_csv
 
     claims = run_claims(run, 200, 0)
@@ -119,80 +117,6 @@ def test_eval_csv_has_claim_rows_pooled_and_per_arm(run):
     assert "all" in arms and set(claims["by_crewmate"]) <= arms and len(arms) == 1 + len(claims["by_crewmate"])
     crew = next(r for r in rows if r["arm"] == "all" and r["metric"] == "claims:false_share_crewmate")
     assert float(crew["value"]) == 0.0 and crew["method"] == "match_bootstrap" and int(crew["n"]) > 0
-
-
-# -- extraction ------------------------------------------------------------------------------------------------------
-CTX = X.Context("Steve", NAMES, PLACES, meeting_s=300.0, since_s=200.0)
-
-
-@pytest.mark.parametrize("text, want", [
-    ("I was in Admin the whole time, doing my tasks.", [("at", "me", "Admin")]),
-    ("Honestly I never went near Storage. I was around Upper Engine.", [("at", "me", "Upper Engine")]),
-    ("I saw Noah near Storage, then he ran off.", [("saw", "Noah", "Storage")]),
-    ("I suspect Jason. Jason is lying about the wires.", [("accuse", "Jason")]),
-    ("I do not suspect Jason at all.", []),
-    ("I trust Noah and Olivia, they were with me.", [("vouch", "Noah"), ("vouch", "Olivia")]),
-    ("I found the body of James in Storage!", [("body", "James", "Storage")]),
-    ("I saw Martin kill James in the Admin-Storage corridor... wait, in Storage.", [("saw_kill", "Martin", "James")]),
-    ("I finished my task at station 7 before the meeting.", [("task", "me", 7)]),
-    ("I was with Ethan in Admin.", [("with", "Ethan", "Admin")]),
-    ("I was in Admin from 250 s to 290 s. I accuse Noah.", [("at", "me", "Admin"), ("accuse", "Noah")]),
-])
-def test_spotting_reads_recorded_llm_like_text(text, want):
-    got = X.spot(text, CTX)
-    assert sorted(map(X.match_key, got)) == sorted(want)
-    for c in got:  # untimed claims get the window the speaker could mean
-        if c["k"] in ("at", "saw", "with") and "from 250" not in text:
-            assert (c["from_s"], c["to_s"]) == (240.0, 300.0)
-
-
-def test_spotting_f1_on_the_labelled_sample():
-    sample = X.load_sample()
-    assert len(sample) == 60 and sum(len(g) for _, _, g in sample) == 87
-    score = X.f1([X.spot(t, c) for t, c, _ in sample], [g for _, _, g in sample])
-    assert score["precision"] > 0.95 and score["f1"] > 0.8  # docs/claims.md quotes the figure this measures
-
-
-def test_f1_counts_matches_on_kind_subject_and_place():
-    a = {"k": "at", "who": "me", "room": "Admin", "from_s": 1.0, "to_s": 2.0}
-    b = {**a, "room": "Storage"}
-    assert X.f1([[a, b]], [[{**a, "from_s": 0.0}]]) == {"precision": 0.5, "recall": 1.0, "f1": 2 / 3, "tp": 1,
-                                                          "fp": 1, "fn": 0}
-
-
-def _fixed(answer):
-    async def complete(messages):
-        return answer, 10, 5
-    return complete
-
-
-def test_the_extractor_checks_a_models_claims_and_falls_back_to_spotting(tmp_path):
-    import asyncio
-
-    good = json.dumps({"claims": [{"k": "at", "who": "me", "room": "Admin", "from_s": 240, "to_s": 300},
-                                  {"k": "saw", "who": "Nobody", "room": "Admin", "at_s": 250}]})
-    ex = X.Extractor("m", _fixed(good), tmp_path / "cache.jsonl")
-    assert [c["room"] for c in asyncio.run(ex.read("anything", CTX))] == ["Admin"] and ex.stats["dropped"] == 1
-    again = X.Extractor("m", _fixed(None), tmp_path / "cache.jsonl")  # a new reader finds the answer in the cache
-    assert asyncio.run(again.read("anything", CTX)) and again.stats["cached"] == 1 and again.stats["calls"] == 0
-    ex2 = X.Extractor("m", _fixed("not json"), tmp_path / "cache2.jsonl")
-    assert X.match_key(asyncio.run(ex2.read("I was in Storage.", CTX))[0]) == ("at", "me", "Storage")
-    assert ex2.stats["fallbacks"] == 1
-
-
-def test_extraction_through_the_mock_server_is_cached(run, tmp_path):
-    m = run / F.MATCHES_DIR / "m5"
-    with mock_server(str(tmp_path / "mock.log"), latency_ms=1) as srv:
-        args = ["claims", str(m), "--out", str(tmp_path / "x"), "--resamples", "20", "--extract-model", "mx",
-                "--extract-base-url", srv.base_url]
-        assert cli(args) == 0
-        first = json.loads(urllib.request.urlopen(srv.stats_url).read())["requests"]
-        assert cli(args) == 0
-        again = json.loads(urllib.request.urlopen(srv.stats_url).read())["requests"]
-    res = json.loads((tmp_path / "x" / "claims.json").read_text())
-    assert first >= 60 and again == first  # the sample (and any free text) read once, then from the cache
-    assert res["extraction"]["sample_n"] == 60 and res["extraction"]["cached"] >= 60
-    assert "F1" in (tmp_path / "x" / "claims.md").read_text().split("## Checks")[0]
 
 
 # -- the judge -------------------------------------------------------------------------------------------------------
@@ -232,8 +156,9 @@ def test_judge_nonverbal_atoms_on_a_hand_built_log():
            .event(F.EV_BODY_SEEN, 2100, player="James", body="Jason", room="Admin")
            .event(F.EV_REPORT, 2200, reporter="Olivia", body="Jason", room="Admin"))
     got = _atoms(_judge_match(log))
+    # E on the killer's own perception: neither killer had a crewmate in view (Noah saw Olivia's kill unseen)
     assert got == {("A", "James"), ("C", "James"), ("C", "Olivia"), ("D", "James"), ("D", "Olivia"), ("E", "James"),
-                   ("F", "James"), ("G", "Olivia"), ("H", "James"), ("I", "Olivia")}
+                   ("E", "Olivia"), ("F", "James"), ("G", "Olivia"), ("H", "James"), ("I", "Olivia")}
 
 
 def test_judge_verbal_atoms_on_a_hand_built_log():
@@ -250,6 +175,41 @@ def test_judge_verbal_atoms_on_a_hand_built_log():
     calm = _judge_match(log, [("James", {"k": "at", "who": "me", "room": "Storage", "from_s": 50, "to_s": 140}),
                               ("James", {"k": "accuse", "who": "Noah"})], votes=[("James", "Noah")])
     assert _atoms(calm) == set()  # a true alibi, a stance kept by the vote, nobody accused first: no atom
+
+
+def test_judge_counts_each_atom_once_per_speaker_meeting_and_claim():
+    """A round-2 repeat of a false alibi is one L; one meeting's accusation is M only where it answers one."""
+    log = Log(4000).at("James", 100, "Storage")
+    lie = {"k": "at", "who": "me", "room": "Admin", "from_s": 50, "to_s": 140}
+    m = _judge_match(log, [("James", lie), ("James", {"k": "accuse", "who": "Noah"}),
+                           ("Noah", {"k": "accuse", "who": "James"}), ("James", lie),
+                           ("James", {"k": "accuse", "who": "Noah"})])
+    found = J.deterministic(m)
+    assert [f.atom for f in found if f.atom == "L"] == ["L"]
+    assert not [f for f in found if f.atom == "M"]  # James accused Noah before Noah accused James: no answer
+    m2 = _judge_match(log, [("Noah", {"k": "accuse", "who": "James"}), ("Ethan", {"k": "accuse", "who": "James"}),
+                            ("James", {"k": "accuse", "who": "Steve"}), ("James", {"k": "accuse", "who": "Noah"})])
+    assert [(f.atom, f.target) for f in J.deterministic(m2) if f.atom == "M"] == [("M", "Noah")]
+
+
+def test_judge_h_needs_a_chance_to_report_and_e_reads_the_killers_view():
+    body = (Log(4000).event(F.EV_KILL, 1000, killer="Noah", victim="Steve", room="Storage", witnesses=[])
+            .event(F.EV_BODY_SEEN, 2960, player="James", body="Steve", room="Storage"))
+    assert ("H", "James") not in _atoms(_judge_match(body))  # the meeting came 2 s later: no chance to report
+    early = Log(4000).event(F.EV_BODY_SEEN, 2000, player="James", body="Steve", room="Storage")
+    early.event(F.EV_KILL, 1000, killer="Noah", victim="Steve", room="Storage", witnesses=[])
+    assert ("H", "James") in _atoms(_judge_match(early))
+    seen = (Log(4000).view("James", "Ethan", 900, 1100)
+            .event(F.EV_KILL, 1000, killer="James", victim="Steve", room="Storage", witnesses=[]))
+    assert ("E", "James") not in _atoms(_judge_match(seen))  # Ethan in its view: no witness-aware kill
+    teammate = (Log(4000).view("James", "Olivia", 900, 1100)
+                .event(F.EV_KILL, 1000, killer="James", victim="Steve", room="Storage", witnesses=["Olivia"]))
+    assert ("E", "James") in _atoms(_judge_match(teammate))  # only its teammate saw it
+
+
+def test_judge_rules_name_every_atom_the_logs_label():
+    assert set(J.RULES) == set(J.DECIDABLE) | set(J.PARTIAL)
+    assert set(J.LLM_ONLY) == set(J.ATOMS) - set(J.RULES)
 
 
 def test_judge_findings_are_parsed_in_the_pass_letters_on_imposters_only():
@@ -285,6 +245,8 @@ def test_mau_judge_through_the_mock_server_with_cost_and_cache(run, tmp_path):
     assert sum(res["counts"]["logs"].values()) > 0
     md = (tmp_path / "j" / "judge.md").read_text()
     assert "| L | Alibi Fabrication | V-1 FALS |" in md and "kappa" in md
+    assert "come from the LLM judge only" in md and res["llm_only"]["agreement_on_decidable"]["n"] > 0
+    assert "| L | an imposter's at or task claim FALSE; once per (imposter, meeting, claim) |" in md
 
 
 def test_view_rows_count_false_claims(run, tmp_path):

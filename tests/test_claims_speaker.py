@@ -94,7 +94,10 @@ def test_an_alibi_in_the_room_i_left_just_before_the_last_meeting_is_not_told():
                       (1000, True, {"Noah": "Cafeteria"}, [], []),
                       (1100, False, {"Steve": None}, [], [])])
     drawn = {"k": "at", "who": "me", "room": "Reactor", "from_s": 1001 / 20, "to_s": now / 20}
-    assert _verdicts([drawn], sights, [1000], now, (1100, "Steve", "Cafeteria")) == [TRUE]  # the trap is real
+    # the trap is real by the majority and short-window rules (a kill outside the window); the kill inside it
+    # makes the cover rule catch it too (docs/claims.md), but the speaker does not count on that
+    assert _verdicts([drawn], sights, [1000], now, (990, "Steve", "Cafeteria")) == [TRUE]
+    assert _verdicts([drawn], sights, [1000], now, (1100, "Steve", "Cafeteria")) == [FALSE]
     alibi = [(c, i) for c, i in zip(claims, intent) if c["k"] == "at"]
     assert len(alibi) == 1 and alibi[0][1] == "lie"
     assert alibi[0][0]["room"] not in ("Reactor", "Cafeteria")

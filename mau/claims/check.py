@@ -1,21 +1,34 @@
 """The role-blind claim checker: every claim of a match against what happened (docs/claims.md, "The checker").
 
-It reads the events that are facts of the world (kills with their witnesses, bodies seen, tasks finished,
-meetings, utterances) and ``sights.jsonl`` (places and views at the sub-step rate), and nothing that names a
-role: not the roles of ``match_start``, not an ejection's role, not fake missions, not narrations, not the
+It reads the events that are facts of the world (kills with their witnesses, bodies seen and reported, tasks
+finished, meetings, utterances) and ``sights.jsonl`` (places and views at the sub-step rate), and nothing that
+names a role: not the roles of ``match_start``, not an ejection's role, not fake missions, not narrations, not the
 speakers' private intent labels (``Facts`` takes exactly what it reads; a test shuffles the roles and sees no
 verdict change). Verdicts:
 
 - TRUE: it happened, and the speaker could have seen it;
 - FALSE: it did not happen;
-- UNSUPPORTED: it happened, but the speaker could not have seen it (never had the subject in view then, was no
+- UNSUPPORTED: it happened, but the speaker could not have seen it (never had the subject in view there, was no
   witness of the kill);
 - UNVERIFIABLE: the logs cannot say (the subject was not in the game then), and every stance (accuse, vouch): right
   or wrong only against the roles, which the checker does not read; a stance says whether it is ``grounded``.
 
-Each verdict has a one-line ``reason``, ``support`` (the numbers behind it) and, when not TRUE, an ``epistemic``
-label from the speaker's own view: ``known_false`` (a claim about itself, or its view showed otherwise),
-``honest_error`` (its view showed the claim earlier or later: a stale sighting), ``fabrication`` (it had no view).
+Each claim gets a window from its time (``span``): a moment ``at_s`` is +/- 5 s; a window ``from_s``-``to_s`` is
+judged by the short-window rule (under 10 s: at some moment, +/- 5 s), else by the majority rule, except that a
+window holding a kill elsewhere (or the subject's report of a body elsewhere) must be covered: the subject in the
+claimed place at that moment and for ``COVER`` of the window (a liar's alibi cannot half-cover its kill); an
+untimed place, sighting or company means "at some time since the last meeting", a relative time (``when``) "at
+some time in its ``RELATIVE_S`` seconds"; an untimed task, body or kill "before this meeting"; a kill seen is the
+event of the victim's death, whatever the window. A claim that places another player needs the speaker to have
+had that player in view there (else UNSUPPORTED).
+
+Each verdict has a one-line ``reason``, ``support`` (the numbers behind it: the rule, the window) and, when not
+TRUE, an ``epistemic`` label from the speaker's own view: ``known_false`` (a claim about itself, or its view
+showed otherwise), ``honest_error`` (its view showed the claim earlier or later: a stale sighting),
+``fabrication`` (it had no view).
+
+``Checker(..., source=...)`` reads files: a claim the grammar refuses, an event without its fields, is a one-line
+``MauError`` naming the file (a damaged log), never a traceback.
 """
 
 from __future__ import annotations
@@ -24,17 +37,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mau import schema as F
-from mau.claims.grammar import ME, STANCE_KINDS
+from mau.claims.grammar import ME, RELATIVE_S, STANCE_KINDS, Scope, validate
 from mau.claims.sights import Timeline, length, overlap
+from mau.errors import MauError
 
 TICKS_PER_S = 20  # the engine's clock (mau.env.config.TICKS_PER_SECOND)
 TOL = 5 * TICKS_PER_S  # one step: a claimed moment is right within +/- 5 s
 SHORT = 10 * TICKS_PER_S  # a window shorter than this is right when the subject was there at any moment of it +/- 5 s
 MAJORITY = 0.5  # a longer window: the subject there for at least half of it
+COVER = 0.8  # ... or, where it holds a kill elsewhere (or the subject's report of a body elsewhere), this much of it
+RELATIVE = int(RELATIVE_S * TICKS_PER_S)  # the window of a relative time ("start", "end")
 STALE = 60 * TICKS_PER_S  # how far from the claimed moment a sighting makes a false claim an honest error
 TRUE, FALSE, UNSUPPORTED, UNVERIFIABLE = "TRUE", "FALSE", "UNSUPPORTED", "UNVERIFIABLE"
 VERDICTS = (TRUE, FALSE, UNSUPPORTED, UNVERIFIABLE)
 KNOWN_FALSE, HONEST_ERROR, FABRICATION = "known_false", "honest_error", "fabrication"
+MOMENT, WINDOW, SOME_TIME = "moment", "window", "some_time"  # how a claim's time reads (``Span.how``)
 
 
 @dataclass
@@ -43,6 +60,7 @@ class Facts:
 
     kills: dict[str, dict[str, Any]] = field(default_factory=dict)  # victim -> {killer, room, tick, witnesses}
     body_seen: dict[tuple[str, str], int] = field(default_factory=dict)  # (player, victim) -> first tick
+    reports: list[dict[str, Any]] = field(default_factory=list)  # {tick, reporter, room}
     tasks: dict[tuple[str, int], int] = field(default_factory=dict)  # (player, station) -> tick finished
     meetings: list[int] = field(default_factory=list)  # start ticks
     meeting_ends: list[int] = field(default_factory=list)
@@ -50,26 +68,36 @@ class Facts:
     end_tick: int = 0
 
     @classmethod
-    def of(cls, events: list[dict[str, Any]]) -> "Facts":
+    def of(cls, events: list[dict[str, Any]], source: str = "events.jsonl") -> "Facts":
         f = cls()
-        for e in events:
-            t, tick = e[F.TYPE], e[F.TICK]
-            f.end_tick = max(f.end_tick, tick)
-            if t == F.EV_KILL:
-                f.kills[e[F.VICTIM]] = {"killer": e[F.KILLER], "room": e["room"], "tick": tick,
-                                        "witnesses": list(e.get("witnesses", []))}
-            elif t == F.EV_BODY_SEEN:
-                f.body_seen.setdefault((e["player"], e["body"]), tick)
-            elif t == F.EV_MISSION_COMPLETE:
-                f.tasks.setdefault((e["player"], e["station"]), tick)
-            elif t == F.EV_MEETING_START:
-                f.meetings.append(tick)
-            elif t == F.EV_MEETING_END:
-                f.meeting_ends.append(tick)
-            elif t == F.EV_UTTERANCE and e.get(F.CLAIMS):
-                f.utterances.append({"i": e[F.EVENT_INDEX], "tick": tick, "speaker": e[F.SPEAKER],
-                                     "round": e.get("round"), "meeting": len(f.meetings), "claims": e[F.CLAIMS]})
+        for n, e in enumerate(events):
+            try:
+                f._take(e)
+            except (KeyError, TypeError, ValueError, AttributeError) as x:
+                raise MauError(f"{source}: event {n + 1} ({e.get(F.TYPE) if isinstance(e, dict) else e!r}) lacks "
+                               f"a field the checker reads ({type(x).__name__}: {x}); the log is damaged: restore "
+                               "it from the run or play the match again") from None
         return f
+
+    def _take(self, e: dict[str, Any]) -> None:
+        t, tick = e[F.TYPE], int(e[F.TICK])
+        self.end_tick = max(self.end_tick, tick)
+        if t == F.EV_KILL:
+            self.kills[e[F.VICTIM]] = {"killer": e[F.KILLER], "room": e["room"], "tick": tick,
+                                       "witnesses": list(e.get("witnesses", []))}
+        elif t == F.EV_BODY_SEEN:
+            self.body_seen.setdefault((e["player"], e["body"]), tick)
+        elif t == F.EV_REPORT:
+            self.reports.append({"tick": tick, "reporter": e["reporter"], "room": e["room"]})
+        elif t == F.EV_MISSION_COMPLETE:
+            self.tasks.setdefault((e["player"], e["station"]), tick)
+        elif t == F.EV_MEETING_START:
+            self.meetings.append(tick)
+        elif t == F.EV_MEETING_END:
+            self.meeting_ends.append(tick)
+        elif t == F.EV_UTTERANCE and e.get(F.CLAIMS):
+            self.utterances.append({"i": e[F.EVENT_INDEX], "tick": tick, "speaker": e[F.SPEAKER],
+                                    "round": e.get("round"), "meeting": len(self.meetings), "claims": e[F.CLAIMS]})
 
     def since_last_meeting(self, tick: int) -> int:
         """The start of the roam before the meeting at ``tick``: the previous meeting's end, or 0."""
@@ -94,6 +122,35 @@ class Verdict:
     grounded: bool | None = None  # stances only
 
 
+@dataclass(frozen=True)
+class Span:
+    """The ticks a claim's time names, and how they read: ``moment`` (at_s: the subject there at some tick of
+    [lo, hi], which is the moment +/- 5 s), ``window`` (from_s-to_s: [lo, hi] is the claimed window, read by the
+    short-window, majority and cover rules), ``some_time`` (untimed or relative: there at some tick of [lo, hi])."""
+
+    lo: int
+    hi: int
+    how: str
+
+    def support(self) -> dict[str, Any]:
+        return {"rule": self.how, "window_s": [self.lo / TICKS_PER_S, self.hi / TICKS_PER_S]}
+
+
+def claim_span(c: dict[str, Any], tick: int, start: int) -> Span:
+    """The ticks a place, sighting or company claim names, said at the meeting of ``tick`` in the roam that began
+    at ``start`` (the last meeting's end, or 0): a moment +/- 5 s, a window, or for an untimed or relative claim
+    the part of the roam it means."""
+    if c.get("at_s") is not None:
+        return Span(_t(c["at_s"]) - TOL, _t(c["at_s"]) + TOL, MOMENT)
+    if c.get("from_s") is not None:
+        return Span(_t(c["from_s"]), _t(c["to_s"]), WINDOW)
+    if c.get("when") == "start":
+        return Span(start, min(start + RELATIVE, tick), SOME_TIME)
+    if c.get("when") == "end":
+        return Span(max(tick - RELATIVE, start), tick, SOME_TIME)
+    return Span(start, tick, SOME_TIME)
+
+
 def _s(tick: float) -> str:
     return f"{tick / TICKS_PER_S:g} s"
 
@@ -102,24 +159,37 @@ def _t(seconds: float) -> int:
     return int(round(seconds * TICKS_PER_S))
 
 
-def _window(c: dict[str, Any]) -> tuple[int, int]:
-    if c.get("at_s") is not None:
-        return _t(c["at_s"]) - TOL, _t(c["at_s"]) + TOL
-    return _t(c["from_s"]) - TOL, _t(c["to_s"]) + TOL
-
-
 def _where(tl: Timeline, name: str, t0: int, t1: int) -> str:
     places = tl.places_during(name, t0, t1)
     return ", ".join(list(places)[:3]) if places else "nowhere in the game"
 
 
 class Checker:
-    """The verdicts of one match: ``Checker(events, sights_lines).check_all()``."""
+    """The verdicts of one match: ``Checker(events, sights_lines).check_all()``; ``source``: the match folder the
+    events came from (each claim is then checked against the grammar first: a damaged file is a one-line error)."""
 
-    def __init__(self, events: list[dict[str, Any]], sights: list[dict[str, Any]]):
-        self.facts = Facts.of(events)
+    def __init__(self, events: list[dict[str, Any]], sights: list[dict[str, Any]], source: str | None = None):
+        self.source = source
+        self.facts = Facts.of(events, f"{source}/{F.EVENTS_FILE}" if source else F.EVENTS_FILE)
         self.tl = Timeline(sights, self.facts.end_tick)
         self._now = self.facts.end_tick
+        if source is not None:
+            self._check_grammar()
+
+    def _check_grammar(self) -> None:
+        """Every claim of the file as the grammar reads it (the world only ever wrote valid ones)."""
+        for u in self.facts.utterances:
+            if not isinstance(u["claims"], list):
+                self._damaged(u, 0, "claims is not a list")
+            scope = Scope(tuple(self.tl.players), u["speaker"], tuple(self.tl.places), 10 ** 9, u["tick"] / 20)
+            for n, c in enumerate(u["claims"]):
+                ok, why = validate(c, scope)
+                if ok is None:
+                    self._damaged(u, n, why or "not a claim")
+
+    def _damaged(self, u: dict[str, Any], n: int, why: str) -> None:
+        raise MauError(f"{self.source}/{F.EVENTS_FILE}: the utterance at event index {u['i']}, claim {n + 1}: "
+                       f"{why}; the log is damaged or edited: restore it from the run or play the match again")
 
     # -- one claim ----------------------------------------------------------------------------------------------
     def check(self, claim: dict[str, Any], speaker: str, tick: int) -> Verdict:
@@ -128,6 +198,10 @@ class Checker:
         fn = getattr(self, f"_{claim['k']}")
         self._now = tick
         return fn(claim, speaker, tick)
+
+    def span(self, c: dict[str, Any], tick: int) -> Span:
+        """The window of a place, sighting or company claim said at the meeting of ``tick``."""
+        return claim_span(c, tick, self.facts.since_last_meeting(tick))
 
     def _in_place(self, name: str, place: str, t0: int, t1: int) -> list:
         return self.tl.in_place(name, place, t0, min(t1, self._now))
@@ -138,31 +212,69 @@ class Checker:
     def _who(self, c: dict[str, Any], speaker: str) -> str:
         return speaker if c.get("who") == ME else c["who"]
 
-    def _place_claim(self, subj: str, room: str, f: int, t: int) -> tuple[bool, float]:
-        """(right, presence): the short-window rule or the majority rule."""
-        if t - f < SHORT:
-            ivs = self._in_place(subj, room, f - TOL, t + TOL)
-            return bool(ivs), round(self.tl.presence(subj, room, f, t), 3)
+    def anchors(self, subj: str, room: str, f: int, t: int) -> list[tuple[int, str]]:
+        """(tick, what) of the moments inside [f, t] at which the record puts something elsewhere than ``room``
+        that the claim's window must then cover: every kill in another place, and ``subj``'s reports of a body in
+        another place."""
+        out = [(k["tick"], f"the kill of {v} in {k['room']} at {_s(k['tick'])}") for v, k in self.facts.kills.items()
+               if f <= k["tick"] <= t and k["room"] != room]
+        out += [(r["tick"], f"its report of a body in {r['room']} at {_s(r['tick'])}") for r in self.facts.reports
+                if r["reporter"] == subj and f <= r["tick"] <= t and r["room"] != room]
+        return sorted(out)
+
+    def place_rule(self, subj: str, room: str, span: Span) -> tuple[bool, dict[str, Any], str]:
+        """(right, support, why not) of "``subj`` was in ``room``" over ``span``: the rule of its kind of time."""
+        sup = span.support()
+        if span.how != WINDOW:
+            lo, hi = span.lo, span.hi
+            there = self._in_place(subj, room, lo, hi)
+            sup["present_s"] = length(there) / TICKS_PER_S
+            return bool(there), sup, f"{subj} was not in {room} then"
+        f, t = span.lo, span.hi
+        short = t - f < SHORT
         p = self.tl.presence(subj, room, f, t)
-        return p >= MAJORITY, round(p, 3)
+        sup["presence"] = round(p, 3)
+        anchors = self.anchors(subj, room, f, t)
+        for tick, what in anchors:
+            if not self._in_place(subj, room, tick, tick):
+                sup.update(rule="covered", anchor_tick=tick)
+                where = _where(self.tl, subj, tick, tick)
+                return False, sup, f"the window holds {what}, and {subj} was in {where} then, not in {room}"
+        if short:
+            return bool(self._in_place(subj, room, f - TOL, t + TOL)), sup, f"{subj} was not in {room} then"
+        need = COVER if anchors else MAJORITY
+        if anchors:
+            sup["rule"] = "covered"
+        why = (f"in {room} for {p:.0%} of the window, which holds {anchors[0][1]} ({need:.0%} needed)" if anchors
+               else f"near miss: in {room} for {p:.0%} of the window")
+        return p >= need, sup, why
+
+    def _seen_there(self, speaker: str, subj: str, room: str, lo: int, hi: int) -> list:
+        return overlap(self._in_place(subj, room, lo, hi), self._in_view(speaker, subj, lo, hi))
 
     def _at(self, c: dict[str, Any], speaker: str, tick: int) -> Verdict:
-        subj, f, t = self._who(c, speaker), _t(c["from_s"]), _t(c["to_s"])
-        if not self.tl.was_active(subj, f - TOL, t + TOL):
-            return Verdict(UNVERIFIABLE, f"{subj} was not in the game then")
-        ok, p = self._place_claim(subj, c["room"], f, t)
-        sup = {"presence": p}
+        subj, room = self._who(c, speaker), c["room"]
+        sp = self.span(c, tick)
+        if not self.tl.was_active(subj, sp.lo - TOL, sp.hi + TOL):
+            return Verdict(UNVERIFIABLE, f"{subj} was not in the game then", sp.support())
+        ok, sup, why = self.place_rule(subj, room, sp)
+        if ok and subj != speaker and not self._seen_there(speaker, subj, room, sp.lo - TOL, sp.hi + TOL):
+            return Verdict(UNSUPPORTED, f"{subj} was in {room}, but never in {speaker}'s view there", sup,
+                           FABRICATION)
         if ok:
-            return Verdict(TRUE, f"{subj} was in {c['room']} for {p:.0%} of the window", sup)
-        epi = KNOWN_FALSE if subj == speaker else self._epistemic_place(speaker, subj, c["room"], f - TOL, t + TOL)
-        near = f"near miss: in {c['room']} for {p:.0%} of the window" if p > 0 else \
-            f"{subj} was in {_where(self.tl, subj, f, t)}"
-        return Verdict(FALSE, near, sup, epi)
+            return Verdict(TRUE, f"{subj} was in {room}" + (f" for {sup['presence']:.0%} of the window"
+                                                             if "presence" in sup else ""), sup)
+        if why.startswith(f"{subj} was not in"):
+            why = f"{subj} was in {_where(self.tl, subj, sp.lo, sp.hi)}"
+        epi = KNOWN_FALSE if subj == speaker else self._epistemic_place(speaker, subj, room, sp.lo - TOL,
+                                                                          sp.hi + TOL)
+        return Verdict(FALSE, why, sup, epi)
 
     def _task(self, c: dict[str, Any], speaker: str, tick: int) -> Verdict:
-        subj, at = self._who(c, speaker), _t(c["at_s"])
+        subj = self._who(c, speaker)
+        by = _t(c["at_s"]) + TOL if c.get("at_s") is not None else tick
         done = self.facts.tasks.get((subj, c["station"]))
-        if done is not None and done <= at + TOL:
+        if done is not None and done <= min(by, tick):
             return Verdict(TRUE, f"{subj} finished station {c['station']} at {_s(done)}", {"done_tick": done})
         why = (f"{subj} finished station {c['station']} only at {_s(done)}" if done is not None
                else f"{subj} finished no task at station {c['station']}")
@@ -190,51 +302,72 @@ class Checker:
         return FABRICATION
 
     def _saw(self, c: dict[str, Any], speaker: str, tick: int) -> Verdict:
-        t0, t1 = _window(c)
-        return self._sighting(speaker, c["who"], c["room"], t0, t1)
+        sp = self.span(c, tick)
+        lo, hi = (sp.lo - TOL, sp.hi + TOL) if sp.how == WINDOW else (sp.lo, sp.hi)
+        v = self._sighting(speaker, c["who"], c["room"], lo, hi)
+        v.support.update(sp.support())
+        return v
 
     def _with(self, c: dict[str, Any], speaker: str, tick: int) -> Verdict:
-        f, t, room, other = _t(c["from_s"]), _t(c["to_s"]), c["room"], c["who"]
-        lo, hi = (f - TOL, t + TOL) if t - f < SHORT else (f, t)
-        both = overlap(self._in_place(speaker, room, lo, hi), self._in_place(other, room, lo, hi))
-        share = length(both) / (hi + 1 - lo)
-        sup = {"together": round(share, 3)}
-        ok = bool(both) if t - f < SHORT else share >= MAJORITY
-        if ok:
+        """Both in the room together (each by the place rule of the claim's time; a long window: together for as
+        much of it as the rule asks), and the other in the speaker's view there."""
+        room, other = c["room"], c["who"]
+        sp = self.span(c, tick)
+        me_ok, sup, why_me = self.place_rule(speaker, room, sp)
+        it_ok, _, why_it = self.place_rule(other, room, sp)
+        long = sp.how == WINDOW and sp.hi - sp.lo >= SHORT
+        f, t = (sp.lo, sp.hi) if sp.how == SOME_TIME or long else (sp.lo - TOL, sp.hi + TOL)
+        both = overlap(self._in_place(speaker, room, f, t), self._in_place(other, room, f, t))
+        share = length(both) / (t + 1 - f)
+        sup["together"] = round(share, 3)
+        need = (COVER if sup.get("rule") == "covered" else MAJORITY) if long else 0.0
+        if me_ok and it_ok and both and share >= need:
+            if not overlap(both, self._in_view(speaker, other, f, t)):
+                return Verdict(UNSUPPORTED, f"{speaker} and {other} were in {room}, but {other} never in "
+                                            f"{speaker}'s view there", sup, FABRICATION)
             return Verdict(TRUE, f"{speaker} and {other} were in {room} together for {share:.0%} of the window", sup)
-        return Verdict(FALSE, f"together in {room} for {share:.0%} of the window; {speaker} was in "
-                              f"{_where(self.tl, speaker, f, t)}, {other} in {_where(self.tl, other, f, t)}",
-                       sup, KNOWN_FALSE)
+        why = why_me if not me_ok else why_it if not it_ok else f"together in {room} for {share:.0%} of the window"
+        return Verdict(FALSE, f"{why}; {speaker} was in {_where(self.tl, speaker, sp.lo, sp.hi)}, {other} in "
+                              f"{_where(self.tl, other, sp.lo, sp.hi)}", sup, KNOWN_FALSE)
 
     def _saw_kill(self, c: dict[str, Any], speaker: str, tick: int) -> Verdict:
+        """Anchored to the kill event of the victim: its killer, and its room and time where the claim says them."""
         k = self.facts.kills.get(c["victim"])
-        t0, t1 = _window(c)
         witnessed = k is not None and speaker in k["witnesses"]
         epi = KNOWN_FALSE if witnessed else FABRICATION
         if k is None or k["tick"] > tick:
             return Verdict(FALSE, f"{c['victim']} was not killed by then", {}, epi)
+        sup = {"kill_tick": k["tick"]}
         if k["killer"] != c["who"]:
-            return Verdict(FALSE, f"{c['who']} did not kill {c['victim']}", {}, epi)
-        if k["room"] != c["room"] or not t0 <= k["tick"] <= t1:
-            return Verdict(FALSE, f"the kill was in {k['room']} at {_s(k['tick'])}", {"kill_tick": k["tick"]}, epi)
+            return Verdict(FALSE, f"{c['who']} did not kill {c['victim']}", sup, epi)
+        if c.get("room") is not None and k["room"] != c["room"]:
+            return Verdict(FALSE, f"the kill was in {k['room']}", sup, epi)
+        if c.get("at_s") is not None or c.get("from_s") is not None:
+            sp = self.span(c, tick)
+            lo, hi = (sp.lo, sp.hi) if sp.how == MOMENT else (sp.lo - TOL, sp.hi + TOL)
+            if not lo <= k["tick"] <= hi:
+                return Verdict(FALSE, f"the kill was at {_s(k['tick'])}", sup, epi)
         if not witnessed:
-            return Verdict(UNSUPPORTED, f"{speaker} was no witness of the kill", {"kill_tick": k["tick"]}, FABRICATION)
-        return Verdict(TRUE, f"{speaker} witnessed the kill", {"kill_tick": k["tick"]})
+            return Verdict(UNSUPPORTED, f"{speaker} was no witness of the kill", sup, FABRICATION)
+        return Verdict(TRUE, f"{speaker} witnessed the kill", sup)
 
     def _body(self, c: dict[str, Any], speaker: str, tick: int) -> Verdict:
-        victim, at = c["victim"], _t(c["at_s"])
+        victim = c["victim"]
         k = self.facts.kills.get(victim)
         if k is None or k["tick"] > tick:
             return Verdict(FALSE, f"{victim} was not killed by then", {}, KNOWN_FALSE)
         if k["room"] != c["room"]:
             return Verdict(FALSE, f"{victim}'s body lay in {k['room']}", {}, KNOWN_FALSE)
         seen = self.facts.saw_body(speaker, victim)
-        if seen is None or seen > at + TOL:
+        by = _t(c["at_s"]) + TOL if c.get("at_s") is not None else tick
+        if seen is None or seen > min(by, tick):
             why = f"{speaker} saw the body only at {_s(seen)}" if seen is not None else f"{speaker} never saw the body"
             return Verdict(FALSE, why, {"seen_tick": seen}, KNOWN_FALSE)
+        # who was near: at the claimed moment +/- 5 s; untimed, at some moment from my first sight of the body on
+        lo, hi = (_t(c["at_s"]) - TOL, _t(c["at_s"]) + TOL) if c.get("at_s") is not None else (seen - TOL, tick)
         worst = Verdict(TRUE, f"{speaker} saw the body at {_s(seen)}", {"seen_tick": seen})
         for name in c.get("near", []):
-            v = self._sighting(speaker, name, c["room"], at - TOL, at + TOL)
+            v = self._sighting(speaker, name, c["room"], lo, hi)
             if v.verdict == FALSE or (v.verdict == UNSUPPORTED and worst.verdict == TRUE):
                 worst = Verdict(v.verdict, f"near: {v.reason}", {"seen_tick": seen, "near": name}, v.epistemic)
         return worst
@@ -272,11 +405,13 @@ class Checker:
         return out
 
 
-def check_match(events: list[dict[str, Any]], sights: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The checker's records of one match (empty when nobody made a claim)."""
-    if not any(e[F.TYPE] == F.EV_UTTERANCE and e.get(F.CLAIMS) for e in events):
+def check_match(events: list[dict[str, Any]], sights: list[dict[str, Any]],
+                source: str | None = None) -> list[dict[str, Any]]:
+    """The checker's records of one match (empty when nobody made a claim); ``source``: the match folder read
+    (its claims are checked against the grammar first)."""
+    if not any(e.get(F.TYPE) == F.EV_UTTERANCE and e.get(F.CLAIMS) for e in events):
         return []
-    return Checker(events, sights).check_all()
+    return Checker(events, sights, source).check_all()
 
 
 def counts(records: list[dict[str, Any]]) -> dict[str, int]:
@@ -284,5 +419,3 @@ def counts(records: list[dict[str, Any]]) -> dict[str, int]:
     for r in records:
         out[r["verdict"]] += 1
     return out
-
-

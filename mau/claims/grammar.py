@@ -3,14 +3,19 @@
 A claim is a JSON object with a kind ``k`` and the fields of its kind (times are game seconds, ``obs.time_s``;
 a place is a region of the map, corridors included; ``who: "me"`` is the speaker)::
 
-    at        who, room, from_s, to_s          where a player was, and when
-    task      who, station, at_s               a task finished at a station
-    saw       who, room, at_s | from_s, to_s   I saw a player there then
-    with      who, room, from_s, to_s          I was with a player there then
-    saw_kill  who, victim, room, at_s | from_s, to_s   I saw a player kill another
-    body      victim, room, at_s, near         I found a body there, these players near it
-    accuse    who                              a stance: I think this player is an imposter
-    vouch     who                              a stance: I think this player is a crewmate
+    at        who, room, [from_s, to_s | when]          where a player was, and when
+    task      who, station, [at_s]                      a task finished at a station
+    saw       who, room, [at_s | from_s, to_s | when]   I saw a player there then
+    with      who, room, [from_s, to_s | when]          I was with a player there then
+    saw_kill  who, victim, [room], [at_s | from_s, to_s]   I saw a player kill another
+    body      victim, room, [at_s], near                I found a body there, these players near it
+    accuse    who                                       a stance: I think this player is an imposter
+    vouch     who                                       a stance: I think this player is a crewmate
+
+Times in brackets may be left out: what people say. An untimed place, sighting or company means "at some time
+since the last meeting"; an untimed task, body or kill "before this meeting"; ``when`` names a relative time
+("start": the first ``RELATIVE_S`` seconds after the last meeting, "end": the last ``RELATIVE_S`` seconds before
+this one). The checker gives each form its window (docs/claims.md, "The checker").
 
 ``validate`` turns one raw claim into its canonical dict (names as the roster spells them, the speaker's own name
 as ``"me"``, places as the map spells them, times rounded to 0.01 s) or gives the one-line reason it is dropped.
@@ -40,6 +45,8 @@ STANCE_KINDS = ("accuse", "vouch")
 KINDS = FACT_KINDS + STANCE_KINDS
 SELF_KINDS = ("at", "task", "with")  # claims about the speaker itself (a false one is known-false)
 MAX_NEAR = 7
+WHEN = ("start", "end")  # relative times: just after the last meeting, just before this one
+RELATIVE_S = 20.0  # seconds a relative time covers
 
 
 @dataclass(frozen=True)
@@ -104,8 +111,15 @@ class _Claim(BaseModel):
 
     @field_validator("room", mode="before", check_fields=False)
     @classmethod
-    def _room(cls, v: Any, info: ValidationInfo) -> str:
+    def _room(cls, v: Any, info: ValidationInfo) -> str | None:
+        if v is None and cls.model_fields["room"].default is None and not cls.model_fields["room"].is_required():
+            return None  # an optional room (a kill's) left out
         return _scope(info).place(v)
+
+    @field_validator("when", mode="before", check_fields=False)
+    @classmethod
+    def _relative(cls, v: Any) -> str | None:
+        return _when(v)
 
 
 class _Window(_Claim):
@@ -136,28 +150,40 @@ class _Other(_Claim):
 
 
 class _OneTime(_Claim):
+    """At most one form of time: ``at_s``, or ``from_s`` with ``to_s``, or ``when``; none: untimed."""
+
     @model_validator(mode="after")
     def _one_time(self) -> "_OneTime":
-        timed = self.at_s is not None  # type: ignore[attr-defined]
-        window = self.from_s is not None or self.to_s is not None  # type: ignore[attr-defined]
-        if timed == window or (window and (self.from_s is None or self.to_s is None)):  # type: ignore[attr-defined]
-            raise ValueError("give either at_s, or both from_s and to_s")
+        at, f, t, w = (getattr(self, k, None) for k in ("at_s", "from_s", "to_s", "when"))
+        if (f is None) != (t is None):
+            raise ValueError("give both from_s and to_s, or neither")
+        if sum(x is not None for x in (at, f, w)) > 1:
+            raise ValueError("give one time: at_s, or from_s and to_s, or when (or none: untimed)")
         return self
 
 
-class At(_Window, _Self):
+def _when(v: Any) -> str | None:
+    if v is None:
+        return None
+    if not isinstance(v, str) or v.strip().lower() not in WHEN:
+        raise ValueError(f"when: one of {', '.join(WHEN)} (a relative time), or leave it out")
+    return v.strip().lower()
+
+
+class At(_Window, _OneTime, _Self):
     k: Literal["at"]
     who: str
     room: str
-    from_s: float
-    to_s: float
+    from_s: float | None = None
+    to_s: float | None = None
+    when: str | None = None
 
 
 class Task(_Self):
     k: Literal["task"]
     who: str
     station: int
-    at_s: float
+    at_s: float | None = None
 
     @field_validator("station", mode="before")
     @classmethod
@@ -169,7 +195,8 @@ class Task(_Self):
 
 
 class Saw(_Window, _OneTime, _Other):
-    """``at_s``, or a window ``from_s``..``to_s`` (when the speaker does not say the moment)."""
+    """``at_s``, or a window ``from_s``..``to_s`` (when the speaker does not say the moment), or ``when``, or
+    none (some time since the last meeting)."""
 
     k: Literal["saw"]
     who: str
@@ -177,21 +204,25 @@ class Saw(_Window, _OneTime, _Other):
     at_s: float | None = None
     from_s: float | None = None
     to_s: float | None = None
+    when: str | None = None
 
 
-class With(_Window, _Other):
+class With(_Window, _OneTime, _Other):
     k: Literal["with"]
     who: str
     room: str
-    from_s: float
-    to_s: float
+    from_s: float | None = None
+    to_s: float | None = None
+    when: str | None = None
 
 
 class SawKill(_Window, _OneTime, _Other):
+    """The kill is the event of ``victim``'s death: the room and the time, where given, must be its own."""
+
     k: Literal["saw_kill"]
     who: str
     victim: str
-    room: str
+    room: str | None = None
     at_s: float | None = None
     from_s: float | None = None
     to_s: float | None = None
@@ -212,7 +243,7 @@ class Body(_Claim):
     k: Literal["body"]
     victim: str
     room: str
-    at_s: float
+    at_s: float | None = None
     near: list[str] = Field(default_factory=list)
 
     @field_validator("victim", mode="before")
@@ -250,7 +281,7 @@ class Vouch(_Other):
 
 
 CLAIM = TypeAdapter(Annotated[Union[At, Task, Saw, With, SawKill, Body, Accuse, Vouch], Field(discriminator="k")])
-_ORDER = ("k", "who", "victim", "room", "station", "at_s", "from_s", "to_s", "near")
+_ORDER = ("k", "who", "victim", "room", "station", "at_s", "from_s", "to_s", "when", "near")
 
 
 def canonical(model: BaseModel) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 ``render`` gives one sentence per claim ("I was in Admin from 300 s to 345 s."); ``parse`` finds every such
 sentence in a text and gives the claims back, so ``parse(render(c)) == c`` for every valid claim (tested on every
 claim of a run). The parser reads the templates only: free speech around them ("I was doing my missions near
-Admin.") is not a claim to it (``mau.claims.extract`` reads free text).
+Admin.") is not a claim to it (``mau.eval.claims_extract`` reads free text).
 """
 
 from __future__ import annotations
@@ -28,11 +28,20 @@ def _names(names: list[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
+SINCE, BEFORE = "at some time since the last meeting", "before this meeting"  # untimed, said explicitly
+RELATIVE = {"start": "at the start of the round", "end": "just before the meeting"}
+UNTIMED_BEFORE = ("task", "body", "saw_kill")  # untimed kinds whose window is the whole match so far
+
+
 def _when(c: dict[str, Any]) -> str:
     """"at T s", or "from A s to B s" (a window of one instant reads "at T s": the parser gives it back as
-    from_s = to_s for the kinds that have no at_s)."""
+    from_s = to_s for the kinds that have no at_s), a relative time, or the untimed phrase of the kind."""
     if c.get("at_s") is not None:
         return f"at {seconds(c['at_s'])} s"
+    if c.get("when") is not None:
+        return RELATIVE[c["when"]]
+    if c.get("from_s") is None:
+        return BEFORE if c["k"] in UNTIMED_BEFORE else SINCE
     if c["from_s"] == c["to_s"] and c["k"] in ("at", "with"):
         return f"at {seconds(c['from_s'])} s"
     return f"from {seconds(c['from_s'])} s to {seconds(c['to_s'])} s"
@@ -50,7 +59,8 @@ def render(c: dict[str, Any]) -> str:
     if k == "with":
         return f"I was with {c['who']} in {c['room']} {_when(c)}."
     if k == "saw_kill":
-        return f"I saw {c['who']} kill {c['victim']} in {c['room']} {_when(c)}."
+        room = f" in {c['room']}" if c.get("room") else ""
+        return f"I saw {c['who']} kill {c['victim']}{room} {_when(c)}."
     if k == "body":
         near = f", with {_names(c['near'])} nearby" if c.get("near") else ""
         return f"I found the body of {c['victim']} in {c['room']} {_when(c)}{near}."
@@ -73,7 +83,9 @@ def utterance(text: str | None, claims: list[dict[str, Any]]) -> str:
 
 # -- the parser of the templates --------------------------------------------------------------------------------
 _NUM = r"\d+(?:\.\d+)?"
-_WHEN = rf"(?:at (?P<at>{_NUM}) s|from (?P<a>{_NUM}) s to (?P<b>{_NUM}) s)"
+_WHEN = (rf"(?:at (?P<at>{_NUM}) s|from (?P<a>{_NUM}) s to (?P<b>{_NUM}) s|(?P<since>{SINCE}|{BEFORE})"
+         rf"|(?P<rel>{'|'.join(RELATIVE.values())}))")
+_REL = {v: k for k, v in RELATIVE.items()}
 
 
 def _alt(items: list[str]) -> str:
@@ -90,7 +102,7 @@ def _patterns(names: tuple[str, ...], places: tuple[str, ...]) -> list[tuple[str
         "task": rf"{who} finished the task at station (?P<station>\d+) {_WHEN}\.",
         "saw": rf"I saw (?P<who>{n}) in (?P<room>{p}) {_WHEN}\.",
         "with": rf"I was with (?P<who>{n}) in (?P<room>{p}) {_WHEN}\.",
-        "saw_kill": rf"I saw (?P<who>{n}) kill (?P<victim>{n}) in (?P<room>{p}) {_WHEN}\.",
+        "saw_kill": rf"I saw (?P<who>{n}) kill (?P<victim>{n})(?: in (?P<room>{p}))? {_WHEN}\.",
         "body": rf"I found the body of (?P<victim>{n}) in (?P<room>{p}) {_WHEN}"
                 rf"(?:, with (?P<near>(?:{n})(?:(?:, | and )(?:{n}))*) nearby)?\.",
         "accuse": rf"I accuse (?P<who>{n})\.",
@@ -121,6 +133,8 @@ def parse(text: str, names: list[str], places: list[str], speaker: str) -> list[
                 c["at_s"] = float(g["at"])
             elif g.get("a") is not None:
                 c["from_s"], c["to_s"] = float(g["a"]), float(g["b"])
+            elif g.get("rel") is not None:
+                c["when"] = _REL[g["rel"]]
             if k == "body":
                 c["near"] = re.split(r", | and ", g["near"]) if g.get("near") else []
             found.append((m.start(), c))

@@ -19,16 +19,67 @@ from mau.errors import MauError
 Interval = tuple[int, int]
 
 
-def read_lines(folder: str | Path) -> list[dict[str, Any]]:
-    """The lines of a match folder's sights.jsonl (empty when the match has none)."""
+def read_lines(folder: str | Path, header: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The lines of a match folder's sights.jsonl, checked: every line JSON, the legend first, every sample's
+    players and places indices of the legend, and as many lines as ``match.json`` records (``header``: the match
+    header, read here when not given). Empty when the match recorded none (played before sights, or by a backend
+    without them). A damaged, cut or missing file is a one-line ``MauError`` naming it and the fix."""
     path = Path(folder) / F.SIGHTS_FILE
+    if header is None:
+        from mau.matchdir import read_header
+
+        header = read_header(folder)
+    want = (header.get(F.SIGHTS) or {}).get("lines")
+    fix = "copy it back from where the run was written, or play the match again"
     if not path.is_file():
+        if want:
+            raise MauError(f"{path}: missing, but match.json records {want} lines of sights; {fix}")
         return []
-    lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    lines = []
+    for n, x in enumerate(path.read_text().splitlines(), 1):
+        if not x.strip():
+            continue
+        try:
+            lines.append(json.loads(x))
+        except json.JSONDecodeError:
+            raise MauError(f"{path}:{n}: not valid JSON (the file is cut or damaged); {fix}") from None
+    if want is not None and len(lines) != want:
+        raise MauError(f"{path}: {len(lines)} lines, but match.json records {want} (the file is cut or damaged); "
+                       f"{fix}")
     if lines and lines[0].get(F.SIGHTS_VERSION_FIELD) != F.SIGHTS_VERSION:
         raise MauError(f"{path}: sights version {lines[0].get(F.SIGHTS_VERSION_FIELD)!r}, this mau reads "
                        f"version {F.SIGHTS_VERSION}; install the mau version that wrote it")
+    problem = check_lines(lines)
+    if problem:
+        raise MauError(f"{path}: {problem}; {fix}")
     return lines
+
+
+def check_lines(lines: list[dict[str, Any]]) -> str | None:
+    """What is wrong with sights lines (a legend, then samples of known players and places), or None."""
+    if not lines:
+        return None
+    legend = lines[0]
+    players, places = legend.get(F.SIGHT_PLAYERS), legend.get(F.SIGHT_PLACE_NAMES)
+    if not isinstance(players, list) or not isinstance(places, list):
+        return f"line 1: the legend lacks its '{F.SIGHT_PLAYERS}' and '{F.SIGHT_PLACE_NAMES}' lists"
+    np_, nq = len(players), len(places)
+
+    def index(v: Any, n: int, none_ok: bool = False) -> bool:
+        return (v is None and none_ok) or (isinstance(v, int) and not isinstance(v, bool) and 0 <= v < n)
+
+    last = -1
+    for n, line in enumerate(lines[1:], 2):
+        t = line.get(F.SIGHT_TICK) if isinstance(line, dict) else None
+        if not isinstance(t, int) or isinstance(t, bool) or t < last:
+            return f"line {n}: no tick '{F.SIGHT_TICK}' (a whole number, never going back)"
+        last = t
+        for key in (F.SIGHT_PLACES, F.SIGHT_GAINED, F.SIGHT_LOST):
+            for pair in line.get(key, []):
+                if not (isinstance(pair, list) and len(pair) == 2 and index(pair[0], np_) and
+                        index(pair[1], nq if key == F.SIGHT_PLACES else np_, key == F.SIGHT_PLACES)):
+                    return f"line {n}: '{key}' holds {pair!r}, not a pair of indices of the legend"
+    return None
 
 
 def overlap(a: list[Interval], b: list[Interval]) -> list[Interval]:

@@ -48,15 +48,17 @@ def config_from_args(args: argparse.Namespace) -> argparse.Namespace:
 
 
 def markdown(res: dict) -> str:
-    from mau.claims.judge import ATOMS, DECIDABLE, PARTIAL
+    from mau.eval.claims_judge import ATOMS, DECIDABLE, LLM_ONLY, PARTIAL, RULES
 
     lines = ["# Deception atoms (the paper's letters)", "", f"Matches: {res['matches']}. Judge: {res['judge']}. "
-             "Findings on imposters only; docs/claims.md says which atoms the logs decide.", "",
+             "Findings on imposters only; each atom of the logs counted once per what its rule says (below).", "",
              "| atom | name | family | labelled by | logs | LLM |", "|---|---|---|---|---|---|"]
     for a, (name, fam, _) in ATOMS.items():
-        by = "logs + LLM" if a in DECIDABLE else "logs (the act) + LLM" if a in PARTIAL else "LLM"
-        lines.append(f"| {a} | {name} | {fam} | {by} | {res['counts']['logs'].get(a, 0)} | "
-                     f"{res['counts']['llm'].get(a, 0) if res['llm'] else '-'} |")
+        by = "logs + LLM" if a in DECIDABLE else "logs (the act) + LLM" if a in PARTIAL else "**LLM only**"
+        lines.append(f"| {a} | {name} | {fam} | {by} | {res['counts']['logs'].get(a, 0) if a not in LLM_ONLY else '-'} "
+                     f"| {res['counts']['llm'].get(a, 0) if res['llm'] else '-'} |")
+    lines += ["", _llm_only_line(res), "", "## What the logs count", "", "| atom | rule |", "|---|---|"]
+    lines += [f"| {a} | {rule} |" for a, rule in RULES.items()]
     if res["llm"]:
         ag = res["agreement"]
 
@@ -75,9 +77,24 @@ def markdown(res: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _llm_only_line(res: dict) -> str:
+    from mau.eval.claims_judge import LLM_ONLY
+
+    atoms = ", ".join(LLM_ONLY)
+    if not res["llm"]:
+        return (f"Atoms {atoms} come from an LLM judge only (no log decides them): not labelled in this report (no "
+                "--judge-model).")
+    g = res["agreement"]["pooled"]
+    k = "-" if g["kappa"] is None else f"{g['kappa']:.3f}"
+    f1 = "-" if g["f1"] is None else f"{g['f1']:.3f}"
+    return (f"Atoms {atoms} come from the LLM judge only: no log checks them. Its only measured quality is its "
+            f"agreement with the logs where both label (the decidable atoms, below): kappa {k}, F1 {f1} over "
+            f"{g['n']} cells.")
+
+
 async def _run(args: argparse.Namespace, folders, out):
-    from mau.claims import judge as J
     from mau.commands.claims import completion_fn, model_config
+    from mau.eval import claims_judge as J
 
     llm = None
     backend = None
@@ -111,6 +128,9 @@ async def _run(args: argparse.Namespace, folders, out):
     return {"matches": len(rows), "judge": f"{args.judge_model} ({args.judge_backend})" if llm else "logs only",
             "llm": llm is not None, "prompt_version": J.PROMPT_VERSION, "counts": counts,
             "agreement": J.agreement_table(per) if llm else None, "usage": usage if llm else None,
+            "llm_only": {"atoms": list(J.LLM_ONLY), "labelled": llm is not None,
+                         "agreement_on_decidable": J.agreement_table(per)["pooled"] if llm else None},
+            "rules": J.RULES,
             "per_match": rows}
 
 
@@ -119,7 +139,7 @@ def main(args: argparse.Namespace, opts: RunOptions = RunOptions()) -> int:
     import json
     from pathlib import Path
 
-    from mau.claims.metrics import match_folders
+    from mau.eval.claims_metrics import match_folders
 
     folders = match_folders(args.runs)
     if args.max_matches:

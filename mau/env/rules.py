@@ -254,13 +254,14 @@ class Rules:
         text = (text or "").strip()
         kept: list[dict[str, Any]] = []
         extra: dict[str, Any] = {}
-        if self.claims.on and claims is not None:
+        if (self.claims.on or self.claims.free) and claims is not None:
             scope = Scope(tuple(q.name for q in state.players), p.name, self.places, len(self.map.stations),
                           state.tick / 20)
             kept, where, dropped = validate_all(claims, scope, self.claims.max_per_utterance)
-            text = utterance(text, kept)
-            if kept:
-                extra[F.CLAIMS] = kept
+            if self.claims.on:
+                text = utterance(text, kept)
+            if kept:  # structured: public; free: what the words say, private (the extractor's gold)
+                extra[F.CLAIMS if self.claims.on else F.CLAIMS_GOLD] = kept
                 labels = [intent[i] if isinstance(intent, (list, tuple)) and i < len(intent) else None for i in where]
                 if any(labels):
                     extra[F.CLAIM_INTENT] = labels
@@ -268,7 +269,7 @@ class Rules:
                 extra[F.CLAIMS_DROPPED] = dropped
         if text:
             line = {"speaker": p.name, "text": text, "round": m.round}
-            if kept:
+            if kept and self.claims.on:
                 line[F.CLAIMS] = kept
             m.transcript.append(line)
             m.spoke_this_round = True

@@ -34,6 +34,7 @@ import random
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from mau.claims import paraphrase
 from mau.claims.config import ClaimsConfig
 from mau.claims.speaker import ClaimSpeaker
 from mau.env.actions import Action
@@ -153,9 +154,11 @@ class ScriptedBrain:
         self._posterior_cache: tuple[Any, dict[str, float]] = (None, {})
         self._said: list[Act] = []  # the acts of my last speech
         # Structured claims (world.claims.mode structured): made by a speaker of their own (mau.claims.speaker)
-        # that reads the same observations; None when claims are off.
+        # that reads the same observations; None when claims are off. In free mode the same claims are said in
+        # words (mau.claims.paraphrase), drawn from a stream of their own.
         self.speaker = (ClaimSpeaker(name, game_map, seed, temperament, claims, truthful=self.rung != "habit")
-                        if claims and claims.on else None)
+                        if claims and claims.speakers else None)
+        self._words = random.Random(f"mau-words-{seed}-{name}") if claims and claims.free else None
 
     # -- what the player knows -----------------------------------------------------------------------------
     def observe(self, obs: dict[str, Any]) -> None:
@@ -523,6 +526,12 @@ class ScriptedBrain:
             return text, on, [], []
         vouched = next((a.who for a in self._said if a.kind == VOUCH), None)
         claims, intent = self.speaker.claims(obs, on if on != NONE else None, vouched)
+        if self._words is not None:  # free mode: the claims in words, the same phrasings for every role
+            since = max((t for t in self.speaker.meetings if t < obs["tick"]), default=0) / 20
+            names = [p["name"] for p in obs["roster"]]
+            text, claims = paraphrase.say(claims, self.name, self._words, paraphrase.SPEECH, names,
+                                          list(self.map.room_names), obs["tick"] / 20, since)
+            text = text or "Nothing to add from me."
         return text, on, claims, intent
 
     def vote(self, obs: dict[str, Any]) -> str:

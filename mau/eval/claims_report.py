@@ -1,5 +1,6 @@
 """The claims report as markdown (``claims.md`` of ``mau claims``), and the short section other reports include
-(the collect summary; an eval's results.md through ``section``)."""
+(the collect summary; an eval's results.md through ``section``). Where the claims were read from free text, the
+extractor's measured F1 comes first and again under every table (``caption``)."""
 
 from __future__ import annotations
 
@@ -32,10 +33,19 @@ def checks_lines(ev: dict[str, Any]) -> list[str]:
         f"| facts without a label that are TRUE | {_share(c['unlabelled_facts_true'])} |",
         f"| facts labelled lie that are FALSE or UNSUPPORTED | {_share(c['lies_false_or_unsupported'])} |",
         f"| crew facts not TRUE that are labelled mistake | {_share(c['crew_not_true_labelled_mistake'])} |",
+        f"| window exploit: kills where a majority-rule alibi (a place the killer was not in at the kill, a window "
+        f"to the meeting holding it) would pass / of them, passing the checker | "
+        f"{_exploit(c.get('window_exploit'))} |",
         f"| verdicts identical to the match-end claims.jsonl | {_share(c['identical_to_match_end'])} |",
         f"| checker seconds per match (median, max) | {_num(cs['median'], 4)}, {_num(cs['max'], 4)} |",
         f"| sights.jsonl KB per match (median, max) | {_kb(sz['median'])}, {_kb(sz['max'])} |",
     ]
+
+
+def _exploit(x: dict[str, int] | None) -> str:
+    if not x:
+        return "- (none)"
+    return f"{x['applies']} of {x['kills']} kills / {x['passes']} pass"
 
 
 def _num(x: float | None, d: int) -> str:
@@ -57,7 +67,9 @@ def verdict_lines(ev: dict[str, Any]) -> list[str]:
 
 
 POOLED = [("claim accuracy (facts)", "claim_accuracy"), ("false share (facts)", "false_share"),
+          ("FALSE share (facts)", "false_only_share"),
           ("unverifiable share (facts)", "unverifiable_share"), ("lie rate (labels)", "lie_rate"),
+          ("lies FALSE or UNSUPPORTED (labels)", "lies_caught"),
           ("known-false rate (checker)", "known_false_rate"), ("spatial errors (at, saw)", "spatial_error"),
           ("accusations of an imposter", "accusation_accuracy"), ("grounded accusations", "grounded_accusations"),
           ("unsupported accusations", "unsupported_accusations")]
@@ -74,44 +86,82 @@ def pooled_lines(t: dict[str, Any]) -> list[str]:
     return out
 
 
-def group_lines(ev: dict[str, Any]) -> list[str]:
-    out = ["### Imposter claims by imposter model", "",
-           "| imposter model | matches | false share | lie rate | meetings with a false fact |",
-           "|---|---|---|---|---|"]
+def group_lines(ev: dict[str, Any], cap: list[str] = ()) -> list[str]:
+    out = ["### Imposter claims by imposter model", "", *cap,
+           "| imposter model | matches | false share | lie rate | lies FALSE or UNSUPPORTED | meetings with a false "
+           "fact |", "|---|---|---|---|---|---|"]
     for k, t in ev["by_imposter"].items():
         m = t["metrics"]
         out.append(f"| {k} | {t['matches']} | {pct(m['false_share_imposter'])} | {pct(m['lie_rate_imposter'])} | "
-                   f"{pct(m['meetings_with_a_lie'])} |")
-    out += ["", "### Crew claims and votes by crewmate model (or arm)", "",
-            "| crewmate model | matches | claim accuracy | spatial errors | liar-vote recall | liar-vote precision | "
-            "grounded accusations |", "|---|---|---|---|---|---|---|"]
+                   f"{pct(m['lies_caught_imposter'])} | {pct(m['meetings_with_a_lie'])} |")
+    out += ["", "### Crew claims and votes by crewmate model (or arm)", "", *cap,
+            "| crewmate model | matches | claim accuracy | FALSE share | spatial errors | liar-vote recall | "
+            "liar-vote precision | grounded accusations |", "|---|---|---|---|---|---|---|---|"]
     for k, t in ev["by_crewmate"].items():
         m = t["metrics"]
         out.append(f"| {k} | {t['matches']} | {pct(m['claim_accuracy_crewmate'])} | "
-                   f"{pct(m['spatial_error_crewmate'])} | {pct(m['liar_vote_recall'])} | "
-                   f"{pct(m['liar_vote_precision'])} | {pct(m['grounded_accusations_crewmate'])} |")
+                   f"{pct(m['false_only_share_crewmate'])} | {pct(m['spatial_error_crewmate'])} | "
+                   f"{pct(m['liar_vote_recall'])} | {pct(m['liar_vote_precision'])} | "
+                   f"{pct(m['grounded_accusations_crewmate'])} |")
+    return out
+
+
+def caption(x: dict[str, Any] | None) -> list[str]:
+    """The line under every table of a report whose claims were read from free text: which reader, its F1."""
+    if not x:
+        return []
+    f = x["score"]["pooled"]["f1"]
+    low = min((k for k in x["score"]["per_kind"].values() if k["f1"] is not None), key=lambda k: k["f1"],
+              default=None)
+    worst = f"; lowest per kind {low['f1']:.3f}" if low else ""
+    return [f"*Claims read from free text by {x['extractor']}: F1 {_f(f)} on the {x['split']} split of "
+            f"{x['corpus_name']}{worst}.*", ""]
+
+
+def _f(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
+def extraction_lines(x: dict[str, Any]) -> list[str]:
+    """The extractor's measured quality: per claim kind on the labelled corpus, parse failures, and (free mode)
+    against the words' own gold."""
+    sc = x["score"]
+    out = [f"Claims of utterances without structured claims were read from their text by {x['extractor']} (prompt "
+           f"version {x['prompt_version']}). Measured on the {x['split']} split of {x['corpus']} ({x['n']} "
+           f"sentences, {sc['pooled']['gold']} gold claims; a claim matches on kind, subject, place or object and its "
+           f"time as said): F1 **{_f(sc['pooled']['f1'])}** (times aside: {_f(x['loose']['f1'])}).", "",
+           "| kind | gold claims | precision | recall | F1 |", "|---|---|---|---|---|"]
+    for k, v in [("all", sc["pooled"]), *sc["per_kind"].items()]:
+        out.append(f"| {k} | {v['gold']} | {_f(v['precision'])} | {_f(v['recall'])} | {_f(v['f1'])} |")
+    st = x.get("stats") or {}
+    if st.get("utterances"):
+        out += ["", f"Model answers: {st['utterances']} utterances, {st.get('calls', 0)} calls, {st.get('retries', 0)} "
+                f"retries, {st.get('cached', 0)} from the cache; parse failures {st.get('parse_failures', 0)} "
+                f"({100 * st.get('parse_failures', 0) / st['utterances']:.1f} %), claims the grammar dropped "
+                f"{st.get('dropped', 0)}."]
+    if x.get("speech"):
+        sp = x["speech"]["pooled"]
+        out += ["", f"Against the gold of the matches' own words (world.claims.mode free): F1 {_f(sp['f1'])} "
+                f"(precision {_f(sp['precision'])}, recall {_f(sp['recall'])}, {sp['gold']} gold claims)."]
+    if x.get("weak"):
+        then = ("the numbers below were printed because of --allow-weak-extractor" if x.get("allowed_weak") else
+                "no lie rate is printed from it")
+        out += ["", f"**Weak extractor**: its F1 is below {x['gate']} ({x['weak']}); {then}."]
+    out.append(f"{x['extracted_utterances']} utterances of the runs read.")
     return out
 
 
 def markdown(ev: dict[str, Any], runs: list[str], extraction: dict[str, Any] | None = None) -> str:
+    cap = caption(extraction)
     lines = ["# Claims report", "", f"Runs: {', '.join(runs)}. Matches: {ev['matches']}. Definitions: docs/claims.md.",
              ""]
     if extraction is not None:
-        lines += ["## Extraction from free text", "", extraction_line(extraction), ""]
-    lines += ["## Checks", ""] + checks_lines(ev)
-    lines += ["", "## Verdicts by role", ""] + verdict_lines(ev)
-    lines += ["", "## Pooled", ""] + pooled_lines(ev["pooled"])
-    lines += [""] + group_lines(ev)
+        lines += ["## Extraction from free text", ""] + extraction_lines(extraction) + [""]
+    lines += ["## Checks", "", *cap] + checks_lines(ev)
+    lines += ["", "## Verdicts by role", "", *cap] + verdict_lines(ev)
+    lines += ["", "## Pooled", "", *cap] + pooled_lines(ev["pooled"])
+    lines += [""] + group_lines(ev, cap)
     return "\n".join(lines) + "\n"
-
-
-def extraction_line(x: dict[str, Any]) -> str:
-    f1 = x["f1"]
-    return (f"Claims of utterances without structured claims were read from their text by {x['extractor']} "
-            f"(prompt version {x['prompt_version']}); on the labelled sample {x['sample']} ({x['sample_n']} "
-            f"utterances) its claim-level F1 is {f1['f1']:.3f} (precision {f1['precision']:.3f}, recall "
-            f"{f1['recall']:.3f}; a claim matches on kind, subject and place or object, times aside). "
-            f"{x['extracted_utterances']} utterances read, {x['cached']} from the cache.")
 
 
 def section(ev: dict[str, Any]) -> list[str]:
@@ -126,7 +176,7 @@ def run_claims(run: Any, resamples: int = 1000, seed: int = 0) -> dict[str, Any]
     numbers ({matches, verdicts, pooled, by_crewmate: the same per crewmate model or eval arm}; ``section`` renders
     the pooled ones), or None for a run without claims. What a
     run's summary (collect) and results.md (eval) include; ``mau claims`` gives the whole report."""
-    from mau.claims import metrics
+    from mau.eval import claims_metrics as metrics
     from mau.matchdir import finished_matches
 
     found = [p for p in finished_matches(run) if (p / F.CLAIMS_FILE).is_file()]
