@@ -62,6 +62,7 @@ RISK_MAX = 0.15  # the careful rungs strike only when the chance that an unseen 
 PRIOR = {1: {"accuse": 0.64, "vote": 0.85, "kill": 0.04, "near": 0.01, "vouch": 0.01, "agree": 0.01},
          2: {"accuse": 0.77, "vote": 0.0, "kill": 0.03, "near": 0.01, "vouch": 0.01, "agree": 0.01}}
 PRIOR_WEIGHT = 4.0
+NOW_WEIGHT = 12.0  # a statement of the current meeting counts this many of the match's earlier ones
 
 
 @dataclass
@@ -92,21 +93,27 @@ class Mind:
     # (meeting tick, line) -> (round, its accusation: "" none, "kill", "near" (strong) or "weak", it asked for a
     # vote, its acts (mau.env.speech.kinds)): others' speech
 
-    def blend(self, round_: int) -> dict[str, float]:
-        """How the table speaks, from others' statements of this round so far in the match: the share that
-        accused someone (``accuse``), of those the share that asked for a vote (``vote``), that claimed to have
-        seen a kill (``kill``) or the player by a victim (``near``); the share of the round's statements that
-        vouched (``vouch``) or agreed (``agree``); each with a weak prior."""
-        said = [(a, v, k) for r, a, v, k in self.heard.values() if r == round_]
-        acc = [(a, v) for a, v, _ in said if a]
-        n, m = len(acc) + PRIOR_WEIGHT, len(said) + PRIOR_WEIGHT
+    def blend(self, round_: int, meeting: int | None = None) -> dict[str, float]:
+        """How the table speaks, from the crewmates' statements of this round: the share that accused someone
+        (``accuse``), of those the share that asked for a vote (``vote``), that claimed to have seen a kill
+        (``kill``) or the player by a victim (``near``); the share that vouched (``vouch``) or agreed (``agree``).
+        The statements of the current meeting (``meeting``: its tick) count ``NOW_WEIGHT`` times (a table that
+        accuses as one is joined), the earlier ones of the match once, a prior worth ``PRIOR_WEIGHT``."""
         prior = {k: PRIOR_WEIGHT * v for k, v in PRIOR[min(max(round_, 1), 2)].items()}
-        return {"accuse": (len(acc) + prior["accuse"]) / m,
-                "vote": (sum(v for _, v in acc) + prior["vote"]) / n,
-                "kill": (sum(a == "kill" for a, _ in acc) + prior["kill"]) / n,
-                "near": (sum(a == "near" for a, _ in acc) + prior["near"]) / n,
-                "vouch": (sum(VOUCH in k for *_, k in said) + prior["vouch"]) / m,
-                "agree": (sum(AGREE in k for *_, k in said) + prior["agree"]) / m}
+        w = {key: (NOW_WEIGHT if key[0] == meeting else 1.0) for key, (r, *_) in self.heard.items() if r == round_}
+        said = [(w[key], a, v, k) for key, (r, a, v, k) in self.heard.items() if r == round_]
+        m = sum(x for x, *_ in said) + PRIOR_WEIGHT
+        acc = sum(x for x, a, _, _ in said if a)
+        n = acc + PRIOR_WEIGHT
+
+        def share(of: float, key: str, total: float) -> float:
+            return (of + prior[key]) / total
+        return {"accuse": share(acc, "accuse", m),
+                "vote": share(sum(x for x, a, v, _ in said if a and v), "vote", n),
+                "kill": share(sum(x for x, a, _, _ in said if a == "kill"), "kill", n),
+                "near": share(sum(x for x, a, _, _ in said if a == "near"), "near", n),
+                "vouch": share(sum(x for x, *_, k in said if VOUCH in k), "vouch", m),
+                "agree": share(sum(x for x, *_, k in said if AGREE in k), "agree", m)}
 
     def observe(self, obs: dict[str, Any]) -> None:
         if self.ev is None:
@@ -329,7 +336,7 @@ class Strategy:
         if r not in (1, 2):
             return []
         crew = self.crew_alive(obs)
-        table_ = self.mind.blend(r)
+        table_ = self.mind.blend(r, obs["tick"])
         lead = [Act(STANCE, room=room)] if r == 2 else []
         if self.brain.phrase.random() < table_["accuse"]:
             target = self.accuse_whom(obs, crew)
@@ -352,7 +359,7 @@ class Strategy:
 
     def answer_in(self, obs: dict[str, Any], crew: list[str]) -> list[Act]:
         """Round 2, no accusation of mine: vouch or agree as often as the table does (``Mind.blend``)."""
-        table_ = self.mind.blend(2)
+        table_ = self.mind.blend(2, obs["tick"])
         u = self.brain.phrase.random()
         names = [p["name"] for p in obs["roster"]]
         tab = table(obs["meeting"], names, self.brain.name)
