@@ -10,6 +10,7 @@ from collections import Counter
 
 import pytest
 
+from mau.env import imposters
 from mau.env.runner import play_match
 from mau.env.scripted import ScriptedBrain, ScriptedPolicy
 from mau.env.sim import SimWorld
@@ -26,10 +27,10 @@ NAMES = ["James", "Steve", "Jason", "Michael", "Olivia", "Noah", "Ethan", "Marti
 @pytest.mark.parametrize("kind", sorted(POOLS))
 def test_every_paraphrase_reads_back_as_its_act_and_accuses_only_when_it_should(kind):
     act = Act(kind, who="Noah", victim="Steve", room="Admin", dist=2.5, at=90, to="Ethan")
-    rng = random.Random(0)
-    for i in range(len(POOLS[kind])):
-        rng.randrange = lambda n, i=i: i  # type: ignore[method-assign]  # each paraphrase in turn
-        text = realise([act], rng)
+    seen = set()
+    for key in range(60):  # every paraphrase in turn (the key picks one)
+        text = realise([act], str(key))
+        seen.add(text)
         assert kinds(text) == [kind], text
         found = accusations(text, "James", NAMES)
         if kind in ("saw_kill", "near"):
@@ -38,6 +39,7 @@ def test_every_paraphrase_reads_back_as_its_act_and_accuses_only_when_it_should(
             assert found == {"Noah": WEAK}, text
         else:
             assert found == {}, text  # alibis, vouches, agreement and stances accuse nobody
+    assert len(seen) == len(POOLS[kind])
 
 
 def _imposter_brain(world: SimWorld, name: str, rung: str, mode: str = "ego") -> ScriptedBrain:
@@ -61,7 +63,8 @@ def _scene():
     return w
 
 
-def test_quiet_declines_a_kill_a_crewmate_it_perceives_could_see():
+def test_quiet_declines_a_kill_a_crewmate_it_perceives_could_see(monkeypatch):
+    monkeypatch.setattr(imposters, "RISK_MAX", 1.0)  # the witnesses it perceives only (exposure: below)
     w = _scene()
     # privileged sight: James perceives Jason behind him, who could see the spot: no kill
     assert _imposter_brain(w, "James", "quiet", "privileged").kill(w.observe("James", "privileged"))[0] == "DEFER"
@@ -74,7 +77,8 @@ def test_quiet_declines_a_kill_a_crewmate_it_perceives_could_see():
     assert _imposter_brain(w2, "James", "quiet", "ego").kill(w2.observe("James", "ego"))[0] == "DEFER"
 
 
-def test_quiet_remembers_a_player_it_saw_a_moment_ago():
+def test_quiet_remembers_a_player_it_saw_a_moment_ago(monkeypatch):
+    monkeypatch.setattr(imposters, "RISK_MAX", 1.0)  # the witnesses it perceives only (exposure: below)
     w = _scene()
     place(w, "Jason", 84.5, 80.5)  # in view now
     b = _imposter_brain(w, "James", "quiet", "ego")
@@ -85,7 +89,8 @@ def test_quiet_remembers_a_player_it_saw_a_moment_ago():
     assert b.kill(w.observe("James", "ego"))[0] == "KILL"
 
 
-def test_framer_kills_only_where_a_crewmate_stood_and_says_the_truth_of_it():
+def test_framer_kills_only_where_a_crewmate_stood_and_says_the_truth_of_it(monkeypatch):
+    monkeypatch.setattr(imposters, "RISK_MAX", 1.0)  # the witnesses it perceives only (exposure: below)
     w = _scene()
     place(w, "Jason", 120.5, 62.5)  # far and out of sight (Shields)
     b = _imposter_brain(w, "James", "framer", "ego")
@@ -98,6 +103,25 @@ def test_framer_kills_only_where_a_crewmate_stood_and_says_the_truth_of_it():
     assert b.kill(w.observe("James", "ego")) == ("KILL", "Steve")
     frame = b.scheme.mind.frames["Steve"]
     assert frame["who"] == "Noah" and frame["dist"] <= 8
+
+
+def test_careful_rungs_weigh_the_crewmates_they_cannot_see():
+    """Exposure: a crewmate never seen may stand anywhere; one seen a moment ago far away cannot be watching. The
+    quiet imposter declines while the chance of an unseen watcher is over RISK_MAX."""
+    w = _scene()
+    place(w, "Jason", 120.5, 62.5)  # Shields
+    w.step({})  # a step end: what privileged sight shows now, and the last sightings before it
+    b = _imposter_brain(w, "James", "quiet", "privileged")
+    mind, spot = b.scheme.mind, (84.5, 72.5)
+    obs = w.observe("James", "privileged")
+    never = mind.exposure(obs, "Steve", spot)  # the crewmates out of its sight were never seen
+    for p in w.state.players:  # seen a second ago, each where it is: far off, behind walls
+        mind.last.setdefault(p.name, imposters.Sighting(obs["tick"] - 20, p.x, p.z))
+    seen_far = mind.exposure(obs, "Steve", spot)
+    assert 0 <= seen_far < never <= 1
+    vis, cells = imposters.visible_cells(w.map, spot, 36.0)
+    assert 0 < vis.mean() < 0.5 and len(vis) == len(cells)
+    assert b.kill(obs)[0] == ("KILL" if never <= imposters.RISK_MAX else "DEFER")
 
 
 # -- no peeking ---------------------------------------------------------------------------------------------------

@@ -31,14 +31,6 @@ EJECT_VALUE = {"crew": -1.0, "mate": 1.0, "me": 2.0, "none": 0.0}  # a vote's pr
 CREW_VOTE_AT = 0.6  # a crewmate votes its top suspect when its P(imposter) reaches this (the teacher's expert)
 
 
-class _Fixed:
-    """A stand-in random stream that always draws the first paraphrase (a candidate's words, to score it)."""
-
-    @staticmethod
-    def randrange(n: int) -> int:
-        return 0
-
-
 class Lens:
     """What the imposter estimates each crewmate perceived (one ``EvidenceLog`` per crewmate)."""
 
@@ -133,7 +125,7 @@ class Adversary(Strategy):
         read speech (``mau.infer.hearsay``)."""
         if not acts or self.lens is None:
             return {}
-        text = realise(acts, _Fixed())  # every paraphrase of an act reads the same to hearsay
+        text = realise(acts, "cost")  # every paraphrase of an act reads the same to hearsay
         me = self.brain.name
         heard = accusations(text, me, self.lens.roster)
         items = [{"k": "accuse", "p": me, "target": t, "s": s} for t, s in heard.items()]

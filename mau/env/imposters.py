@@ -56,11 +56,11 @@ FACING = 0.3  # the chance that a player who stands where it could see a spot lo
 RISK_MAX = 0.15  # the careful rungs strike only when the chance that an unseen crewmate watches is at most this
 # What an imposter expects of the table's speech before it has heard any (Mind.blend), per round: the shares of the
 # scripted crewmates' statements (expert crewmates in ego state against the expert, quiet and adversarial
-# imposters, 60 matches; docs/game.md "Speech" gives the command): round 1, accused someone 0.64, of those with a
-# call to vote 0.85, a kill seen as the reason 0.04, a sighting by a victim 0.01; round 2, accused 0.77, vouched or
-# agreed next to never (0.01). Worth 4 statements.
-PRIOR = {1: {"accuse": 0.64, "vote": 0.85, "kill": 0.04, "near": 0.01, "vouch": 0.01, "agree": 0.01},
-         2: {"accuse": 0.77, "vote": 0.0, "kill": 0.03, "near": 0.01, "vouch": 0.01, "agree": 0.01}}
+# imposters, 60 matches; docs/game.md "Speech" gives the command): round 1, with a call to vote 0.62; of the
+# accusations, a kill seen as the reason 0.04, a sighting by a victim 0.01; round 2, a call to vote 0.66, a vouch
+# or an agreement next to never (0.003). Worth 4 statements.
+PRIOR = {1: {"accuse": 1.0, "vote": 0.62, "kill": 0.04, "near": 0.01, "vouch": 0.003, "agree": 0.003},
+         2: {"accuse": 0.66, "vote": 0.66, "kill": 0.0, "near": 0.0, "vouch": 0.003, "agree": 0.003}}
 PRIOR_WEIGHT = 4.0
 NOW_WEIGHT = 12.0  # a statement of the current meeting counts this many of the match's earlier ones
 
@@ -95,8 +95,8 @@ class Mind:
 
     def blend(self, round_: int, meeting: int | None = None) -> dict[str, float]:
         """How the table speaks, from the crewmates' statements of this round: the share that accused someone
-        (``accuse``), of those the share that asked for a vote (``vote``), that claimed to have seen a kill
-        (``kill``) or the player by a victim (``near``); the share that vouched (``vouch``) or agreed (``agree``).
+        (``accuse``), that called for a vote (``vote``), vouched (``vouch``) or agreed (``agree``); of the
+        accusations, the share that claimed to have seen a kill (``kill``) or the player by a victim (``near``).
         The statements of the current meeting (``meeting``: its tick) count ``NOW_WEIGHT`` times (a table that
         accuses as one is joined), the earlier ones of the match once, a prior worth ``PRIOR_WEIGHT``."""
         prior = {k: PRIOR_WEIGHT * v for k, v in PRIOR[min(max(round_, 1), 2)].items()}
@@ -109,7 +109,7 @@ class Mind:
         def share(of: float, key: str, total: float) -> float:
             return (of + prior[key]) / total
         return {"accuse": share(acc, "accuse", m),
-                "vote": share(sum(x for x, a, v, _ in said if a and v), "vote", n),
+                "vote": share(sum(x for x, a, v, _ in said if v), "vote", m),
                 "kill": share(sum(x for x, a, _, _ in said if a == "kill"), "kill", n),
                 "near": share(sum(x for x, a, _, _ in said if a == "near"), "near", n),
                 "vouch": share(sum(x for x, *_, k in said if VOUCH in k), "vouch", m),
@@ -132,7 +132,7 @@ class Mind:
                     found = accusations(t["text"], t["speaker"], self.roster)
                     kind = "" if not found else "weak" if STRONG not in found.values() else \
                         "kill" if _KILL.search(t["text"]) else "near"
-                    vote = bool(found) and _VOTE.search(t["text"]) is not None
+                    vote = _VOTE.search(t["text"]) is not None
                     self.heard[(obs["tick"], i)] = (int(t.get("round") or 1), kind, vote, frozenset(kinds(t["text"])))
             return
         if obs["tick"] == self.tick:
@@ -337,15 +337,11 @@ class Strategy:
             return []
         crew = self.crew_alive(obs)
         table_ = self.mind.blend(r, obs["tick"])
-        lead = [Act(STANCE, room=room)] if r == 2 else []
-        if self.brain.phrase.random() < table_["accuse"]:
-            target = self.accuse_whom(obs, crew)
-            if target is not None:
-                vote = [Act(VOTE, who=target)] if r == 1 and self.brain.phrase.random() < table_["vote"] else []
-                return lead + self.reason(target) + vote
+        target = self.accuse_whom(obs, crew)
+        vote = [Act(VOTE, who=target)] if target is not None and self.brain.phrase.random() < table_["vote"] else []
         if r == 1:
-            return [Act(ALIBI, room=room), Act(NOTHING)]
-        return lead + self.answer_in(obs, crew)
+            return [Act(ALIBI, room=room)] + (self.reason(target) if target is not None else [Act(NOTHING)]) + vote
+        return [Act(STANCE, room=room)] + (vote or self.answer_in(obs, crew))
 
     def accuse_whom(self, obs: dict[str, Any], crew: list[str]) -> str | None:
         """The crewmate a crewmate with my perception would suspect (``Mind.mimic``) when sure enough to say so,

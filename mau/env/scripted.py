@@ -457,7 +457,8 @@ class ScriptedBrain:
         self.read_transcript(obs)
         acts = self.speech_acts(obs)
         self._said = acts  # what say() backs with claims
-        return realise(acts, self.phrase), accused_by(acts) or NONE
+        m = obs["meeting"]
+        return realise(acts, f"{self._seed}|{self.name}|{obs['tick']}|{m['round']}"), accused_by(acts) or NONE
 
     def speech_acts(self, obs: dict[str, Any]) -> list[Act]:
         room = self._where_i_was(obs)
@@ -478,17 +479,16 @@ class ScriptedBrain:
         function with their own reckoning (``mau.env.imposters``); docs/game.md, "Speech"."""
         meeting = obs["meeting"]
         names = [p["name"] for p in obs["roster"]]
-        if meeting["round"] == 1:
-            top, p = decide(candidates)
-            if top is not None and (p >= self.t.accuse_threshold or saw(top)):
-                return reason(top) + ([Act(VOTE, who=top)] if p >= self.t.vote_threshold else [])
-            return [Act(ALIBI, room=room), Act(NOTHING)]
-        if meeting["round"] != 2:
+        if meeting["round"] not in (1, 2):
             return []
-        # round 2, accused or not: where I was, then my suspect when I have one, else a vouch or agreement
         top, p = decide(candidates)
-        if top is not None and p >= self.t.accuse_threshold:
-            return [Act(STANCE, room=room)] + reason(top)
+        sure = top is not None and (p >= self.t.vote_threshold or saw(top) is not None)
+        if meeting["round"] == 1:  # where I was, and whom I suspect most (a call to vote when sure)
+            lead = [Act(ALIBI, room=room)]
+            return lead + (reason(top) if top is not None else [Act(NOTHING)]) + ([Act(VOTE, who=top)] if sure else [])
+        # round 2, accused or not: where I stand; a call to vote when sure, else a vouch or agreement
+        if sure:
+            return [Act(STANCE, room=room), Act(VOTE, who=top)]
         return [Act(STANCE, room=room)] + self._answer(meeting, names, candidates, decide, beliefs)
 
     def _answer(self, meeting: dict[str, Any], names: list[str], alive: list[str],

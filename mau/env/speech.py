@@ -11,7 +11,7 @@ reads as an accusation (tests/test_speech.py).
 
 from __future__ import annotations
 
-import random
+import hashlib
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -56,11 +56,14 @@ def _num(x: float | None) -> str:
     return "?" if x is None else f"{x:g}"
 
 
-def realise(acts: list[Act], rng: random.Random) -> str:
-    """The sentences of ``acts``, each from its pool (one draw of ``rng`` per act, whatever the act says)."""
+def realise(acts: list[Act], key: str) -> str:
+    """The sentences of ``acts``, each from its pool: the paraphrase is a hash of ``key`` (the speaker and the
+    moment), the act's place and kind, so it is uniform over the pool and independent of every decision."""
     out = []
-    for a in acts:
-        form = POOLS[a.kind][rng.randrange(len(POOLS[a.kind]))]
+    for i, a in enumerate(acts):
+        pool = POOLS[a.kind]
+        h = hashlib.blake2b(f"{key}|{i}|{a.kind}".encode(), digest_size=4).digest()
+        form = pool[int.from_bytes(h, "big") % len(pool)]
         out.append(form.format(who=a.who, victim=a.victim, room=a.room, dist=_num(a.dist), at=_num(a.at), to=a.to))
     return " ".join(out)
 
