@@ -1,5 +1,8 @@
 """The match runner shared by every run of matches (collect's grid, eval's arms): one planned-match type, one
-function that plays it into a match folder, one owner of backends, and the parallel loop with its progress bar.
+coroutine that plays it into a match folder, one owner of backends, and the run loop with its progress bar:
+each worker (this process, or ``workers`` spawned processes) plays up to ``matches_in_flight`` matches at once in
+one event loop (mau/inflight.py), in an order that keeps matches of one model together (a worker loads a local
+model once, docs/collect.md).
 
 How it stops (docs/formats.md, "Stopping and resuming"): Ctrl-C cancels the queued matches at once and ends the
 matches in flight (their staging folders are removed by the next ``--resume``); every finished match folder is
@@ -45,7 +48,13 @@ class RunConfig(Model):
     resume: bool = Field(False, description="Continue a run in an existing run folder (plays only the missing "
                                             "matches; required for every shard after the first).")
     shard: str | None = Field(None, description="I/N: play only the matches k with k % N == I.")
-    workers: int = Field(1, ge=1, description="Matches played at once, each in its own worker process.")
+    workers: int = Field(1, ge=1, description="Worker processes (1: this process). For CPU-bound matches: local "
+                                              "models, frames; model servers are better served by "
+                                              "matches_in_flight.")
+    matches_in_flight: int = Field(1, ge=1, description="Matches each worker plays at once in one event loop "
+                                                        "(their calls overlap, under each endpoint's concurrency "
+                                                        "limit): tens to hundreds for API or vLLM experts "
+                                                        "(docs/collect.md); 1 for local models.")
 
 
 class MatchDone(NamedTuple):
@@ -106,11 +115,12 @@ class PlayConfig(Model):
 
 # -- backends: one owner -------------------------------------------------------------------------------------
 BACKENDS: dict[str, Any] = {}  # per process: a loaded local model is reused by every match of the worker
+_IN_USE: dict[str, int] = {}  # backend key -> matches in flight that use it
 
 
 def backend_for(model_cfg: Any, workers: int = 1) -> Any:
-    """The worker's backend for ``model_cfg`` (made once per process). The endpoint's concurrency limit is split
-    between the worker processes so that together they never exceed it."""
+    """The worker's backend for ``model_cfg`` (made once per process, shared by the matches in flight). The
+    endpoint's concurrency limit is split between the worker processes so that together they never exceed it."""
     from mau.harness.backends import make_backend
 
     key = model_cfg.model_dump_json()
@@ -121,12 +131,30 @@ def backend_for(model_cfg: Any, workers: int = 1) -> Any:
 
 
 def release_unused(model_cfgs: Iterable[Any]) -> None:
-    """Free the worker's cached backends that the next match does not use (their local weights): a worker keeps
-    loaded only what consecutive matches share, never more than one match needs."""
-    keep = {m.model_dump_json() for m in model_cfgs}
+    """Free the worker's cached backends that neither the next match nor a match in flight uses (their local
+    weights): a worker keeps loaded only what its matches share."""
+    keep = {m.model_dump_json() for m in model_cfgs} | {k for k, n in _IN_USE.items() if n > 0}
     for key, backend in BACKENDS.items():
         if key not in keep:
             backend.release()
+
+
+def seat_models(seats: dict[str, SeatConfig]) -> list[Any]:
+    """Every model a match's seats may call: each seat's model, and its rest_model where it answers only some."""
+    out = [s.model for s in seats.values()]
+    out += [s.rest_model for s in seats.values() if s.modules is not None]
+    return out
+
+
+def model_order(pm: PlannedMatch) -> tuple:
+    """Sort key of a run's matches: by the local base models they load, then by every model they call, so
+    that a worker meets each model in one stretch and loads it once (issue: one load per worker and base)."""
+    models = seat_models(pm.seats)
+    bases = sorted({(m.backend, m.model) for m in models if m.backend in LOCAL_BACKENDS})
+    return (bases, sorted({m.model_dump_json() for m in models}))
+
+
+LOCAL_BACKENDS = ("hf", "lm")  # backends that load weights into the worker
 
 
 async def play_and_close(match: Any, seed: int, backends: Iterable[Any]) -> Any:
@@ -136,13 +164,6 @@ async def play_and_close(match: Any, seed: int, backends: Iterable[Any]) -> Any:
     finally:
         for b in backends:
             await b.aclose()
-
-
-def match_cost(summary: dict[str, Any], seats: dict[str, SeatConfig]) -> float:
-    """USD at the seats' configured per-token prices."""
-    prices = {side: (s.model.price_prompt_per_mtok, s.model.price_completion_per_mtok) for side, s in seats.items()}
-    return sum(t["prompt_tokens"] * prices[r][0] / 1e6 + t["completion_tokens"] * prices[r][1] / 1e6
-               for r, t in summary["tokens_by_role"].items() if r in prices)
 
 
 class Played(NamedTuple):
@@ -193,31 +214,77 @@ def play_one(cfg: PlayConfig, out: Path, progress: bool = False) -> Played:
     return Played(result, folder, summary)
 
 
-def play_planned(pm: PlannedMatch, matches_dir: str, workers: int = 1) -> MatchDone:
-    """Play one planned ARIA match into ``matches_dir/<match_id>`` (it appears whole, by one rename)."""
+class Job(NamedTuple):
+    """One match for a worker: the plan, where its folder goes, how many workers share the endpoints."""
+
+    pm: PlannedMatch
+    matches_dir: str
+    workers: int = 1
+
+
+async def play_async(job: Job) -> MatchDone:
+    """Play one planned ARIA match into ``matches_dir/<match_id>`` (it appears whole, by one rename) in the
+    running event loop, beside the worker's other matches in flight; the backends are the worker's (closed by
+    ``close_async`` when the loop ends)."""
     from mau.env.backends import make_world
     from mau.env.runner import write_match
     from mau.harness.match import AriaMatch
     from mau.matchdir import MatchWriter
     from mau.provenance import provenance
 
-    release_unused(seat.model for seat in pm.seats.values())
-    backends = {side: backend_for(seat.model, workers) for side, seat in pm.seats.items()}
+    pm = job.pm
+    models = seat_models(pm.seats)
+    release_unused(models)
+    keys = [m.model_dump_json() for m in models]
+    for k in keys:
+        _IN_USE[k] = _IN_USE.get(k, 0) + 1
+    backends = {side: backend_for(seat.model, job.workers) for side, seat in pm.seats.items()}
+    rest = {side: backend_for(seat.rest_model, job.workers) for side, seat in pm.seats.items()
+            if seat.modules is not None}
     world = make_world(pm.world)
-    writer = MatchWriter(Path(matches_dir) / pm.match_id)
-    match = AriaMatch(world, pm.seats, backends, writer.staging, pm.match_id)
+    writer = MatchWriter(Path(job.matches_dir) / pm.match_id)
+    match = AriaMatch(world, pm.seats, backends, writer.staging, pm.match_id, rest_backends=rest)
     try:
-        result = asyncio.run(play_and_close(match, pm.seed, backends.values()))
+        result = await match.play(pm.seed)
         write_match(writer, world, result, MatchConfig(seats=pm.seats, world=pm.world), provenance(),
                     {**match.header_extra(), **pm.header})
     except BaseException:
         writer.abort()
+        match.end_backends()
         getattr(world, "close", lambda: None)()  # a backend with a process (minecraft) ends it now
         raise
+    finally:
+        for k in keys:
+            _IN_USE[k] -= 1
     calls = match.log.summary()
     return MatchDone(pm.match_id, result.outcome, calls["calls"], calls["fallbacks"],
-                     calls["prompt_tokens"] + calls["completion_tokens"], match_cost(calls, pm.seats),
-                     result.wall_seconds)
+                     calls["prompt_tokens"] + calls["completion_tokens"], calls["cost_usd"], result.wall_seconds)
+
+
+async def close_async() -> None:
+    """The end of a worker's event loop: every cached backend closes what belongs to the loop (HTTP clients);
+    local weights stay loaded for the next loop of the process."""
+    for b in BACKENDS.values():
+        await b.aclose()
+
+
+def meter_totals() -> dict[str, Any]:
+    """The worker's running totals of calls (mau.harness.calls.METER), with the local loads it made."""
+    from mau.harness.backends.base import LOADS
+    from mau.harness.calls import METER
+
+    return {**METER.totals(), "loads": len(LOADS)}
+
+
+def play_planned(pm: PlannedMatch, matches_dir: str, workers: int = 1) -> MatchDone:
+    """Play one planned match in an event loop of its own (then close the worker's backends)."""
+    async def one() -> MatchDone:
+        try:
+            return await play_async(Job(pm, matches_dir, workers))
+        finally:
+            await close_async()
+
+    return asyncio.run(one())
 
 
 def pending(matches_dir: Path, mine: list[Any]) -> list[Any]:
@@ -238,35 +305,39 @@ class RunProgress:
 
     done: list[MatchDone] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)  # (match_id, error)
+    meter: dict[str, Any] = field(default_factory=dict)  # the workers' call totals now (mau.inflight.Flight)
 
     def total(self, key: str) -> float:
         return sum(getattr(d, key) for d in self.done)
 
 
-def _ignore_sigint() -> None:
-    """Worker processes leave Ctrl-C to the parent, which stops them (a worker that caught it would go on to
-    the next queued match)."""
-    import signal
+def error_text(error: BaseException) -> str:
+    from mau.inflight import WorkerError
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return str(error) if isinstance(error, WorkerError) else f"{type(error).__name__}: {error}"
 
 
 def run_matches(todo: list[PlannedMatch], matches_dir: Path, *, workers: int = 1, max_failures: int = 0,
-                bar: Any = None, postfix: Callable[[RunProgress], dict[str, Any]] | None = None) -> RunProgress:
-    """Play ``todo`` (in this process with one worker, else in ``workers`` spawned processes: clean starts, no
-    copied threads or CUDA state), updating ``bar`` as matches finish. Ctrl-C (KeyboardInterrupt) cancels the
-    queued matches, ends the running ones and propagates; more than ``max_failures`` failed matches stop the run
-    with a MauError naming the last one."""
+                bar: Any = None, postfix: Callable[[RunProgress], dict[str, Any]] | None = None,
+                in_flight: int = 1) -> RunProgress:
+    """Play ``todo`` (in this process with one worker, else in ``workers`` spawned processes), each worker up to
+    ``in_flight`` matches at once, in model order (``model_order``), updating ``bar`` as matches finish and its
+    meter every second. Ctrl-C (KeyboardInterrupt) cancels the queued matches, ends the running ones and
+    propagates; more than ``max_failures`` failed matches stop the run with a MauError naming the last one."""
+    from mau.inflight import Engine, run_here, run_workers
+
     prog = RunProgress()
 
-    def finished(pm: PlannedMatch, result: MatchDone | None, error: BaseException | None) -> None:
+    def finished(job: Job, result: MatchDone | None, error: BaseException | None) -> None:
+        pm = job.pm
         if error is not None:
-            prog.failed.append((pm.match_id, f"{type(error).__name__}: {error}"))
-            print(f"match {pm.match_id} failed: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
+            text = error_text(error)
+            prog.failed.append((pm.match_id, text))
+            print(f"match {pm.match_id} failed: {text}", file=sys.stderr, flush=True)
             if len(prog.failed) > max_failures:
                 raise MauError(f"{len(prog.failed)} matches failed (--max-failures {max_failures}); the last: "
-                               f"{pm.match_id}: {type(error).__name__}: {error}. Finished matches are kept; fix "
-                               "the cause and rerun with --resume") from error
+                               f"{pm.match_id}: {text}. Finished matches are kept; fix the cause and rerun with "
+                               "--resume") from error
             return
         prog.done.append(result)
         if bar is not None:
@@ -274,37 +345,30 @@ def run_matches(todo: list[PlannedMatch], matches_dir: Path, *, workers: int = 1
                 bar.set_postfix(**postfix(prog), refresh=False)
             bar.update(1)
 
-    if workers == 1 or len(todo) <= 1:
-        for pm in todo:
-            try:
-                r = play_planned(pm, str(matches_dir), 1)
-            except Exception as e:  # KeyboardInterrupt passes: the staging folder is already removed
-                finished(pm, None, e)
-            else:
-                finished(pm, r, None)
-        return prog
-    import multiprocessing as mp
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    def metered(totals: dict[str, Any]) -> None:
+        prog.meter = totals
+        if bar is not None and postfix is not None:
+            bar.set_postfix(**postfix(prog))
 
-    before = set(mp.active_children())
-    pool = ProcessPoolExecutor(min(workers, len(todo)), mp_context=mp.get_context("spawn"),
-                               initializer=_ignore_sigint)
-    try:
-        running = {pool.submit(play_planned, pm, str(matches_dir), workers): pm for pm in todo}
-        while running:
-            ready, _ = wait(running, return_when=FIRST_COMPLETED)
-            for f in ready:
-                pm = running.pop(f)
-                error = f.exception()
-                finished(pm, None if error else f.result(), error)
-    except BaseException:
-        # Ctrl-C or too many failures: drop the queue, end the workers now (not after their matches).
-        pool.shutdown(wait=False, cancel_futures=True)
-        for p in set(mp.active_children()) - before:
-            p.terminate()
-        raise
-    pool.shutdown(wait=True)
+    ordered = sorted(todo, key=model_order)
+    workers = max(1, min(workers, len(todo)))
+    jobs = [Job(pm, str(matches_dir), workers) for pm in ordered]
+    engine = Engine("mau.runner")
+    if workers == 1:
+        start = meter_totals()
+        run_here(jobs, in_flight, engine, finished, lambda t: metered(_since(start, t)))
+    else:
+        run_workers(jobs, workers, in_flight, engine, finished, metered)
     return prog
+
+
+def _since(start: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
+    """This run's share of a process's running totals (a test or a bench may run several in one process)."""
+    from mau.inflight import Flight
+
+    f = Flight(meters={0: {k: v - start.get(k, 0) if k not in ("in_flight", "peak_in_flight") else v
+                           for k, v in now.items()}})
+    return f.total()
 
 
 def parse_shard(text: str | None) -> tuple[int, int]:
@@ -341,7 +405,7 @@ def shard_of(planned: list[PlannedMatch], shard_text: str | None) -> tuple[int, 
 
 
 def play_shard(planned: list[PlannedMatch], run_dir: Path, shard_text: str | None, workers: int, opts: Any,
-               desc: str, postfix: Callable[[RunProgress], dict[str, Any]]) -> ShardRun:
+               desc: str, postfix: Callable[[RunProgress], dict[str, Any]], in_flight: int = 1) -> ShardRun:
     """Play this shard's matches that have no folder yet under ``run_dir/matches``, with a progress bar."""
     from tqdm import tqdm
 
@@ -352,7 +416,7 @@ def play_shard(planned: list[PlannedMatch], run_dir: Path, shard_text: str | Non
                unit="match", disable=not opts.progress, dynamic_ncols=True)
     try:
         prog = run_matches(todo, matches_dir, workers=workers, max_failures=opts.max_failures, bar=bar,
-                           postfix=postfix)
+                           postfix=postfix, in_flight=in_flight)
     except KeyboardInterrupt:
         bar.close()
         print(f"{desc}: interrupted; the finished matches are kept in {matches_dir}; rerun with --resume to "

@@ -78,7 +78,7 @@ def run_collect(cfg: CollectConfig, out: Path, opts: RunOptions = RunOptions()) 
                  dump_yaml(cfg.model_copy(update={"shard": None, "resume": False})),
                  [pm.header[F.GRID] for pm in planned])
     t0 = time.perf_counter()
-    r = play_shard(planned, out, cfg.shard, cfg.workers, opts, "collect", _postfix)
+    r = play_shard(planned, out, cfg.shard, cfg.workers, opts, "collect", _postfix, cfg.matches_in_flight)
     summary = write_summary(out, planned=len(planned))
     log_collect_summary(cfg, out, summary)
     summary.update(shard=f"{r.shard}/{r.n_shards}", played_now=len(r.progress.done), shard_matches=len(r.mine),

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from mau.commands.common import (
     DRY_RUN,
+    IN_FLIGHT,
     MAX_FAILURES,
     NO_PROGRESS,
     OUT,
@@ -27,7 +28,8 @@ from mau.commands.common import (
 )
 from mau.options import RunOptions
 
-FLAGS = [*config_flags("grid.repetitions=2"), OUT, RESUME, SHARD, WORKERS, NO_PROGRESS, DRY_RUN, MAX_FAILURES]
+FLAGS = [*config_flags("grid.repetitions=2"), OUT, RESUME, SHARD, WORKERS, IN_FLIGHT, NO_PROGRESS, DRY_RUN,
+         MAX_FAILURES]
 CONFIG = "mau.collect.run:CollectConfig"
 
 

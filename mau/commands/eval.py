@@ -22,6 +22,7 @@ import argparse
 
 from mau.commands.common import (
     DRY_RUN,
+    IN_FLIGHT,
     MAX_FAILURES,
     NO_PROGRESS,
     OUT,
@@ -35,7 +36,7 @@ from mau.options import RunOptions
 
 FLAGS = [*config_flags("seeds=[1,2,3]"), OUT,
          Flag("--resume", "continue the eval in --out (plays only missing matches)", key="resume", type=bool),
-         SHARD, WORKERS,
+         SHARD, WORKERS, IN_FLIGHT,
          Flag("--report-only", "play nothing: recompute the report of --out (config: --config, else "
               "--out/config.yaml)", key="report_only", type=bool),
          NO_PROGRESS, DRY_RUN, MAX_FAILURES,

@@ -67,7 +67,7 @@ def run_eval(cfg: EvalConfig, out: Path, opts: RunOptions = RunOptions()) -> dic
             import json
 
             (out / "adapter_guard.json").write_text(json.dumps([g.__dict__ for g in guard], indent=1) + "\n")
-        r = play_shard(planned, out, cfg.shard, cfg.workers, opts, "eval", _postfix)
+        r = play_shard(planned, out, cfg.shard, cfg.workers, opts, "eval", _postfix, cfg.matches_in_flight)
         shard, n_shards, mine = r.shard, r.n_shards, r.mine
         played, failed = len(r.progress.done), len(r.progress.failed)
     results = write_report(cfg, out, planned=len(planned))

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mau import schema as F
+from mau.errors import MauError
 from mau.harness.backends.base import Frame, ModelBackend, ModelConfig, ModelRequest
 from mau.harness.modules import PRIVATE, Context, decide
 from mau.snapshot import Parts, Restored
@@ -107,6 +108,58 @@ class FrameStore:
             raise self._error
 
 
+class ModelUnavailable(MauError):
+    """A model call failed in a way the match must not hide behind fallbacks (``ModelResponse.fatal``): the
+    match fails, its staging folder is removed, and ``--resume`` plays it again."""
+
+
+class Meter:
+    """The process's running totals of model calls (every match of the worker, finished or in flight): what the
+    progress bar shows live and ``mau bench collect`` reads. Costs at each call's own model's prices."""
+
+    def __init__(self) -> None:
+        self.calls = self.in_flight = self.peak_in_flight = 0
+        self.prompt_tokens = self.completion_tokens = self.fallbacks = 0
+        self.cost_usd = 0.0
+        self.in_flight_s = 0.0  # the integral of calls in flight over time (its mean = this / elapsed)
+        self._t = time.perf_counter()
+
+    def _tick(self) -> None:
+        now = time.perf_counter()
+        self.in_flight_s += self.in_flight * (now - self._t)
+        self._t = now
+
+    def start(self) -> None:
+        self._tick()
+        self.in_flight += 1
+        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+
+    def end(self, prompt_tokens: int, completion_tokens: int, cost: float, fallback: bool) -> None:
+        self._tick()
+        self.in_flight -= 1
+        self.calls += 1
+        self.prompt_tokens += prompt_tokens
+        self.completion_tokens += completion_tokens
+        self.cost_usd += cost
+        self.fallbacks += fallback
+
+    def totals(self) -> dict[str, Any]:
+        self._tick()
+        return {"calls": self.calls, "in_flight": self.in_flight, "peak_in_flight": self.peak_in_flight,
+                "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+                "tokens": self.prompt_tokens + self.completion_tokens, "cost_usd": self.cost_usd,
+                "fallbacks": self.fallbacks, "in_flight_s": self.in_flight_s}
+
+
+METER = Meter()
+
+
+def call_cost(model: ModelConfig, prompt_tokens: int | None, completion_tokens: int | None) -> float:
+    """USD of one call at its model's configured prices."""
+    return ((prompt_tokens or 0) * model.price_prompt_per_mtok
+            + (completion_tokens or 0) * model.price_completion_per_mtok) / 1e6
+
+
 class CallLog:
     """Appends call records to calls.jsonl as they happen, and keeps the counts for the match header."""
 
@@ -117,6 +170,7 @@ class CallLog:
         self.errors = 0
         self.prompt_tokens = 0
         self.completion_tokens = 0
+        self.cost_usd = 0.0  # at each call's model's prices
         self.by_module: dict[str, list[int]] = {}  # module -> [calls, fallbacks]
         self.by_role: dict[str, list[int]] = {}  # role -> [prompt tokens, completion tokens] (costs per side)
         # (role, source) -> [calls, fallbacks, answered]; source "model": the seat's model, "rest": the model of
@@ -158,6 +212,7 @@ class CallLog:
     def summary(self) -> dict[str, Any]:
         return {"calls": self.n, "fallbacks": self.fallbacks, "errors": self.errors,
                 "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+                "cost_usd": round(self.cost_usd, 6),
                 "by_module": {k: {"calls": v[0], "fallbacks": v[1]} for k, v in sorted(self.by_module.items())},
                 "tokens_by_role": {k: {"prompt_tokens": v[0], "completion_tokens": v[1]}
                                    for k, v in sorted(self.by_role.items())},
@@ -210,9 +265,20 @@ class Caller:
                                         "claims": self.world.config.claims,
                                         **(extra_context or {})})
         t1 = time.perf_counter()
-        response = await backend.complete(request)
+        METER.start()
+        try:
+            response = await backend.complete(request)
+        except BaseException:
+            METER.end(0, 0, 0.0, False)
+            raise
         t2 = time.perf_counter()
+        cost = call_cost(model, response.prompt_tokens, response.completion_tokens)
+        if response.fatal:
+            METER.end(response.prompt_tokens or 0, response.completion_tokens or 0, cost, True)
+            raise ModelUnavailable(f"{agent}'s {module} call to {model.backend} model {model.model!r} failed: "
+                                   f"{response.error}")
         answer, fallback_reason = decide(module, response.text, response.error, ctx)
+        METER.end(response.prompt_tokens or 0, response.completion_tokens or 0, cost, fallback_reason is not None)
         record: F.CallRecord = {  # type: ignore[misc]  (keys are schema's names of the same fields)
             F.CALL_ID: f"{self.match_id}:{self.log.n}", F.MATCH: self.match_id, F.SEED: st.seed,
             F.STEP: st.step, F.TICK: st.tick, F.PHASE: st.phase, F.AGENT: agent, F.ROLE: role, F.MODULE: module,
@@ -226,6 +292,7 @@ class Caller:
         }
         # Harness time: prompt building (from t_start), request, check and record; not the model, not the frames.
         record[F.HARNESS_MS] = round(((t1 - t0) + (time.perf_counter() - t2)) * 1000, 3)
+        self.log.cost_usd += cost  # prices are the model's, which the record does not carry
         self.log.add(record, source)
         if response.private and fallback_reason is None:  # handed to the agent only, after the record
             answer = {**answer, PRIVATE: response.private}

@@ -235,9 +235,7 @@ class Backend(ModelBackend):
         import torch
 
         key = (match, stream)
-        if key not in self._rngs:
-            if len(self._rngs) >= 32:  # a worker plays one match at a time: old matches' generators can go
-                self._rngs.clear()
+        if key not in self._rngs:  # dropped at the match's end (end_match): matches in flight keep their own
             digest = hashlib.blake2b(f"{self.config.seed}|{match_seed}|{stream}".encode(), digest_size=8).digest()
             self._rngs[key] = torch.Generator().manual_seed(int.from_bytes(digest, "big") >> 2)
         return self._rngs[key]
@@ -328,6 +326,10 @@ class Backend(ModelBackend):
         for task in list(self._tasks):
             await asyncio.gather(task, return_exceptions=True)
         return None
+
+    def end_match(self, match_id: str) -> None:
+        for key in [k for k in self._rngs if k[0] == match_id]:
+            del self._rngs[key]
 
     def release(self) -> None:
         with self._load_lock, self._gen_lock:

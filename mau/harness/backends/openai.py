@@ -1,10 +1,16 @@
 """Any OpenAI-compatible chat endpoint (hosted routers, vLLM, ``transformers serve``, other local servers),
 through the ``openai`` package, async.
 
-Per call: a timeout; retries with exponential backoff on timeouts, connection errors, 429 and 5xx (other 4xx
-are final); at most ``concurrency`` calls in flight per endpoint, shared by every seat that uses it. Images
-go as base64 data URLs of the saved JPEG. The API key is read from the environment variable the config names,
-at call time, and is never written anywhere.
+Per call: a timeout; retries on timeouts, connection errors, 429 and 5xx, each after a jittered exponential
+backoff ("full jitter": a uniform draw up to ``backoff_s * 2**k``, capped at ``max_backoff_s``) or, on a 429 or
+503 that says so, after the server's ``Retry-After``; at most ``max_retries`` retries within ``retry_budget_s``
+seconds. A call that is still failing then comes back ``fatal``: the harness fails its match loudly (a dead
+server or a rate limit that never lifts must not turn into a storm of silent fallbacks; ``--resume`` plays the
+match again). So do 401, 403 and 404 (a wrong key, model or URL fails every call alike); other 4xx (a prompt too
+long, say) are that call's own failure, a fallback. At most ``concurrency`` calls in flight per endpoint,
+shared by every seat and every match in flight in the worker's event loop. Images go as base64 data URLs of the
+saved JPEG. The API key is read from the environment variable the config names, at call time, and is never
+written anywhere.
 """
 
 from __future__ import annotations
@@ -12,21 +18,52 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
+import random
 import time
+import weakref
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 from mau.errors import ConfigError
 from mau.harness.backends.base import ModelBackend, ModelConfig, ModelRequest, ModelResponse
 
-_SEMAPHORES: dict[tuple[int, str], asyncio.Semaphore] = {}
+# Per event loop (a worker's), per endpoint: one limit shared by every seat, backend and match in flight.
+_SEMAPHORES: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Semaphore]]" = \
+    weakref.WeakKeyDictionary()
+FATAL_STATUS = (401, 403, 404)  # the key, the model or the URL is wrong: every call would fail alike
+_JITTER = random.Random()  # waiting times only: never an answer, never a match's stream
 
 
 def _semaphore(base_url: str, limit: int) -> asyncio.Semaphore:
     """One limit per endpoint and event loop, shared by all seats (and backends) that call it."""
-    key = (id(asyncio.get_running_loop()), base_url)
-    if key not in _SEMAPHORES:
-        _SEMAPHORES[key] = asyncio.Semaphore(limit)
-    return _SEMAPHORES[key]
+    per_loop = _SEMAPHORES.setdefault(asyncio.get_running_loop(), {})
+    if base_url not in per_loop:
+        per_loop[base_url] = asyncio.Semaphore(limit)
+    return per_loop[base_url]
+
+
+def retry_after_s(headers: Any) -> float | None:
+    """The wait a 429 / 503 asks for (``Retry-After``: seconds or an HTTP date), or None."""
+    value = headers.get("retry-after") if headers is not None else None
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None
+
+
+def backoff_s(config: ModelConfig, retry: int, asked: float | None) -> float:
+    """The wait before retry number ``retry`` (1, 2, ...): the server's Retry-After when it gave one, else a
+    uniform draw up to ``backoff_s * 2**(retry-1)``, both capped at ``max_backoff_s``. The jitter spreads the
+    retries of hundreds of calls that failed together (a 429 burst) instead of sending them back at once."""
+    if asked is not None:
+        return min(asked, config.max_backoff_s)
+    return _JITTER.uniform(0, min(config.backoff_s * 2 ** (retry - 1), config.max_backoff_s))
 
 
 def to_openai_messages(request: ModelRequest) -> list[dict[str, Any]]:
@@ -104,7 +141,10 @@ class Backend(ModelBackend):
         sem = _semaphore(c.base_url, c.concurrency)
         error = "no attempt"
         t0 = time.perf_counter()
-        for attempt in range(1, c.max_retries + 2):
+        attempt = 0
+        while True:
+            attempt += 1
+            asked: float | None = None
             async with sem:
                 t_call = time.perf_counter()
                 try:
@@ -115,8 +155,12 @@ class Backend(ModelBackend):
                     error = f"connection error ({type(e.__cause__ or e).__name__})"
                 except openai.APIStatusError as e:
                     error = f"HTTP {e.status_code}"
+                    if e.status_code in FATAL_STATUS:
+                        return ModelResponse(None, f"{error} from {c.base_url} for model {c.model!r}",
+                                             time.perf_counter() - t0, attempts=attempt, model=c.model, fatal=True)
                     if e.status_code != 429 and e.status_code < 500:
                         return ModelResponse(None, error, time.perf_counter() - t0, attempts=attempt, model=c.model)
+                    asked = retry_after_s(e.response.headers) if e.status_code in (429, 503) else None
                 else:
                     latency = time.perf_counter() - t_call
                     text = r.choices[0].message.content if r.choices else None
@@ -126,9 +170,12 @@ class Backend(ModelBackend):
                         prompt_tokens=usage.prompt_tokens if usage else None,
                         completion_tokens=usage.completion_tokens if usage else None,
                         attempts=attempt, model=r.model or c.model)
-            if attempt <= c.max_retries:
-                await asyncio.sleep(c.backoff_s * 2 ** (attempt - 1))
-        return ModelResponse(None, error, time.perf_counter() - t0, attempts=c.max_retries + 1, model=c.model)
+            wait = backoff_s(c, attempt, asked)
+            if attempt > c.max_retries or time.perf_counter() - t0 + wait > c.retry_budget_s:
+                return ModelResponse(None, f"{error} after {attempt} attempts in {time.perf_counter() - t0:.1f} s "
+                                           f"(max_retries {c.max_retries}, retry_budget_s {c.retry_budget_s:g})",
+                                     time.perf_counter() - t0, attempts=attempt, model=c.model, fatal=True)
+            await asyncio.sleep(wait)
 
     async def aclose(self) -> None:
         if self._client is not None:
