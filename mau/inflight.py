@@ -104,19 +104,27 @@ def run_here(items: list[Any], in_flight: int, engine: Engine, on_done: OnDone,
              on_meter: Callable[[dict[str, Any]], None] | None = None) -> None:
     """One event loop in this process (``workers: 1``)."""
     play, close, meter = engine.get("play"), engine.get("close"), engine.get("meter")
+    start, flight = meter(), Flight()
+
+    def report() -> None:
+        if on_meter is not None:  # this run's share of the process's totals (several runs may share a process)
+            now = meter()
+            flight.meters[0] = {k: v if k in LEVELS else v - start.get(k, 0) for k, v in now.items()}
+            on_meter(flight.total())
 
     async def main() -> None:
-        ticker = asyncio.ensure_future(_tick(lambda: on_meter(meter()))) if on_meter is not None else None
+        ticker = asyncio.ensure_future(_tick(report))
         try:
             await play_many(_aiter(items), in_flight, play, on_done)
         finally:
-            if ticker is not None:
-                ticker.cancel()
+            ticker.cancel()
             await close()
-        if on_meter is not None:
-            on_meter(meter())
+        report()
 
     asyncio.run(main())
+
+
+LEVELS = ("in_flight", "peak_in_flight")  # meter entries that are levels, not running totals
 
 
 async def _tick(fn: Callable[[], None]) -> None:

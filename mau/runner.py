@@ -355,20 +355,13 @@ def run_matches(todo: list[PlannedMatch], matches_dir: Path, *, workers: int = 1
     jobs = [Job(pm, str(matches_dir), workers) for pm in ordered]
     engine = Engine("mau.runner")
     if workers == 1:
-        start = meter_totals()
-        run_here(jobs, in_flight, engine, finished, lambda t: metered(_since(start, t)))
+        from mau.harness.calls import METER
+
+        METER.peak_in_flight = METER.in_flight  # this run's peak (a test or a bench may run several)
+        run_here(jobs, in_flight, engine, finished, metered)
     else:
         run_workers(jobs, workers, in_flight, engine, finished, metered)
     return prog
-
-
-def _since(start: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
-    """This run's share of a process's running totals (a test or a bench may run several in one process)."""
-    from mau.inflight import Flight
-
-    f = Flight(meters={0: {k: v - start.get(k, 0) if k not in ("in_flight", "peak_in_flight") else v
-                           for k, v in now.items()}})
-    return f.total()
 
 
 def parse_shard(text: str | None) -> tuple[int, int]:

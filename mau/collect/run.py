@@ -56,8 +56,14 @@ def plan(cfg: CollectConfig) -> list[PlannedMatch]:
 
 
 def _postfix(p: RunProgress) -> dict[str, Any]:
-    return {"calls": p.total("calls"), "tokens": p.total("tokens"), "fallbacks": p.total("fallbacks"),
-            "cost": f"${p.total('cost'):.2f}"}
+    """Live, from the workers' meters: every call so far (matches in flight included), its rate, the calls in
+    flight now, tokens and USD at the configured prices."""
+    m = p.meter
+    if not m:
+        return {"calls": p.total("calls"), "tokens": p.total("tokens"), "fallbacks": p.total("fallbacks"),
+                "cost": f"${p.total('cost'):.2f}"}
+    return {"calls": m["calls"], "calls/s": f"{m['calls_per_s']:.1f}", "in_flight": m["in_flight"],
+            "tokens": m["tokens"], "fallbacks": m["fallbacks"], "cost": f"${m['cost_usd']:.2f}"}
 
 
 def run_collect(cfg: CollectConfig, out: Path, opts: RunOptions = RunOptions()) -> dict[str, Any] | None:
@@ -83,8 +89,16 @@ def run_collect(cfg: CollectConfig, out: Path, opts: RunOptions = RunOptions()) 
     log_collect_summary(cfg, out, summary)
     summary.update(shard=f"{r.shard}/{r.n_shards}", played_now=len(r.progress.done), shard_matches=len(r.mine),
                    failed_now=len(r.progress.failed), wall_s=round(time.perf_counter() - t0, 2),
-                   cost_now=round(r.progress.total("cost"), 4))
+                   cost_now=round(r.progress.total("cost"), 4), meter=_meter(r.progress))
     return summary
+
+
+def _meter(p: RunProgress) -> dict[str, Any]:
+    """The run's call meter for the summary: calls, tokens, USD, calls per second, calls in flight (peak, mean)."""
+    m = p.meter
+    keep = ("calls", "prompt_tokens", "completion_tokens", "tokens", "cost_usd", "fallbacks", "peak_in_flight",
+            "mean_in_flight", "calls_per_s", "elapsed_s", "loads")
+    return {k: (round(m[k], 6) if isinstance(m[k], float) else m[k]) for k in keep if k in m}
 
 
 def log_collect_summary(cfg: CollectConfig, out: Path, summary: dict[str, Any]) -> str | None:

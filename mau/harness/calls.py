@@ -244,13 +244,28 @@ def seen_kills(world, agent: str) -> list[dict[str, Any]]:
 
 
 class Caller:
-    """Makes the calls of one match and records them."""
+    """Makes the calls of one match and records them.
+
+    Records are written at the end of each world step (``flush``), in a fixed order: by agent (roster order),
+    then in the order each agent made its calls (an agent's calls are sequential), and numbered then. The order
+    in which answers arrive depends on the server and on what else is in flight; the file does not."""
 
     def __init__(self, world, log: CallLog, match_id: str, harness_of: dict[str, dict[str, Any]]):
         self.world = world
         self.log = log
         self.match_id = match_id
         self.harness_of = harness_of  # agent -> its ARIA axes, for the record
+        self._rank = {a: i for i, a in enumerate(harness_of)}
+        self._seq: dict[str, int] = {}  # agent -> calls it started since the last flush
+        self._pending: list[tuple[tuple[int, int], F.CallRecord, str]] = []
+
+    def flush(self) -> None:
+        """Write the step's records (between two world steps; nothing is pending at a snapshot)."""
+        for _, record, source in sorted(self._pending, key=lambda p: p[0]):
+            record[F.CALL_ID] = f"{self.match_id}:{self.log.n}"
+            self.log.add(record, source)
+        self._pending.clear()
+        self._seq.clear()
 
     async def call(self, *, agent: str, role: str, module: str, obs: dict[str, Any], messages: list[dict[str, Any]],
                    frames: list[Frame], backend: ModelBackend, model: ModelConfig, ctx: Context,
@@ -258,6 +273,8 @@ class Caller:
                    t_start: float | None = None, source: str = "model") -> dict[str, Any]:
         st = self.world.state
         t0 = t_start if t_start is not None else time.perf_counter()
+        order = (self._rank.get(agent, len(self._rank)), self._seq.get(agent, 0))
+        self._seq[agent] = order[1] + 1
         request = ModelRequest(messages=messages, images=frames, module=module, agent=agent, json_mode=model.json_mode,
                                temperature=temperature, max_tokens=model.max_tokens,
                                context={"obs": obs, "module": module, "match": self.match_id, "seed": st.seed,
@@ -280,7 +297,7 @@ class Caller:
         answer, fallback_reason = decide(module, response.text, response.error, ctx)
         METER.end(response.prompt_tokens or 0, response.completion_tokens or 0, cost, fallback_reason is not None)
         record: F.CallRecord = {  # type: ignore[misc]  (keys are schema's names of the same fields)
-            F.CALL_ID: f"{self.match_id}:{self.log.n}", F.MATCH: self.match_id, F.SEED: st.seed,
+            F.CALL_ID: None, F.MATCH: self.match_id, F.SEED: st.seed,  # numbered at flush
             F.STEP: st.step, F.TICK: st.tick, F.PHASE: st.phase, F.AGENT: agent, F.ROLE: role, F.MODULE: module,
             F.HARNESS: self.harness_of[agent], F.MODEL: response.model or model.model, F.BACKEND: backend.name,
             F.MESSAGES: _recorded_messages(messages, frames), F.RAW_OUTPUT: response.text, F.PARSED: answer,
@@ -293,7 +310,7 @@ class Caller:
         # Harness time: prompt building (from t_start), request, check and record; not the model, not the frames.
         record[F.HARNESS_MS] = round(((t1 - t0) + (time.perf_counter() - t2)) * 1000, 3)
         self.log.cost_usd += cost  # prices are the model's, which the record does not carry
-        self.log.add(record, source)
+        self._pending.append((order, record, source))
         if response.private and fallback_reason is None:  # handed to the agent only, after the record
             answer = {**answer, PRIVATE: response.private}
         return answer

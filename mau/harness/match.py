@@ -109,7 +109,14 @@ class AriaMatch:
         self.meetings_done = 0
 
     async def advance(self) -> None:
-        """One world step: a roam step of every active agent, one speaker's turn, or the vote."""
+        """One world step: a roam step of every active agent, one speaker's turn, or the vote; then the step's
+        call records are written in their fixed order."""
+        try:
+            await self._advance()
+        finally:
+            self.caller.flush()
+
+    async def _advance(self) -> None:
         w, st, agents = self.world, self.world.state, self.agents
         if st.phase == ROAM:
             if st.meetings_held > self.meetings_done:  # a meeting just ended: remember, reflect, dump memory
