@@ -222,6 +222,21 @@ class Job(NamedTuple):
     workers: int = 1
 
 
+_PROVENANCE: dict[str, Any] = {}
+
+
+def worker_provenance() -> dict[str, Any]:
+    """The provenance of a match of this worker: git and package versions read once per process (two git
+    processes and the package metadata per match cost more CPU than a match's calls), the time now."""
+    import datetime as dt
+
+    from mau.provenance import provenance
+
+    if not _PROVENANCE:
+        _PROVENANCE.update(provenance())
+    return {**_PROVENANCE, "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+
+
 async def play_async(job: Job) -> MatchDone:
     """Play one planned ARIA match into ``matches_dir/<match_id>`` (it appears whole, by one rename) in the
     running event loop, beside the worker's other matches in flight; the backends are the worker's (closed by
@@ -230,7 +245,6 @@ async def play_async(job: Job) -> MatchDone:
     from mau.env.runner import write_match
     from mau.harness.match import AriaMatch
     from mau.matchdir import MatchWriter
-    from mau.provenance import provenance
 
     pm = job.pm
     models = seat_models(pm.seats)
@@ -246,7 +260,7 @@ async def play_async(job: Job) -> MatchDone:
     match = AriaMatch(world, pm.seats, backends, writer.staging, pm.match_id, rest_backends=rest)
     try:
         result = await match.play(pm.seed)
-        write_match(writer, world, result, MatchConfig(seats=pm.seats, world=pm.world), provenance(),
+        write_match(writer, world, result, MatchConfig(seats=pm.seats, world=pm.world), worker_provenance(),
                     {**match.header_extra(), **pm.header})
     except BaseException:
         writer.abort()

@@ -38,6 +38,7 @@ class FrameStore:
         self._queue: queue.Queue | None = None
         self._thread: threading.Thread | None = None
         self._error: OSError | None = None
+        self._batch: list[tuple[Path, bytes]] = []
 
     def parts(self) -> Parts:
         """What changes: the frame names given out (a repeated step number gets a new name) and the count saved;
@@ -67,7 +68,7 @@ class FrameStore:
         if n > 1:
             rel = rel[: -len(".jpg")] + f"_{n}.jpg"
         if self.folder is not None:
-            self._writer().put((self.folder / rel, jpeg))
+            self._batch.append((self.folder / rel, jpeg))  # handed to the writer at the step's end (flush)
             self.saved += 1
         frame = Frame(image=image, jpeg=jpeg, path=rel)
         if len(self._cache) > 64:  # only the current step's frames are ever asked for again
@@ -89,17 +90,25 @@ class FrameStore:
 
     def _write_loop(self) -> None:
         while True:
-            item = self._queue.get()
-            if item is None:
+            batch = self._queue.get()
+            if batch is None:
                 return
-            path, data = item
-            try:
-                path.write_bytes(data)
-            except OSError as e:  # reported at close(); the match itself goes on
-                self._error = self._error or e
+            for path, data in batch:
+                try:
+                    path.write_bytes(data)
+                except OSError as e:  # reported at close(); the match itself goes on
+                    self._error = self._error or e
+
+    def flush(self) -> None:
+        """Hand the frames rendered since the last flush to the writer thread, in one go (one wake-up of the
+        thread per step, not one per frame: with hundreds of matches in flight that is CPU)."""
+        if self._batch:
+            self._writer().put(self._batch)
+            self._batch = []
 
     def close(self) -> None:
         """Wait until every frame is on disk (call before publishing the match folder)."""
+        self.flush()
         if self._queue is not None:
             self._queue.put(None)
             self._thread.join()
@@ -178,16 +187,30 @@ class CallLog:
         self.by_source: dict[tuple[str, str], list[int]] = {}
         self.write_s = 0.0  # time spent serialising and writing records
         self.latencies: list[float] = []  # every call's latency, in order (mau bench harness reads them)
+        self._held: list[tuple[tuple[int, int], F.CallRecord, str]] = []  # records of this step (hold, flush)
 
     def parts(self) -> Parts:
-        """The counts change (the open file does not)."""
-        return Parts({k: v for k, v in vars(self).items() if k != "_f"}, shared=[self])
+        """The counts change (the open file does not; nothing is held between two steps)."""
+        return Parts({k: v for k, v in vars(self).items() if k not in ("_f", "_held")}, shared=[self])
 
     def restore_parts(self, r: Restored) -> None:
         vars(self).update(r.changing)
 
+    def hold(self, order: tuple[int, int], record: F.CallRecord, source: str = "model") -> None:
+        """Keep a record until ``flush``, which writes the held ones sorted by ``order`` (the caller's fixed
+        order of calls: agent, then the agent's own sequence) and numbers them."""
+        self._held.append((order, record, source))
+
+    def flush(self) -> None:
+        for _, record, source in sorted(self._held, key=lambda h: h[0]):
+            self.add(record, source)
+        self._held.clear()
+
     def add(self, record: F.CallRecord, source: str = "model") -> None:
+        """Write one record now (numbered here when it has no call id yet)."""
         t0 = time.perf_counter()
+        if record.get(F.CALL_ID) is None and record.get(F.MATCH) is not None:
+            record[F.CALL_ID] = f"{record[F.MATCH]}:{self.n}"
         src = self.by_source.setdefault((record[F.ROLE], source), [0, 0, 0])
         src[0] += 1
         src[1] += record[F.FALLBACK]
@@ -221,6 +244,7 @@ class CallLog:
                             for role in sorted({r for r, _ in self.by_source})}}
 
     def close(self) -> None:
+        self.flush()
         if self._f is not None:
             self._f.close()
             self._f = None
@@ -257,14 +281,10 @@ class Caller:
         self.harness_of = harness_of  # agent -> its ARIA axes, for the record
         self._rank = {a: i for i, a in enumerate(harness_of)}
         self._seq: dict[str, int] = {}  # agent -> calls it started since the last flush
-        self._pending: list[tuple[tuple[int, int], F.CallRecord, str]] = []
 
     def flush(self) -> None:
         """Write the step's records (between two world steps; nothing is pending at a snapshot)."""
-        for _, record, source in sorted(self._pending, key=lambda p: p[0]):
-            record[F.CALL_ID] = f"{self.match_id}:{self.log.n}"
-            self.log.add(record, source)
-        self._pending.clear()
+        self.log.flush()
         self._seq.clear()
 
     async def call(self, *, agent: str, role: str, module: str, obs: dict[str, Any], messages: list[dict[str, Any]],
@@ -310,7 +330,7 @@ class Caller:
         # Harness time: prompt building (from t_start), request, check and record; not the model, not the frames.
         record[F.HARNESS_MS] = round(((t1 - t0) + (time.perf_counter() - t2)) * 1000, 3)
         self.log.cost_usd += cost  # prices are the model's, which the record does not carry
-        self._pending.append((order, record, source))
+        self.log.hold(order, record, source)
         if response.private and fallback_reason is None:  # handed to the agent only, after the record
             answer = {**answer, PRIVATE: response.private}
         return answer

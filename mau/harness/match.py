@@ -115,6 +115,7 @@ class AriaMatch:
             await self._advance()
         finally:
             self.caller.flush()
+            self.frames.flush()
 
     async def _advance(self) -> None:
         w, st, agents = self.world, self.world.state, self.agents

@@ -97,7 +97,7 @@ class MockServer:
         self._inflight(0)
         elapsed = max(time.perf_counter() - self._t0, 1e-9)
         return {**self.stats, "elapsed_s": round(elapsed, 3), "mean_inflight": round(self._inflight_s / elapsed, 3),
-                "cpu_s": round(time.process_time(), 3)}
+                "inflight_s": round(self._inflight_s, 3), "cpu_s": round(time.process_time(), 3)}
 
     def _fault(self, key: str) -> str | None:
         n = self._seen.get(key, 0)

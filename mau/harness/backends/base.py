@@ -24,6 +24,15 @@ class Frame:
     image: Any  # PIL.Image.Image, RGB
     jpeg: bytes
     path: str
+    _url: str | None = field(default=None, repr=False, compare=False)
+
+    def data_url(self) -> str:
+        """The JPEG as a base64 data URL, made once (the calls of a step that send this frame share it)."""
+        if self._url is None:
+            import base64
+
+            self._url = "data:image/jpeg;base64," + base64.b64encode(self.jpeg).decode("ascii")
+        return self._url
 
     @property
     def array(self) -> Any:
@@ -77,7 +86,7 @@ class ScoreResponse:
 # ModelConfig fields about reaching a model (endpoint, key variable, timeouts, limits, prices), not about
 # which model answers.
 TRANSPORT = ("base_url", "api_key_env", "timeout_s", "max_retries", "backoff_s", "max_backoff_s", "retry_budget_s",
-             "concurrency", "device", "price_prompt_per_mtok", "price_completion_per_mtok")
+             "concurrency", "http_client", "device", "price_prompt_per_mtok", "price_completion_per_mtok")
 
 
 class ModelConfig(Model):
@@ -108,7 +117,11 @@ class ModelConfig(Model):
     max_backoff_s: float = Field(60.0, ge=0, description="Cap on one backoff (and on a Retry-After honoured).")
     retry_budget_s: float = Field(300.0, gt=0, description="Seconds one call may spend on attempts and waits "
                                                            "before its match fails loudly.")
-    concurrency: int = Field(16, ge=1, description="Calls in flight at once per endpoint (base_url).")
+    concurrency: int = Field(16, ge=1, description="Calls in flight at once per endpoint (base_url), shared by the "
+                                                   "matches in flight of a worker (split between workers).")
+    http_client: Literal["mau", "openai"] = Field(
+        "mau", description="openai backend: mau (a lean HTTP/1.1 client, a fraction of the CPU per call; no proxy "
+                           "support) or openai (the openai package's client; honours HTTPS_PROXY).")
     device: str = Field("auto", description="hf: cpu, cuda or auto.")
     dtype: str = Field("auto", description="hf: float32, bfloat16 or auto.")
     max_pixels: int | None = Field(None, description="hf: cap on image pixels for the processor.")

@@ -74,8 +74,9 @@ def to_openai_messages(request: ModelRequest) -> list[dict[str, Any]]:
             parts = []
             for part in content:
                 if part.get("type") == "image":
-                    jpeg = request.images[part["image"]].jpeg
-                    url = "data:image/jpeg;base64," + base64.b64encode(jpeg).decode("ascii")
+                    frame = request.images[part["image"]]
+                    url = frame.data_url() if hasattr(frame, "data_url") else \
+                        "data:image/jpeg;base64," + base64.b64encode(frame.jpeg).decode("ascii")
                     parts.append({"type": "image_url", "image_url": {"url": url}})
                 else:
                     parts.append(part)
@@ -93,6 +94,7 @@ class Backend(ModelBackend):
             raise ConfigError("model.base_url: the openai backend needs an endpoint, e.g. http://127.0.0.1:8000/v1")
         self._client = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._endpoint = None  # mau.harness.http.Endpoint (http_client: mau)
 
     def _api_key(self) -> str:
         env = self.config.api_key_env
@@ -132,48 +134,73 @@ class Backend(ModelBackend):
             body["extra_body"] = {"chat_template_kwargs": {"enable_thinking": c.enable_thinking}}
         return body
 
-    async def complete(self, request: ModelRequest) -> ModelResponse:
+    async def _send(self, body: dict[str, Any]) -> dict[str, Any]:
+        """One attempt: the answer as JSON, or ``_Failure``."""
+        c = self.config
+        if c.http_client == "openai":
+            return await self._send_openai(body)
+        from mau.harness.http import Endpoint, HttpStatusError
+
+        if self._endpoint is None:
+            self._endpoint = Endpoint(c.base_url)
+        headers = {"Authorization": f"Bearer {self._api_key()}"}
+        payload = dict(body)
+        payload.update(payload.pop("extra_body", {}))  # the openai package merges extra_body into the body
+        try:
+            return await self._endpoint.post_json("/chat/completions", payload, headers, c.timeout_s)
+        except asyncio.TimeoutError:
+            raise _Failure(f"timeout after {c.timeout_s:g} s") from None
+        except HttpStatusError as e:
+            raise _Failure.status(e.status, e.headers) from None
+        except (OSError, EOFError, asyncio.IncompleteReadError, ValueError) as e:
+            raise _Failure(f"connection error ({type(e).__name__})") from None
+
+    async def _send_openai(self, body: dict[str, Any]) -> dict[str, Any]:
         import openai
 
         c = self.config
+        try:
+            r = await self.client().chat.completions.create(**body)
+        except openai.APITimeoutError:
+            raise _Failure(f"timeout after {c.timeout_s:g} s") from None
+        except openai.APIConnectionError as e:
+            raise _Failure(f"connection error ({type(e.__cause__ or e).__name__})") from None
+        except openai.APIStatusError as e:
+            raise _Failure.status(e.status_code, e.response.headers) from None
+        return r.model_dump()
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        c = self.config
         body = self.body(request)
-        client = self.client()
         sem = _semaphore(c.base_url, c.concurrency)
-        error = "no attempt"
         t0 = time.perf_counter()
         attempt = 0
         while True:
             attempt += 1
-            asked: float | None = None
             async with sem:
                 t_call = time.perf_counter()
                 try:
-                    r = await client.chat.completions.create(**body)
-                except openai.APITimeoutError:
-                    error = f"timeout after {c.timeout_s:g} s"
-                except openai.APIConnectionError as e:
-                    error = f"connection error ({type(e.__cause__ or e).__name__})"
-                except openai.APIStatusError as e:
-                    error = f"HTTP {e.status_code}"
-                    if e.status_code in FATAL_STATUS:
-                        return ModelResponse(None, f"{error} from {c.base_url} for model {c.model!r}",
-                                             time.perf_counter() - t0, attempts=attempt, model=c.model, fatal=True)
-                    if e.status_code != 429 and e.status_code < 500:
-                        return ModelResponse(None, error, time.perf_counter() - t0, attempts=attempt, model=c.model)
-                    asked = retry_after_s(e.response.headers) if e.status_code in (429, 503) else None
+                    r = await self._send(body)
+                except _Failure as f:
+                    failure = f
                 else:
-                    latency = time.perf_counter() - t_call
-                    text = r.choices[0].message.content if r.choices else None
-                    usage = r.usage
+                    choices = r.get("choices") or []
+                    text = (choices[0].get("message") or {}).get("content") if choices else None
+                    usage = r.get("usage") or {}
                     return ModelResponse(
-                        text=text, error=None if text else "empty answer", latency_s=latency,
-                        prompt_tokens=usage.prompt_tokens if usage else None,
-                        completion_tokens=usage.completion_tokens if usage else None,
-                        attempts=attempt, model=r.model or c.model)
-            wait = backoff_s(c, attempt, asked)
+                        text=text, error=None if text else "empty answer", latency_s=time.perf_counter() - t_call,
+                        prompt_tokens=usage.get("prompt_tokens"), completion_tokens=usage.get("completion_tokens"),
+                        attempts=attempt, model=r.get("model") or c.model)
+            if failure.fatal:
+                return ModelResponse(None, f"{failure.error} from {c.base_url} for model {c.model!r}",
+                                     time.perf_counter() - t0, attempts=attempt, model=c.model, fatal=True)
+            if not failure.retryable:
+                return ModelResponse(None, failure.error, time.perf_counter() - t0, attempts=attempt, model=c.model)
+            wait = backoff_s(c, attempt, failure.retry_after)
             if attempt > c.max_retries or time.perf_counter() - t0 + wait > c.retry_budget_s:
-                return ModelResponse(None, f"{error} after {attempt} attempts in {time.perf_counter() - t0:.1f} s "
-                                           f"(max_retries {c.max_retries}, retry_budget_s {c.retry_budget_s:g})",
+                return ModelResponse(None, f"{failure.error} after {attempt} attempts in "
+                                           f"{time.perf_counter() - t0:.1f} s (max_retries {c.max_retries}, "
+                                           f"retry_budget_s {c.retry_budget_s:g})",
                                      time.perf_counter() - t0, attempts=attempt, model=c.model, fatal=True)
             await asyncio.sleep(wait)
 
@@ -181,3 +208,22 @@ class Backend(ModelBackend):
         if self._client is not None:
             await self._client.close()
             self._client = None
+        if self._endpoint is not None:
+            self._endpoint.close()
+
+
+class _Failure(Exception):
+    """One failed attempt: what went wrong, and whether to retry, give up on the call, or fail the match."""
+
+    def __init__(self, error: str, retryable: bool = True, fatal: bool = False, retry_after: float | None = None):
+        super().__init__(error)
+        self.error, self.retryable, self.fatal, self.retry_after = error, retryable, fatal, retry_after
+
+    @classmethod
+    def status(cls, code: int, headers: Any) -> "_Failure":
+        error = f"HTTP {code}"
+        if code in FATAL_STATUS:
+            return cls(error, retryable=False, fatal=True)
+        if code != 429 and code < 500:
+            return cls(error, retryable=False)
+        return cls(error, retry_after=retry_after_s(headers) if code in (429, 503) else None)
