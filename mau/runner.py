@@ -146,12 +146,11 @@ def seat_models(seats: dict[str, SeatConfig]) -> list[Any]:
     return out
 
 
-def model_order(pm: PlannedMatch) -> tuple:
-    """Sort key of a run's matches: by the local base models they load, then by every model they call, so
-    that a worker meets each model in one stretch and loads it once (issue: one load per worker and base)."""
-    models = seat_models(pm.seats)
-    bases = sorted({(m.backend, m.model) for m in models if m.backend in LOCAL_BACKENDS})
-    return (bases, sorted({m.model_dump_json() for m in models}))
+def model_order(pm: PlannedMatch) -> list[tuple[str, str]]:
+    """Sort key of a run's matches: the local base models they load (hf, lm). Sorted by it (stably), a worker
+    meets each base in one stretch and loads it once; its adapters share that load (mau.harness.backends.hf), so
+    an eval's arms on one base keep their plan order (seed-major), and runs without local models keep theirs."""
+    return sorted({(m.backend, m.model) for m in seat_models(pm.seats) if m.backend in LOCAL_BACKENDS})
 
 
 LOCAL_BACKENDS = ("hf", "lm")  # backends that load weights into the worker
@@ -320,6 +319,7 @@ class RunProgress:
     done: list[MatchDone] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)  # (match_id, error)
     meter: dict[str, Any] = field(default_factory=dict)  # the workers' call totals now (mau.inflight.Flight)
+    spawned: int = 0  # worker processes started (0: the matches ran in this process)
 
     def total(self, key: str) -> float:
         return sum(getattr(d, key) for d in self.done)
@@ -374,6 +374,7 @@ def run_matches(todo: list[PlannedMatch], matches_dir: Path, *, workers: int = 1
         METER.peak_in_flight = METER.in_flight  # this run's peak (a test or a bench may run several)
         run_here(jobs, in_flight, engine, finished, metered)
     else:
+        prog.spawned = workers
         run_workers(jobs, workers, in_flight, engine, finished, metered)
     return prog
 
