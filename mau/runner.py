@@ -447,9 +447,20 @@ IMAGES_PER_CALL = 1.26
 BYTES_PER_CALL_640X360 = 11_500
 
 
-def estimate(todo: list[PlannedMatch]) -> dict[str, Any]:
+def local_loads(todo: list[PlannedMatch], workers: int) -> int:
+    """Local model loads (hf, lm) the run makes at most: each worker loads each base it meets once (matches in
+    model order, adapters sharing their base), and no more workers than matches of a base meet it."""
+    per_base: dict[tuple[str, str], int] = {}
+    for pm in todo:
+        for base in model_order(pm):
+            per_base[base] = per_base.get(base, 0) + 1
+    return sum(min(max(1, workers), n) for n in per_base.values())
+
+
+def estimate(todo: list[PlannedMatch], workers: int = 1) -> dict[str, Any]:
     """Upper bounds for ``todo``: every match runs its whole step budget and every answer uses the seat's
-    max_tokens; calls and disk from the per-call figures above, image tokens at one per 32x32 pixels."""
+    max_tokens; calls and disk from the per-call figures above, image tokens at one per 32x32 pixels; local
+    model loads by ``local_loads``."""
     calls = prompt = completion = cost = disk = 0.0
     for pm in todo:
         g, fr = pm.world.game, pm.world.frames
@@ -467,10 +478,10 @@ def estimate(todo: list[PlannedMatch]) -> dict[str, Any]:
         disk += n_calls * BYTES_PER_CALL_640X360 * (fr.width * fr.height) / (640 * 360)
     return {"matches": len(todo), "calls_at_most": int(calls), "prompt_tokens_at_most": int(prompt),
             "completion_tokens_at_most": int(completion), "cost_usd_at_most": round(cost, 2),
-            "disk_gb_at_most": round(disk / 1e9, 3)}
+            "disk_gb_at_most": round(disk / 1e9, 3), "local_model_loads_at_most": local_loads(todo, workers)}
 
 
-def print_plan(verb: str, out: Path, shard_text: str | None, planned: list[PlannedMatch]) -> None:
+def print_plan(verb: str, out: Path, shard_text: str | None, planned: list[PlannedMatch], workers: int = 1) -> None:
     """--dry-run: this shard's matches still to play (a resumed run's finished ones excluded), and the estimate."""
     import json
 
@@ -482,7 +493,7 @@ def print_plan(verb: str, out: Path, shard_text: str | None, planned: list[Plann
         print(f"  {pm.match_id} seed={pm.seed}")
     if len(todo) > 5:
         print(f"  ... {len(todo) - 5} more")
-    print(json.dumps(estimate(todo)))
+    print(json.dumps(estimate(todo, workers)))
 
 
 def pending_readonly(matches_dir: Path, mine: list[Any]) -> list[Any]:

@@ -69,6 +69,7 @@ def bench_collect(matches: int, latency_ms: float, jitter_ms: float = 0.0, fault
             after = _stats(srv.stats_url)
         m = s["meter"]
         headers = [json.loads(p.read_text()) for p in (tmp / "run" / "matches").glob("*/match.json")]
+        chain = call_chain(tmp / "run" / "matches")
         steps_played = sum(h["steps"] + h.get("meeting_steps", 0) for h in headers)
         served = after["requests"] - before["requests"]
         server_cpu_ms = 1000 * (after["cpu_s"] - before["cpu_s"]) / max(served, 1)
@@ -88,7 +89,7 @@ def bench_collect(matches: int, latency_ms: float, jitter_ms: float = 0.0, fault
             "client_cpu_s": round(cpu, 2), "client_cpu_ms_per_call": round(1000 * cpu / max(m["calls"], 1), 3),
             "server_cpu_ms_per_call": round(server_cpu_ms, 3),
             "server_ceiling_calls_per_s": round(1000 / server_cpu_ms, 1) if server_cpu_ms > 0 else None,
-            "tokens": m["tokens"], "cost_usd": round(m["cost_usd"], 4),
+            "tokens": m["tokens"], "cost_usd": round(m["cost_usd"], 4), **chain,
             # The paper's grid at this latency and this many matches in flight: its steps at this step rate.
             "rq2_projected_hours": round(RQ2_MATCHES * RQ2_STEPS / steps_per_s / 3600, 2),
             "rq2_assumes": f"{RQ2_MATCHES} matches x {RQ2_STEPS} steps at {steps_per_s:.2f} steps/s "
@@ -96,6 +97,31 @@ def bench_collect(matches: int, latency_ms: float, jitter_ms: float = 0.0, fault
         }
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def call_chain(matches_dir: Path) -> dict[str, Any]:
+    """The waits of a step (docs/collect.md, "One step's calls"): an agent's calls in a step are made one after
+    the other, so a step lasts about as many latencies as its longest chain. Per roam step: the mean longest
+    chain; per agent and roam step: the mean chain and how often each sequence of modules occurs."""
+    from collections import Counter
+
+    longest, chains, seqs = [], [], Counter()
+    for calls in matches_dir.glob("*/calls.jsonl"):
+        per_step: dict[tuple[int, str], list[str]] = {}
+        for line in calls.read_text().splitlines():
+            r = json.loads(line)
+            if r["phase"] == "roam":
+                per_step.setdefault((r["step"], r["agent"]), []).append(r["module"])
+        steps: dict[int, int] = {}
+        for (step, _), mods in per_step.items():
+            chains.append(len(mods))
+            seqs[">".join(mods)] += 1
+            steps[step] = max(steps.get(step, 0), len(mods))
+        longest += steps.values()
+    n = max(len(chains), 1)
+    return {"roam_longest_chain_mean": round(sum(longest) / max(len(longest), 1), 2),
+            "roam_chain_per_agent_mean": round(sum(chains) / n, 2),
+            "roam_chains_top": {k: round(v / n, 3) for k, v in seqs.most_common(6)}}
 
 
 def _cpu(resource: Any) -> float:

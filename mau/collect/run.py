@@ -75,7 +75,7 @@ def run_collect(cfg: CollectConfig, out: Path, opts: RunOptions = RunOptions()) 
     planned = plan(cfg)
     if opts.dry_run:
         print(describe_plan(cfg.grid, cfg.world))  # the grid first: the runner's estimate (JSON) stays the last line
-        print_plan("collect", out, cfg.shard, planned)
+        print_plan("collect", out, cfg.shard, planned, cfg.workers)
         return None
     # Before the run folder is made: a dead server or a missing adapter stops the run here, in one line.
     preflight_models({f"pool {p.name}": p.model for p in cfg.grid.pool})

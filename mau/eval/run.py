@@ -42,7 +42,7 @@ def run_eval(cfg: EvalConfig, out: Path, opts: RunOptions = RunOptions()) -> dic
     loads_before = len(LOADS)  # this process's local model loads (the adapter guard's, in-process matches')
     run = RunDir(out, "eval run")
     if opts.dry_run and not cfg.report_only:
-        print_plan("eval", out, cfg.shard, planned)
+        print_plan("eval", out, cfg.shard, planned, cfg.workers)
         return None
     t0 = time.perf_counter()
     if cfg.report_only:
