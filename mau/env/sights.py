@@ -39,7 +39,8 @@ class SightRecorder:
         """Drop the per-player and per-pair memo (a new match, a restored snapshot)."""
         self._pose: list[tuple[float, float, float] | None] = []  # per seat: (x, z, yaw) at the last sample
         self._region: list[int] = []
-        self._pair: dict[tuple[int, int], int] = {}  # (i, j), i < j -> Vision.pair_sight bits at those poses
+        self._pair: list[int] = []  # i * n + j (i < j) -> Vision.pair_sight bits at those poses; -1: unknown
+        self._active: list[int] = []  # the seats active at the last sample
 
     def reset(self) -> None:
         self.lines, self.place, self.view = [], {}, set()
@@ -54,7 +55,7 @@ class SightRecorder:
                                F.SIGHT_PLAYERS: [p.name for p in players], F.SIGHT_PLACE_NAMES: self.places})
         n = len(players)
         if len(self._pose) != n:
-            self._pose, self._region = [None] * n, [-1] * n
+            self._pose, self._region, self._pair = [None] * n, [-1] * n, [-1] * (n * n)
         pose, region, pairs = self._pose, self._region, self._pair
         changed: list[list[int | None]] = []
         moved = [False] * n
@@ -72,18 +73,26 @@ class SightRecorder:
             if self.place.get(p.name, _UNSET) != where:
                 self.place[p.name] = where
                 changed.append([i, where])
-        view: set[tuple[int, int]] = set()
         pair_sight, max2 = self.vision.pair_sight, self.vision.max_dist2
+        seen_changed = active != self._active  # a player left the table: its pairs leave the view set
+        self._active = active
         for k, i in enumerate(active):
-            a, ma = players[i], moved[i]
+            a, ma, row = players[i], moved[i], i * n
             for j in active[k + 1:]:
-                if ma or moved[j] or (i, j) not in pairs:
+                if ma or moved[j] or pairs[row + j] < 0:
                     b = players[j]
                     dx, dz = b.x - a.x, b.z - a.z
                     # out of range: the first test of pair_sight, here without the call (a third of all pairs)
-                    pairs[(i, j)] = 0 if dx * dx + dz * dz > max2 else pair_sight(a, b, region[i], region[j])
-                both = pairs[(i, j)]
-                if both:
+                    both = 0 if dx * dx + dz * dz > max2 else pair_sight(a, b, region[i], region[j])
+                    if both != pairs[row + j]:
+                        pairs[row + j], seen_changed = both, True
+        view = self.view
+        if seen_changed:  # else every pair's bits are as at the last sample, and so is the set
+            view = set()
+            for k, i in enumerate(active):
+                row = i * n
+                for j in active[k + 1:]:
+                    both = pairs[row + j]
                     if both & 1:
                         view.add((i, j))
                     if both & 2:
