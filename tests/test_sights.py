@@ -1,6 +1,7 @@
-"""The sight recorder's fast path (places and pair views remembered while nobody of them moves, no line-of-sight
-walk inside one region) writes exactly the lines of computing every place and every pair at every sample: the
-reference below is the recorder as it was before (sights.jsonl of commit 70b1b50), run on the same worlds."""
+"""The sight recorder writes exactly the lines of a plain reference: every place and every ordered pair through
+``Vision.sees`` at every sample (sights.jsonl of commit 70b1b50), on scripted matches, on random poses with players
+standing still between samples, and across a snapshot restore. A guard for any faster recorder: sights.jsonl must
+not change by a byte (issue 32; a memo per pose was tried and measured no faster, docs/collect.md)."""
 
 from __future__ import annotations
 
@@ -59,7 +60,7 @@ class ReferenceRecorder:
 
 
 class Both(SightRecorder):
-    """The recorder under test, with the reference fed the same samples."""
+    """The recorder under test, with the reference fed the same samples."""  # noqa: D401
 
     def __init__(self, world: SimWorld):
         super().__init__(world.map, world.vision)

@@ -199,11 +199,6 @@ class GameMap:
         ra = self.region_index(ax, az)
         if ra >= 0 and ra == self.region_index(bx, bz):
             return True  # regions are convex
-        return self.ray_clear(ax, az, bx, bz)
-
-    def ray_clear(self, ax: float, az: float, bx: float, bz: float) -> bool:
-        """``line_of_sight`` without the same-region shortcut: the grid walk itself (a caller that knows both
-        regions already, the sight recorder, skips the two lookups)."""
         # Amanatides-Woo grid traversal.
         ix, iz = math.floor(ax), math.floor(az)
         tx, tz = math.floor(bx), math.floor(bz)

@@ -33,35 +33,27 @@ class Vision:
         return self.map.line_of_sight(viewer.x, viewer.z, x, z)
 
     def pairs_in_view(self, players: list[PlayerState], radius: float = 0.3) -> set[tuple[str, str]]:
-        """Every (viewer, seen) pair of ``players`` with ``sees(viewer, seen.x, seen.z, radius)``."""
+        """Every (viewer, seen) pair of ``players`` with ``sees(viewer, seen.x, seen.z, radius)``: the same
+        arithmetic, in one loop (the sight recorder asks this at every sub-step)."""
         out: set[tuple[str, str]] = set()
-        region = self.map.region_index
-        regions = [region(p.x, p.z) for p in players]
-        for i, a in enumerate(players):
-            for j in range(i + 1, len(players)):
+        max2, half, los = self.max_dist2, self.half_fov, self.map.line_of_sight
+        atan2, sqrt, pi = math.atan2, math.sqrt, math.pi
+        n = len(players)
+        for i in range(n):
+            a = players[i]
+            ax, az = a.x, a.z
+            for j in range(i + 1, n):
                 b = players[j]
-                both = self.pair_sight(a, b, regions[i], regions[j], radius)
-                if both & 1:
-                    out.add((a.name, b.name))
-                if both & 2:
-                    out.add((b.name, a.name))
-        return out
-
-    def pair_sight(self, a: PlayerState, b: PlayerState, ra: int, rb: int, radius: float = 0.3) -> int:
-        """Who of a pair sees the other, as bits (1: a sees b, 2: b sees a), with the regions ``ra``, ``rb`` of
-        their places known: the arithmetic of ``sees`` (the sight recorder asks this for every pair that moved,
-        at every sub-step)."""
-        dx, dz = b.x - a.x, b.z - a.z
-        d2 = dx * dx + dz * dz
-        if d2 > self.max_dist2:
-            return 0
-        same = ra >= 0 and ra == rb  # regions are convex: nothing between them blocks the view
-        out = 0
-        for bit, v, t, ddx, ddz in ((1, a, b, dx, dz), (2, b, a, -dx, -dz)):
-            if d2 > 1e-12:
-                off = (math.atan2(ddz, ddx) - v.yaw + math.pi) % TWO_PI - math.pi
-                if abs(off) > self.half_fov + math.atan2(radius, math.sqrt(d2)):
+                dx, dz = b.x - ax, b.z - az
+                d2 = dx * dx + dz * dz
+                if d2 > max2:
                     continue
-            if same or self.map.ray_clear(v.x, v.z, t.x, t.z):
-                out |= bit
+                for v, t, ddx, ddz in ((a, b, dx, dz), (b, a, -dx, -dz)):
+                    if d2 > 1e-12:
+                        d = sqrt(d2)
+                        off = (atan2(ddz, ddx) - v.yaw + pi) % TWO_PI - pi
+                        if abs(off) > half + atan2(radius, d):
+                            continue
+                    if los(v.x, v.z, t.x, t.z):
+                        out.add((v.name, t.name))
         return out
