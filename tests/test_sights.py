@@ -60,7 +60,7 @@ class ReferenceRecorder:
 
 
 class Both(SightRecorder):
-    """The recorder under test, with the reference fed the same samples."""  # noqa: D401
+    """The recorder under test, with the reference fed the same samples."""
 
     def __init__(self, world: SimWorld):
         super().__init__(world.map, world.vision)
