@@ -25,7 +25,7 @@ def bench_config(base_url: str, matches: int, steps: int, frames: str, in_flight
     case = {"state": "privileged", "memory": "semantic", "planning": "reactive", "reflection": "meeting",
             "prompt_style": "minimal"}
     aria = {**case, "frames": frames != "off"}
-    model = {"backend": "openai", "model": "mock", "base_url": base_url, "timeout_s": 60, "concurrency": 4096,
+    model = {"backend": "openai", "model": "mock", "base_url": base_url, "timeout_s": 20, "concurrency": 4096,
              "price_prompt_per_mtok": 0.4, "price_completion_per_mtok": 1.6}  # GPT-4.1-mini's list prices
     world: dict[str, Any] = {"game": {"max_steps": steps}}
     if frames != "off":
@@ -45,7 +45,7 @@ def _stats(url: str) -> dict[str, Any]:
 
 def bench_collect(matches: int, latency_ms: float, jitter_ms: float = 0.0, faults: str = "", steps: int = 60,
                   frames: str = "640x360", in_flight: int | None = None, workers: int = 1,
-                  seed: int = 0) -> dict[str, Any]:
+                  seed: int = 0, burst: str | None = None) -> dict[str, Any]:
     import resource
     import shutil
     import tempfile
@@ -59,7 +59,8 @@ def bench_collect(matches: int, latency_ms: float, jitter_ms: float = 0.0, fault
     tmp = Path(tempfile.mkdtemp(prefix="bench-collect-", dir="runs"))
     in_flight = in_flight or max(1, matches // workers)
     try:
-        with mock_server(str(tmp / "mock.log"), latency_ms=latency_ms, jitter_ms=jitter_ms, faults=faults) as srv:
+        with mock_server(str(tmp / "mock.log"), latency_ms=latency_ms, jitter_ms=jitter_ms, faults=faults,
+                         burst=burst) as srv:
             cfg = build(CollectConfig, bench_config(srv.base_url, matches, steps, frames, in_flight, workers, seed),
                         "bench")
             before = _stats(srv.stats_url)
@@ -77,7 +78,9 @@ def bench_collect(matches: int, latency_ms: float, jitter_ms: float = 0.0, fault
         return {
             "bench": "collect", "matches": matches, "finished": len(headers), "failed": s["failed_now"],
             "workers": workers, "matches_in_flight": in_flight, "max_steps": steps, "frames": frames,
-            "mock_latency_ms": latency_ms, "mock_jitter_ms": jitter_ms, "faults": faults or None,
+            "mock_latency_ms": latency_ms, "mock_jitter_ms": jitter_ms, "faults": faults or None, "burst": burst,
+            "server_faults": after["faults"], "server_burst_429": after["burst_429"],
+            "call_retries": m.get("retries"),
             "wall_s": round(wall, 1), "matches_per_hour": round(len(headers) / wall * 3600, 1),
             "steps_played": steps_played, "calls": m["calls"], "calls_per_step": round(m["calls"] / max(steps_played,
                                                                                                       1), 2),

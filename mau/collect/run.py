@@ -96,8 +96,8 @@ def run_collect(cfg: CollectConfig, out: Path, opts: RunOptions = RunOptions()) 
 def _meter(p: RunProgress) -> dict[str, Any]:
     """The run's call meter for the summary: calls, tokens, USD, calls per second, calls in flight (peak, mean)."""
     m = p.meter
-    keep = ("calls", "prompt_tokens", "completion_tokens", "tokens", "cost_usd", "fallbacks", "peak_in_flight",
-            "mean_in_flight", "calls_per_s", "elapsed_s", "loads")
+    keep = ("calls", "prompt_tokens", "completion_tokens", "tokens", "cost_usd", "fallbacks", "retries",
+            "peak_in_flight", "mean_in_flight", "calls_per_s", "elapsed_s", "loads")
     return {k: (round(m[k], 6) if isinstance(m[k], float) else m[k]) for k in keep if k in m}
 
 

@@ -81,6 +81,7 @@ FLAGS = [
     Flag("--jitter-ms", "mock server latency jitter, uniform (collect)", type=float, default=0.0),
     Flag("--faults", "mock server faults, e.g. 429=0.03,500=0.01,timeout=0.01 (collect)", default=""),
     Flag("--max-steps", "step budget of each match (collect)", type=int, default=60),
+    Flag("--burst", "START:SECONDS: the mock server answers every request 429 in that window (collect)"),
     Flag("--frame-size", "first-person frames WxH, or off (collect)", default="640x360"),
     Flag("--matches-in-flight", "matches each worker plays at once (collect; default: all)", type=int),
     Flag("--workers", "worker processes (collect)", type=int, default=1),
@@ -435,7 +436,7 @@ def main(cfg: dict[str, Any], opts: RunOptions = RunOptions()) -> int:
 
         print(json.dumps(bench_collect(cfg["matches"], cfg["latency_ms"] or 1000.0, cfg["jitter_ms"], cfg["faults"],
                                        cfg["max_steps"], cfg["frame_size"], cfg["matches_in_flight"],
-                                       cfg["workers"], cfg["seed"])))
+                                       cfg["workers"], cfg["seed"], cfg["burst"])))
         return 0
     if cfg["target"] == "env" and cfg.get("backend") == "minecraft":
         from mau.env.minecraft.bench import bench_minecraft

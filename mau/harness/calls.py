@@ -128,7 +128,7 @@ class Meter:
 
     def __init__(self) -> None:
         self.calls = self.in_flight = self.peak_in_flight = 0
-        self.prompt_tokens = self.completion_tokens = self.fallbacks = 0
+        self.prompt_tokens = self.completion_tokens = self.fallbacks = self.retries = 0
         self.cost_usd = 0.0
         self.in_flight_s = 0.0  # the integral of calls in flight over time (its mean = this / elapsed)
         self._t = time.perf_counter()
@@ -143,8 +143,9 @@ class Meter:
         self.in_flight += 1
         self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
 
-    def end(self, prompt_tokens: int, completion_tokens: int, cost: float, fallback: bool) -> None:
+    def end(self, prompt_tokens: int, completion_tokens: int, cost: float, fallback: bool, retries: int = 0) -> None:
         self._tick()
+        self.retries += retries
         self.in_flight -= 1
         self.calls += 1
         self.prompt_tokens += prompt_tokens
@@ -157,7 +158,7 @@ class Meter:
         return {"calls": self.calls, "in_flight": self.in_flight, "peak_in_flight": self.peak_in_flight,
                 "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
                 "tokens": self.prompt_tokens + self.completion_tokens, "cost_usd": self.cost_usd,
-                "fallbacks": self.fallbacks, "in_flight_s": self.in_flight_s}
+                "fallbacks": self.fallbacks, "retries": self.retries, "in_flight_s": self.in_flight_s}
 
 
 METER = Meter()
@@ -311,11 +312,12 @@ class Caller:
         t2 = time.perf_counter()
         cost = call_cost(model, response.prompt_tokens, response.completion_tokens)
         if response.fatal:
-            METER.end(response.prompt_tokens or 0, response.completion_tokens or 0, cost, True)
+            METER.end(response.prompt_tokens or 0, response.completion_tokens or 0, cost, True, response.attempts - 1)
             raise ModelUnavailable(f"{agent}'s {module} call to {model.backend} model {model.model!r} failed: "
                                    f"{response.error}")
         answer, fallback_reason = decide(module, response.text, response.error, ctx)
-        METER.end(response.prompt_tokens or 0, response.completion_tokens or 0, cost, fallback_reason is not None)
+        METER.end(response.prompt_tokens or 0, response.completion_tokens or 0, cost, fallback_reason is not None,
+                  response.attempts - 1)
         record: F.CallRecord = {  # type: ignore[misc]  (keys are schema's names of the same fields)
             F.CALL_ID: None, F.MATCH: self.match_id, F.SEED: st.seed,  # numbered at flush
             F.STEP: st.step, F.TICK: st.tick, F.PHASE: st.phase, F.AGENT: agent, F.ROLE: role, F.MODULE: module,
