@@ -240,17 +240,26 @@ async def play_async(job: Job) -> MatchDone:
     """Play one planned ARIA match into ``matches_dir/<match_id>`` (it appears whole, by one rename) in the
     running event loop, beside the worker's other matches in flight; the backends are the worker's (closed by
     ``close_async`` when the loop ends)."""
-    from mau.env.backends import make_world
-    from mau.env.runner import write_match
-    from mau.harness.match import AriaMatch
-    from mau.matchdir import MatchWriter
-
     pm = job.pm
     models = seat_models(pm.seats)
     release_unused(models)
     keys = [m.model_dump_json() for m in models]
     for k in keys:
         _IN_USE[k] = _IN_USE.get(k, 0) + 1
+    try:
+        return await _play_job(job)
+    finally:
+        for k in keys:
+            _IN_USE[k] -= 1
+
+
+async def _play_job(job: Job) -> MatchDone:
+    from mau.env.backends import make_world
+    from mau.env.runner import write_match
+    from mau.harness.match import AriaMatch
+    from mau.matchdir import MatchWriter
+
+    pm = job.pm
     backends = {side: backend_for(seat.model, job.workers) for side, seat in pm.seats.items()}
     rest = {side: backend_for(seat.rest_model, job.workers) for side, seat in pm.seats.items()
             if seat.modules is not None}
@@ -266,9 +275,6 @@ async def play_async(job: Job) -> MatchDone:
         match.end_backends()
         getattr(world, "close", lambda: None)()  # a backend with a process (minecraft) ends it now
         raise
-    finally:
-        for k in keys:
-            _IN_USE[k] -= 1
     calls = match.log.summary()
     return MatchDone(pm.match_id, result.outcome, calls["calls"], calls["fallbacks"],
                      calls["prompt_tokens"] + calls["completion_tokens"], calls["cost_usd"], result.wall_seconds)
