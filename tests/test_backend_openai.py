@@ -91,11 +91,16 @@ def test_calls_of_a_step_run_concurrently_and_the_endpoint_limit_holds(tmp_path)
 
 
 def test_retries_then_gives_up_with_the_reason(tmp_path):
-    with mock_server(str(tmp_path / "s.log"), faults="429=1.0") as srv:
+    with mock_server(str(tmp_path / "s.log"), faults="500=1.0") as srv:
         cfg = ModelConfig(backend="openai", base_url=srv.base_url, max_retries=2, backoff_s=0.01)
         (r,) = asyncio.run(_burst(Backend(cfg), 1))
-        assert r.text is None and r.error.startswith("HTTP 429 after 3 attempts") and r.attempts == 3 and r.fatal
+        assert r.text is None and r.error.startswith("HTTP 500 after 3 attempts") and r.attempts == 3 and r.fatal
         assert _stats(srv)["requests"] == 3
+    # A 429 that says Retry-After is waited out within retry_budget_s, whatever max_retries says.
+    with mock_server(str(tmp_path / "r.log"), faults="429=1.0", retry_after_s=0.4) as srv:
+        cfg = ModelConfig(backend="openai", base_url=srv.base_url, max_retries=1, retry_budget_s=2.0)
+        (r,) = asyncio.run(_burst(Backend(cfg), 1))
+        assert r.fatal and r.error.startswith("HTTP 429 after") and 3 <= r.attempts <= 5, r
     with mock_server(str(tmp_path / "t.log"), faults="timeout=1.0", hang_s=5) as srv:
         cfg = ModelConfig(backend="openai", base_url=srv.base_url, max_retries=0, timeout_s=0.5)
         (r,) = asyncio.run(_burst(Backend(cfg), 1))

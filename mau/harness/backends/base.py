@@ -110,8 +110,9 @@ class ModelConfig(Model):
                                                            "(e.g. minimal).")
     timeout_s: float = Field(60.0, gt=0, description="Per-call timeout in seconds.")
     max_retries: int = Field(8, ge=0, description="Retries of one call on timeouts, connection errors, 429 and 5xx "
-                                                  "(jittered exponential backoff, or the server's Retry-After); "
-                                                  "still failing after them, the match fails loudly.")
+                                                  "(jittered exponential backoff); still failing after them, the "
+                                                  "match fails loudly. Waits the server asks for (Retry-After) "
+                                                  "count against retry_budget_s only.")
     backoff_s: float = Field(1.0, ge=0, description="Backoff before the first retry: a uniform draw up to this, "
                                                     "doubling on each retry.")
     max_backoff_s: float = Field(60.0, ge=0, description="Cap on one backoff (and on a Retry-After honoured).")

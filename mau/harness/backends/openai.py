@@ -4,9 +4,10 @@ through the ``openai`` package, async.
 Per call: a timeout; retries on timeouts, connection errors, 429 and 5xx, each after a jittered exponential
 backoff ("full jitter": a uniform draw up to ``backoff_s * 2**k``, capped at ``max_backoff_s``) or, on a 429 or
 503 that says so, after the server's ``Retry-After``; at most ``max_retries`` retries within ``retry_budget_s``
-seconds. A call that is still failing then comes back ``fatal``: the harness fails its match loudly (a dead
-server or a rate limit that never lifts must not turn into a storm of silent fallbacks; ``--resume`` plays the
-match again). So do 401, 403 and 404 (a wrong key, model or URL fails every call alike); other 4xx (a prompt too
+seconds (a wait the server asked for with ``Retry-After`` counts against the budget only: a rate limit that
+lifts within it is waited out). A call that is still failing then comes back ``fatal``: the harness fails its
+match loudly (a dead server or a rate limit that never lifts must not turn into a storm of silent fallbacks;
+``--resume`` plays the match again). So do 401, 403 and 404 (a wrong key, model or URL fails every call alike); other 4xx (a prompt too
 long, say) are that call's own failure, a fallback. At most ``concurrency`` calls in flight per endpoint,
 shared by every seat and every match in flight in the worker's event loop. Images go as base64 data URLs of the
 saved JPEG. The API key is read from the environment variable the config names, at call time, and is never
@@ -58,11 +59,12 @@ def retry_after_s(headers: Any) -> float | None:
 
 
 def backoff_s(config: ModelConfig, retry: int, asked: float | None) -> float:
-    """The wait before retry number ``retry`` (1, 2, ...): the server's Retry-After when it gave one, else a
-    uniform draw up to ``backoff_s * 2**(retry-1)``, both capped at ``max_backoff_s``. The jitter spreads the
-    retries of hundreds of calls that failed together (a 429 burst) instead of sending them back at once."""
+    """The wait before retry number ``retry`` (1, 2, ...): the server's Retry-After when it gave one (and up to a
+    quarter more), else a uniform draw up to ``backoff_s * 2**(retry-1)``, both capped at ``max_backoff_s``. The
+    jitter spreads the retries of hundreds of calls that failed together (a 429 burst) instead of sending them
+    back at once."""
     if asked is not None:
-        return min(asked, config.max_backoff_s)
+        return min(asked * (1 + _JITTER.uniform(0, 0.25)), config.max_backoff_s)
     return _JITTER.uniform(0, min(config.backoff_s * 2 ** (retry - 1), config.max_backoff_s))
 
 
@@ -174,7 +176,7 @@ class Backend(ModelBackend):
         body = self.body(request)
         sem = _semaphore(c.base_url, c.concurrency)
         t0 = time.perf_counter()
-        attempt = 0
+        attempt = retries = 0  # retries: those that count against max_retries (a Retry-After wait does not)
         while True:
             attempt += 1
             async with sem:
@@ -196,8 +198,9 @@ class Backend(ModelBackend):
                                      time.perf_counter() - t0, attempts=attempt, model=c.model, fatal=True)
             if not failure.retryable:
                 return ModelResponse(None, failure.error, time.perf_counter() - t0, attempts=attempt, model=c.model)
-            wait = backoff_s(c, attempt, failure.retry_after)
-            if attempt > c.max_retries or time.perf_counter() - t0 + wait > c.retry_budget_s:
+            retries += failure.retry_after is None
+            wait = backoff_s(c, retries or 1, failure.retry_after)
+            if retries > c.max_retries or time.perf_counter() - t0 + wait > c.retry_budget_s:
                 return ModelResponse(None, f"{failure.error} after {attempt} attempts in "
                                            f"{time.perf_counter() - t0:.1f} s (max_retries {c.max_retries}, "
                                            f"retry_budget_s {c.retry_budget_s:g})",
