@@ -1,5 +1,5 @@
-"""Any OpenAI-compatible chat endpoint (hosted routers, vLLM, ``transformers serve``, other local servers),
-through the ``openai`` package, async.
+"""Any OpenAI-compatible chat endpoint (hosted routers, vLLM, ``transformers serve``, other local servers), async,
+through mau's lean HTTP client (``http_client: mau``, mau/harness/http.py) or the ``openai`` package's.
 
 Per call: a timeout; retries on timeouts, connection errors, 429 and 5xx, each after a jittered exponential
 backoff ("full jitter": a uniform draw up to ``backoff_s * 2**k``, capped at ``max_backoff_s``) or, on a 429 or
@@ -7,11 +7,11 @@ backoff ("full jitter": a uniform draw up to ``backoff_s * 2**k``, capped at ``m
 seconds (a wait the server asked for with ``Retry-After`` counts against the budget only: a rate limit that
 lifts within it is waited out). A call that is still failing then comes back ``fatal``: the harness fails its
 match loudly (a dead server or a rate limit that never lifts must not turn into a storm of silent fallbacks;
-``--resume`` plays the match again). So do 401, 403 and 404 (a wrong key, model or URL fails every call alike); other 4xx (a prompt too
-long, say) are that call's own failure, a fallback. At most ``concurrency`` calls in flight per endpoint,
-shared by every seat and every match in flight in the worker's event loop. Images go as base64 data URLs of the
-saved JPEG. The API key is read from the environment variable the config names, at call time, and is never
-written anywhere.
+``--resume`` plays the match again). So do 401, 403 and 404 (a wrong key, model or URL fails every call
+alike); other 4xx (a prompt too long, say) are that call's own failure, a fallback. At most ``concurrency``
+calls in flight per endpoint, shared by every seat and every match in flight in the worker's event loop. Images
+go as base64 data URLs of the saved JPEG. The API key is read from the environment variable the config names,
+at call time, and is never written anywhere.
 """
 
 from __future__ import annotations
