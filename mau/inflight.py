@@ -207,8 +207,10 @@ def run_workers(items: list[Any], workers: int, in_flight: int, engine: Engine, 
             except queue_mod.Empty:
                 dead = [w for w in alive if not procs[w].is_alive()]
                 if dead and results.empty():
-                    raise RuntimeError(f"worker {dead[0]} died (exit code {procs[dead[0]].exitcode}) without "
-                                       "saying why; see its log above") from None
+                    from mau.errors import MauError
+
+                    raise MauError(f"worker process {dead[0]} died (exit code {procs[dead[0]].exitcode}) with its "
+                                   "matches in flight; finished matches are kept: rerun with --resume") from None
                 continue
             if msg[0] == "done":
                 _, _, k, result, error = msg
