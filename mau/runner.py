@@ -1,5 +1,8 @@
 """The match runner shared by every run of matches (collect's grid, eval's arms): one planned-match type, one
-function that plays it into a match folder, one owner of backends, and the parallel loop with its progress bar.
+coroutine that plays it into a match folder, one owner of backends, and the run loop with its progress bar:
+each worker (this process, or ``workers`` spawned processes) plays up to ``matches_in_flight`` matches at once in
+one event loop (mau/inflight.py), in an order that keeps matches of one model together (a worker loads a local
+model once, docs/collect.md).
 
 How it stops (docs/formats.md, "Stopping and resuming"): Ctrl-C cancels the queued matches at once and ends the
 matches in flight (their staging folders are removed by the next ``--resume``); every finished match folder is
@@ -45,7 +48,13 @@ class RunConfig(Model):
     resume: bool = Field(False, description="Continue a run in an existing run folder (plays only the missing "
                                             "matches; required for every shard after the first).")
     shard: str | None = Field(None, description="I/N: play only the matches k with k % N == I.")
-    workers: int = Field(1, ge=1, description="Matches played at once, each in its own worker process.")
+    workers: int = Field(1, ge=1, description="Worker processes (1: this process). For CPU-bound matches: local "
+                                              "models, frames; model servers are better served by "
+                                              "matches_in_flight.")
+    matches_in_flight: int = Field(1, ge=1, description="Matches each worker plays at once in one event loop "
+                                                        "(their calls overlap, under each endpoint's concurrency "
+                                                        "limit): tens to hundreds for API or vLLM experts "
+                                                        "(docs/collect.md); 1 for local models.")
 
 
 class MatchDone(NamedTuple):
@@ -106,11 +115,12 @@ class PlayConfig(Model):
 
 # -- backends: one owner -------------------------------------------------------------------------------------
 BACKENDS: dict[str, Any] = {}  # per process: a loaded local model is reused by every match of the worker
+_IN_USE: dict[str, int] = {}  # backend key -> matches in flight that use it
 
 
 def backend_for(model_cfg: Any, workers: int = 1) -> Any:
-    """The worker's backend for ``model_cfg`` (made once per process). The endpoint's concurrency limit is split
-    between the worker processes so that together they never exceed it."""
+    """The worker's backend for ``model_cfg`` (made once per process, shared by the matches in flight). The
+    endpoint's concurrency limit is split between the worker processes so that together they never exceed it."""
     from mau.harness.backends import make_backend
 
     key = model_cfg.model_dump_json()
@@ -121,12 +131,29 @@ def backend_for(model_cfg: Any, workers: int = 1) -> Any:
 
 
 def release_unused(model_cfgs: Iterable[Any]) -> None:
-    """Free the worker's cached backends that the next match does not use (their local weights): a worker keeps
-    loaded only what consecutive matches share, never more than one match needs."""
-    keep = {m.model_dump_json() for m in model_cfgs}
+    """Free the worker's cached backends that neither the next match nor a match in flight uses (their local
+    weights): a worker keeps loaded only what its matches share."""
+    keep = {m.model_dump_json() for m in model_cfgs} | {k for k, n in _IN_USE.items() if n > 0}
     for key, backend in BACKENDS.items():
         if key not in keep:
             backend.release()
+
+
+def seat_models(seats: dict[str, SeatConfig]) -> list[Any]:
+    """Every model a match's seats may call: each seat's model, and its rest_model where it answers only some."""
+    out = [s.model for s in seats.values()]
+    out += [s.rest_model for s in seats.values() if s.modules is not None]
+    return out
+
+
+def model_order(pm: PlannedMatch) -> list[tuple[str, str]]:
+    """Sort key of a run's matches: the local base models they load (hf, lm). Sorted by it (stably), a worker
+    meets each base in one stretch and loads it once; its adapters share that load (mau.harness.backends.hf), so
+    an eval's arms on one base keep their plan order (seed-major), and runs without local models keep theirs."""
+    return sorted({(m.backend, m.model) for m in seat_models(pm.seats) if m.backend in LOCAL_BACKENDS})
+
+
+LOCAL_BACKENDS = ("hf", "lm")  # backends that load weights into the worker
 
 
 async def play_and_close(match: Any, seed: int, backends: Iterable[Any]) -> Any:
@@ -136,13 +163,6 @@ async def play_and_close(match: Any, seed: int, backends: Iterable[Any]) -> Any:
     finally:
         for b in backends:
             await b.aclose()
-
-
-def match_cost(summary: dict[str, Any], seats: dict[str, SeatConfig]) -> float:
-    """USD at the seats' configured per-token prices."""
-    prices = {side: (s.model.price_prompt_per_mtok, s.model.price_completion_per_mtok) for side, s in seats.items()}
-    return sum(t["prompt_tokens"] * prices[r][0] / 1e6 + t["completion_tokens"] * prices[r][1] / 1e6
-               for r, t in summary["tokens_by_role"].items() if r in prices)
 
 
 def scripted_policies(cfg: PlayConfig, game_map: Any) -> dict[str, Any]:
@@ -208,31 +228,97 @@ def play_one(cfg: PlayConfig, out: Path, progress: bool = False) -> Played:
     return Played(result, folder, summary)
 
 
-def play_planned(pm: PlannedMatch, matches_dir: str, workers: int = 1) -> MatchDone:
-    """Play one planned ARIA match into ``matches_dir/<match_id>`` (it appears whole, by one rename)."""
+class Job(NamedTuple):
+    """One match for a worker: the plan, where its folder goes, how many workers share the endpoints."""
+
+    pm: PlannedMatch
+    matches_dir: str
+    workers: int = 1
+
+
+_PROVENANCE: dict[str, Any] = {}
+
+
+def worker_provenance() -> dict[str, Any]:
+    """The provenance of a match of this worker: git and package versions read once per process (two git
+    processes and the package metadata per match cost more CPU than a match's calls), the time now."""
+    import datetime as dt
+
+    from mau.provenance import provenance
+
+    if not _PROVENANCE:
+        _PROVENANCE.update(provenance())
+    return {**_PROVENANCE, "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+
+
+async def play_async(job: Job) -> MatchDone:
+    """Play one planned ARIA match into ``matches_dir/<match_id>`` (it appears whole, by one rename) in the
+    running event loop, beside the worker's other matches in flight; the backends are the worker's (closed by
+    ``close_async`` when the loop ends)."""
+    pm = job.pm
+    models = seat_models(pm.seats)
+    release_unused(models)
+    keys = [m.model_dump_json() for m in models]
+    for k in keys:
+        _IN_USE[k] = _IN_USE.get(k, 0) + 1
+    try:
+        return await _play_job(job)
+    finally:
+        for k in keys:
+            _IN_USE[k] -= 1
+
+
+async def _play_job(job: Job) -> MatchDone:
     from mau.env.backends import make_world
     from mau.env.runner import write_match
     from mau.harness.match import AriaMatch
     from mau.matchdir import MatchWriter
-    from mau.provenance import provenance
 
-    release_unused(seat.model for seat in pm.seats.values())
-    backends = {side: backend_for(seat.model, workers) for side, seat in pm.seats.items()}
+    pm = job.pm
+    backends = {side: backend_for(seat.model, job.workers) for side, seat in pm.seats.items()}
+    rest = {side: backend_for(seat.rest_model, job.workers) for side, seat in pm.seats.items()
+            if seat.modules is not None}
     world = make_world(pm.world)
-    writer = MatchWriter(Path(matches_dir) / pm.match_id)
-    match = AriaMatch(world, pm.seats, backends, writer.staging, pm.match_id)
+    writer = MatchWriter(Path(job.matches_dir) / pm.match_id)
+    match = AriaMatch(world, pm.seats, backends, writer.staging, pm.match_id, rest_backends=rest)
     try:
-        result = asyncio.run(play_and_close(match, pm.seed, backends.values()))
-        write_match(writer, world, result, MatchConfig(seats=pm.seats, world=pm.world), provenance(),
+        result = await match.play(pm.seed)
+        write_match(writer, world, result, MatchConfig(seats=pm.seats, world=pm.world), worker_provenance(),
                     {**match.header_extra(), **pm.header})
     except BaseException:
         writer.abort()
+        match.end_backends()
         getattr(world, "close", lambda: None)()  # a backend with a process (minecraft) ends it now
         raise
     calls = match.log.summary()
     return MatchDone(pm.match_id, result.outcome, calls["calls"], calls["fallbacks"],
-                     calls["prompt_tokens"] + calls["completion_tokens"], match_cost(calls, pm.seats),
-                     result.wall_seconds)
+                     calls["prompt_tokens"] + calls["completion_tokens"], calls["cost_usd"], result.wall_seconds)
+
+
+async def close_async() -> None:
+    """The end of a worker's event loop: every cached backend closes what belongs to the loop (HTTP clients);
+    local weights stay loaded for the next loop of the process."""
+    for b in BACKENDS.values():
+        await b.aclose()
+
+
+def meter_totals() -> dict[str, Any]:
+    """The worker's running totals of calls (mau.harness.calls.METER), with the local loads it made."""
+    from mau.harness.backends.base import LOADS
+    from mau.harness.calls import METER
+
+    return {**METER.totals(), "loads": len(LOADS)}
+
+
+def play_planned(pm: PlannedMatch, matches_dir: str, workers: int = 1) -> MatchDone:
+    """Play one planned match in an event loop of its own (then close the worker's backends)."""
+    async def one() -> MatchDone:
+        try:
+            return await play_async(Job(pm, matches_dir, workers))
+        finally:
+            await close_async()
+
+    return asyncio.run(one())
 
 
 def pending(matches_dir: Path, mine: list[Any]) -> list[Any]:
@@ -253,35 +339,40 @@ class RunProgress:
 
     done: list[MatchDone] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)  # (match_id, error)
+    meter: dict[str, Any] = field(default_factory=dict)  # the workers' call totals now (mau.inflight.Flight)
+    spawned: int = 0  # worker processes started (0: the matches ran in this process)
 
     def total(self, key: str) -> float:
         return sum(getattr(d, key) for d in self.done)
 
 
-def _ignore_sigint() -> None:
-    """Worker processes leave Ctrl-C to the parent, which stops them (a worker that caught it would go on to
-    the next queued match)."""
-    import signal
+def error_text(error: BaseException) -> str:
+    from mau.inflight import WorkerError
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return str(error) if isinstance(error, WorkerError) else f"{type(error).__name__}: {error}"
 
 
 def run_matches(todo: list[PlannedMatch], matches_dir: Path, *, workers: int = 1, max_failures: int = 0,
-                bar: Any = None, postfix: Callable[[RunProgress], dict[str, Any]] | None = None) -> RunProgress:
-    """Play ``todo`` (in this process with one worker, else in ``workers`` spawned processes: clean starts, no
-    copied threads or CUDA state), updating ``bar`` as matches finish. Ctrl-C (KeyboardInterrupt) cancels the
-    queued matches, ends the running ones and propagates; more than ``max_failures`` failed matches stop the run
-    with a MauError naming the last one."""
+                bar: Any = None, postfix: Callable[[RunProgress], dict[str, Any]] | None = None,
+                in_flight: int = 1) -> RunProgress:
+    """Play ``todo`` (in this process with one worker, else in ``workers`` spawned processes), each worker up to
+    ``in_flight`` matches at once, in model order (``model_order``), updating ``bar`` as matches finish and its
+    meter every second. Ctrl-C (KeyboardInterrupt) cancels the queued matches, ends the running ones and
+    propagates; more than ``max_failures`` failed matches stop the run with a MauError naming the last one."""
+    from mau.inflight import Engine, run_here, run_workers
+
     prog = RunProgress()
 
-    def finished(pm: PlannedMatch, result: MatchDone | None, error: BaseException | None) -> None:
+    def finished(job: Job, result: MatchDone | None, error: BaseException | None) -> None:
+        pm = job.pm
         if error is not None:
-            prog.failed.append((pm.match_id, f"{type(error).__name__}: {error}"))
-            print(f"match {pm.match_id} failed: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
+            text = error_text(error)
+            prog.failed.append((pm.match_id, text))
+            print(f"match {pm.match_id} failed: {text}", file=sys.stderr, flush=True)
             if len(prog.failed) > max_failures:
                 raise MauError(f"{len(prog.failed)} matches failed (--max-failures {max_failures}); the last: "
-                               f"{pm.match_id}: {type(error).__name__}: {error}. Finished matches are kept; fix "
-                               "the cause and rerun with --resume") from error
+                               f"{pm.match_id}: {text}. Finished matches are kept; fix the cause and rerun with "
+                               "--resume") from error
             return
         prog.done.append(result)
         if bar is not None:
@@ -289,36 +380,23 @@ def run_matches(todo: list[PlannedMatch], matches_dir: Path, *, workers: int = 1
                 bar.set_postfix(**postfix(prog), refresh=False)
             bar.update(1)
 
-    if workers == 1 or len(todo) <= 1:
-        for pm in todo:
-            try:
-                r = play_planned(pm, str(matches_dir), 1)
-            except Exception as e:  # KeyboardInterrupt passes: the staging folder is already removed
-                finished(pm, None, e)
-            else:
-                finished(pm, r, None)
-        return prog
-    import multiprocessing as mp
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    def metered(totals: dict[str, Any]) -> None:
+        prog.meter = totals
+        if bar is not None and postfix is not None:
+            bar.set_postfix(**postfix(prog))
 
-    before = set(mp.active_children())
-    pool = ProcessPoolExecutor(min(workers, len(todo)), mp_context=mp.get_context("spawn"),
-                               initializer=_ignore_sigint)
-    try:
-        running = {pool.submit(play_planned, pm, str(matches_dir), workers): pm for pm in todo}
-        while running:
-            ready, _ = wait(running, return_when=FIRST_COMPLETED)
-            for f in ready:
-                pm = running.pop(f)
-                error = f.exception()
-                finished(pm, None if error else f.result(), error)
-    except BaseException:
-        # Ctrl-C or too many failures: drop the queue, end the workers now (not after their matches).
-        pool.shutdown(wait=False, cancel_futures=True)
-        for p in set(mp.active_children()) - before:
-            p.terminate()
-        raise
-    pool.shutdown(wait=True)
+    ordered = sorted(todo, key=model_order)
+    workers = max(1, min(workers, len(todo)))
+    jobs = [Job(pm, str(matches_dir), workers) for pm in ordered]
+    engine = Engine("mau.runner")
+    if workers == 1:
+        from mau.harness.calls import METER
+
+        METER.peak_in_flight = METER.in_flight  # this run's peak (a test or a bench may run several)
+        run_here(jobs, in_flight, engine, finished, metered)
+    else:
+        prog.spawned = workers
+        run_workers(jobs, workers, in_flight, engine, finished, metered)
     return prog
 
 
@@ -356,7 +434,7 @@ def shard_of(planned: list[PlannedMatch], shard_text: str | None) -> tuple[int, 
 
 
 def play_shard(planned: list[PlannedMatch], run_dir: Path, shard_text: str | None, workers: int, opts: Any,
-               desc: str, postfix: Callable[[RunProgress], dict[str, Any]]) -> ShardRun:
+               desc: str, postfix: Callable[[RunProgress], dict[str, Any]], in_flight: int = 1) -> ShardRun:
     """Play this shard's matches that have no folder yet under ``run_dir/matches``, with a progress bar."""
     from tqdm import tqdm
 
@@ -367,7 +445,7 @@ def play_shard(planned: list[PlannedMatch], run_dir: Path, shard_text: str | Non
                unit="match", disable=not opts.progress, dynamic_ncols=True)
     try:
         prog = run_matches(todo, matches_dir, workers=workers, max_failures=opts.max_failures, bar=bar,
-                           postfix=postfix)
+                           postfix=postfix, in_flight=in_flight)
     except KeyboardInterrupt:
         bar.close()
         print(f"{desc}: interrupted; the finished matches are kept in {matches_dir}; rerun with --resume to "
@@ -390,9 +468,20 @@ IMAGES_PER_CALL = 1.26
 BYTES_PER_CALL_640X360 = 11_500
 
 
-def estimate(todo: list[PlannedMatch]) -> dict[str, Any]:
+def local_loads(todo: list[PlannedMatch], workers: int) -> int:
+    """Local model loads (hf, lm) the run makes at most: each worker loads each base it meets once (matches in
+    model order, adapters sharing their base), and no more workers than matches of a base meet it."""
+    per_base: dict[tuple[str, str], int] = {}
+    for pm in todo:
+        for base in model_order(pm):
+            per_base[base] = per_base.get(base, 0) + 1
+    return sum(min(max(1, workers), n) for n in per_base.values())
+
+
+def estimate(todo: list[PlannedMatch], workers: int = 1) -> dict[str, Any]:
     """Upper bounds for ``todo``: every match runs its whole step budget and every answer uses the seat's
-    max_tokens; calls and disk from the per-call figures above, image tokens at one per 32x32 pixels."""
+    max_tokens; calls and disk from the per-call figures above, image tokens at one per 32x32 pixels; local
+    model loads by ``local_loads``."""
     calls = prompt = completion = cost = disk = 0.0
     for pm in todo:
         g, fr = pm.world.game, pm.world.frames
@@ -410,10 +499,10 @@ def estimate(todo: list[PlannedMatch]) -> dict[str, Any]:
         disk += n_calls * BYTES_PER_CALL_640X360 * (fr.width * fr.height) / (640 * 360)
     return {"matches": len(todo), "calls_at_most": int(calls), "prompt_tokens_at_most": int(prompt),
             "completion_tokens_at_most": int(completion), "cost_usd_at_most": round(cost, 2),
-            "disk_gb_at_most": round(disk / 1e9, 3)}
+            "disk_gb_at_most": round(disk / 1e9, 3), "local_model_loads_at_most": local_loads(todo, workers)}
 
 
-def print_plan(verb: str, out: Path, shard_text: str | None, planned: list[PlannedMatch]) -> None:
+def print_plan(verb: str, out: Path, shard_text: str | None, planned: list[PlannedMatch], workers: int = 1) -> None:
     """--dry-run: this shard's matches still to play (a resumed run's finished ones excluded), and the estimate."""
     import json
 
@@ -425,7 +514,7 @@ def print_plan(verb: str, out: Path, shard_text: str | None, planned: list[Plann
         print(f"  {pm.match_id} seed={pm.seed}")
     if len(todo) > 5:
         print(f"  ... {len(todo) - 5} more")
-    print(json.dumps(estimate(todo)))
+    print(json.dumps(estimate(todo, workers)))
 
 
 def pending_readonly(matches_dir: Path, mine: list[Any]) -> list[Any]:

@@ -207,7 +207,7 @@ def test_score_equals_the_token_by_token_log_probability(tiny_model_dir):
         start = next(i for i in range(len(base)) if full[0, i] != base[i]) if not torch.equal(
             full[0, :len(base)], base) else len(base)
         total = 0.0
-        with torch.inference_mode():
+        with torch.inference_mode(), b._active():  # the base as b sees it (another test may have attached adapters)
             out = b._model(input_ids=full[:, :start], use_cache=True)
             for i in range(start, full.shape[1]):
                 total += float(torch.log_softmax(out.logits[0, -1].float(), -1)[full[0, i]])
@@ -274,3 +274,32 @@ def test_a_worker_keeps_only_the_models_its_next_match_uses(tiny_model_dir):
     finally:
         for c in (cfg_a, cfg_b):
             runner.BACKENDS.pop(c.model_dump_json(), None)
+
+
+def test_arms_on_one_base_share_one_load_and_answer_as_if_loaded_alone(tiny_model_dir, tiny_adapter_dir):
+    """The base and its adapter, asked alternately, load the base once; each answers as a backend that loaded
+    the model alone (greedy; the adapter attached by name, disabled for the bare base)."""
+    from mau.harness.backends import hf
+    from mau.harness.backends.base import LOADS
+
+    def ask(b: hf.Backend) -> str | None:
+        async def one() -> str | None:
+            return (await b.complete(_request("Who is the imposter?", image=False))).text
+        return asyncio.run(one())
+
+    saved = dict(hf._SHARED)
+    try:
+        hf._SHARED.clear()
+        alone_tuned = ask(_backend(tiny_model_dir, adapter=str(tiny_adapter_dir), max_tokens=10, temperature=0.0))
+        hf._SHARED.clear()
+        alone_base = ask(_backend(tiny_model_dir, max_tokens=10, temperature=0.0))
+        hf._SHARED.clear()
+        n = len(LOADS)
+        base = _backend(tiny_model_dir, max_tokens=10, temperature=0.0)
+        tuned = _backend(tiny_model_dir, adapter=str(tiny_adapter_dir), max_tokens=10, temperature=0.0)
+        answers = [ask(b) for b in (base, tuned, base, tuned)]
+        assert len(LOADS) == n + 1 and base._model is tuned._model
+        assert answers == [alone_base, alone_tuned] * 2 and alone_base != alone_tuned
+    finally:
+        hf._SHARED.clear()
+        hf._SHARED.update(saved)

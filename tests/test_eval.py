@@ -321,19 +321,32 @@ def test_arm_modules_send_the_other_modules_to_the_rest_model(tmp_path, capsys):
 
 # -- the tiny local model as an arm (hf backend) --------------------------------------------------------------
 def test_tiny_hf_arms_play_end_to_end(tmp_path, request, capsys):
-    """The quickstart's eval (configs/eval/tiny.yaml) on one seed of one roam step: about 10-20 s on 2 CPUs."""
+    """The quickstart's eval (configs/eval/tiny.yaml) on two seeds of one roam step: about 20-40 s on 2 CPUs. One
+    worker plays the arms alternately (seed-major: base, adapter, base, adapter) and loads the base once."""
     pytest.importorskip("torch")
     tiny_model_dir = request.getfixturevalue("tiny_model_dir")  # after the skip: building it needs torch
     tiny_adapter_dir = request.getfixturevalue("tiny_adapter_dir")
+    from mau import runner
+    from mau.harness.backends import hf
+
+    for b in runner.BACKENDS.values():  # nothing loaded by earlier tests of the session: count this run's loads
+        b.release()
+    runner.BACKENDS.clear()
+    hf._SHARED.clear()
     run = tmp_path / "eval"
     sets = {"arms.baseline.model": tiny_model_dir, "arms.adapter.model": tiny_model_dir,
             "arms.adapter.adapter": tiny_adapter_dir, "arms.baseline.max_tokens": 4, "arms.adapter.max_tokens": 4,
-            "arms.baseline.device": "cpu", "arms.adapter.device": "cpu", "seeds": "[1]", "world.game.max_steps": 1}
+            "arms.baseline.device": "cpu", "arms.adapter.device": "cpu", "seeds": "[1, 2]",
+            "world.game.max_steps": 1}
     argv = ["eval", "--config", str(REPO / "configs" / "eval" / "tiny.yaml"), "--out", str(run), "--no-progress"]
     for k, v in sets.items():
         argv += ["--set", f"{k}={v}"]
     assert main(argv) == 0
-    assert "2 played now of 2" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "4 played now of 4" in out
+    assert "local model loads: 1 (1 worker)" in out  # one base for both arms, though they alternate
+    played = sorted(read_header(p)[F.MATCH_ID] for p in (run / F.MATCHES_DIR).iterdir())
+    assert [m.split("_")[1] for m in played] == ["A-baseline", "A-adapter"] * 2
     headers = {read_header(p)[F.ARM]: read_header(p) for p in (run / F.MATCHES_DIR).iterdir()}
     assert set(headers) == {"baseline", "adapter"}
     assert headers["adapter"]["seats"]["crewmate"]["model"]["adapter"] == str(tiny_adapter_dir)
@@ -341,7 +354,7 @@ def test_tiny_hf_arms_play_end_to_end(tmp_path, request, capsys):
     calls = [json.loads(x) for x in (run / F.MATCHES_DIR / headers["adapter"][F.MATCH_ID] / F.CALLS_FILE)
              .read_text().splitlines()]
     assert {c["backend"] for c in calls if c["role"] == "crewmate"} == {"hf"}
-    assert json.loads((run / F.RESULTS_JSON).read_text())["paired"][0]["n_pairs"] == 1
+    assert json.loads((run / F.RESULTS_JSON).read_text())["paired"][0]["n_pairs"] == 2
 
 
 # -- slurm/eval.sbatch on a real single-node Slurm -----------------------------------------------------------------

@@ -56,8 +56,14 @@ def plan(cfg: CollectConfig) -> list[PlannedMatch]:
 
 
 def _postfix(p: RunProgress) -> dict[str, Any]:
-    return {"calls": p.total("calls"), "tokens": p.total("tokens"), "fallbacks": p.total("fallbacks"),
-            "cost": f"${p.total('cost'):.2f}"}
+    """Live, from the workers' meters: every call so far (matches in flight included), its rate, the calls in
+    flight now, tokens and USD at the configured prices."""
+    m = p.meter
+    if not m:
+        return {"calls": p.total("calls"), "tokens": p.total("tokens"), "fallbacks": p.total("fallbacks"),
+                "cost": f"${p.total('cost'):.2f}"}
+    return {"calls": m["calls"], "calls/s": f"{m['calls_per_s']:.1f}", "in_flight": m["in_flight"],
+            "tokens": m["tokens"], "fallbacks": m["fallbacks"], "cost": f"${m['cost_usd']:.2f}"}
 
 
 def run_collect(cfg: CollectConfig, out: Path, opts: RunOptions = RunOptions()) -> dict[str, Any] | None:
@@ -69,7 +75,7 @@ def run_collect(cfg: CollectConfig, out: Path, opts: RunOptions = RunOptions()) 
     planned = plan(cfg)
     if opts.dry_run:
         print(describe_plan(cfg.grid, cfg.world))  # the grid first: the runner's estimate (JSON) stays the last line
-        print_plan("collect", out, cfg.shard, planned)
+        print_plan("collect", out, cfg.shard, planned, cfg.workers)
         return None
     # Before the run folder is made: a dead server or a missing adapter stops the run here, in one line.
     preflight_models({f"pool {p.name}": p.model for p in cfg.grid.pool})
@@ -78,13 +84,21 @@ def run_collect(cfg: CollectConfig, out: Path, opts: RunOptions = RunOptions()) 
                  dump_yaml(cfg.model_copy(update={"shard": None, "resume": False})),
                  [pm.header[F.GRID] for pm in planned])
     t0 = time.perf_counter()
-    r = play_shard(planned, out, cfg.shard, cfg.workers, opts, "collect", _postfix)
+    r = play_shard(planned, out, cfg.shard, cfg.workers, opts, "collect", _postfix, cfg.matches_in_flight)
     summary = write_summary(out, planned=len(planned))
     log_collect_summary(cfg, out, summary)
     summary.update(shard=f"{r.shard}/{r.n_shards}", played_now=len(r.progress.done), shard_matches=len(r.mine),
                    failed_now=len(r.progress.failed), wall_s=round(time.perf_counter() - t0, 2),
-                   cost_now=round(r.progress.total("cost"), 4))
+                   cost_now=round(r.progress.total("cost"), 4), meter=_meter(r.progress))
     return summary
+
+
+def _meter(p: RunProgress) -> dict[str, Any]:
+    """The run's call meter for the summary: calls, tokens, USD, calls per second, calls in flight (peak, mean)."""
+    m = p.meter
+    keep = ("calls", "prompt_tokens", "completion_tokens", "tokens", "cost_usd", "fallbacks", "retries",
+            "peak_in_flight", "mean_in_flight", "calls_per_s", "elapsed_s", "loads")
+    return {k: (round(m[k], 6) if isinstance(m[k], float) else m[k]) for k in keep if k in m}
 
 
 def log_collect_summary(cfg: CollectConfig, out: Path, summary: dict[str, Any]) -> str | None:

@@ -40,6 +40,7 @@ def summarize(run: Path, planned: int | None = None) -> dict[str, Any]:
     per_model: dict[str, dict[str, list[int]]] = {}  # model -> role -> [wins, n]
     matchups: dict[tuple[str, str], list[int]] = {}  # (imposter model, crewmate model) -> [crew wins, n]
     calls = fallbacks = prompt_tokens = completion_tokens = 0
+    cost = 0.0
     sides: dict[str, list[int]] = {}  # role -> [calls, fallbacks] of the side's own model (not rest_model)
     for h in headers:
         outcomes[h[F.OUTCOME]] += 1
@@ -63,6 +64,7 @@ def summarize(run: Path, planned: int | None = None) -> dict[str, Any]:
         fallbacks += c.get("fallbacks", 0)
         prompt_tokens += c.get("prompt_tokens", 0)
         completion_tokens += c.get("completion_tokens", 0)
+        cost += c.get("cost_usd", 0.0)
     models = sorted({m for pair in matchups for m in pair})
     win_rates = {m: {role: {"wins": w, "n": n, "rate": w / n if n else None, "ci95": wilson(w, n)}
                      for role, (w, n) in sorted(roles.items())} for m, roles in sorted(per_model.items())}
@@ -74,6 +76,7 @@ def summarize(run: Path, planned: int | None = None) -> dict[str, Any]:
                      for (i, c), (w, n) in sorted(matchups.items())],
         "models": models,
         "calls": calls, "fallbacks": fallbacks, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+        "cost_usd": round(cost, 6),
         "fallback_share": {role: {"calls": n, "fallbacks": fb, "share": fb / n if n else None}
                            for role, (n, fb) in sorted(sides.items())},
         "play": play_counts(run),
@@ -113,7 +116,8 @@ def write_summary(run: Path, planned: int | None = None) -> dict[str, Any]:
     for i in models:
         lines.append(f"| {i} | " + " | ".join(_rate(cell.get((i, c)), with_n=True) for c in models) + " |")
     lines += ["", f"Calls: {s['calls']}, fallbacks: {s['fallbacks']}, prompt tokens: {s['prompt_tokens']}, "
-              f"completion tokens: {s['completion_tokens']}.", ""]
+              f"completion tokens: {s['completion_tokens']}, cost: ${s['cost_usd']:.4f} at the configured prices.",
+              ""]
     lines += claims_md
     (run / F.SUMMARY_MD).write_text("\n".join(lines))
     if models:

@@ -39,6 +39,12 @@ training path on a Qwen3.5-9B-shaped model with random bf16 weights (nothing dow
 without native bf16), rows of one 640x360 frame and ~2k text tokens;
 tokens/s, peak memory beside the ``mau train --plan`` estimate, MFU (mau.train.bench; docs/training.md).
 
+``collect`` (``mau bench collect``): one ``mau collect`` run of ``--matches`` matches against the mock server at
+``--latency-ms`` (default 1000 here), ``--jitter-ms`` and ``--faults``, ``--matches-in-flight`` of them at once
+(default: all) in ``--workers`` processes (default 1): matches/hour, calls/s, peak and mean calls in flight, the
+client's CPU ms per call, the mock server's own CPU per call and ceiling, and the projected wall time of the RQ2
+grid (mau/collect/bench.py; docs/collect.md). Not pinned to one core (the server is a second process).
+
 ``probes`` (``mau bench probes``): the same ARIA scripted matches (no frames: the cheapest match, so the worst
 case for the ratio) played with belief probes and the ideal observer off, and both on at the default moments
 (``--roam-every N`` adds roam probes), alternating which goes first: probe calls per match, the ratio of model
@@ -57,9 +63,9 @@ from typing import Any
 from mau.commands.common import Flag
 from mau.options import RunOptions
 
-TARGETS = ("env", "harness", "dataset", "fork", "rl", "view", "train", "probes")
+TARGETS = ("env", "harness", "dataset", "fork", "rl", "view", "train", "probes", "collect")
 DEFAULT_MATCHES = {"env": 30, "harness": 30, "dataset": 4, "fork": 3, "rl": 1, "view": 1000, "train": 0,
-                   "probes": 10}
+                   "probes": 10, "collect": 64}
 
 
 FLAGS = [
@@ -71,7 +77,14 @@ FLAGS = [
          default="sim"),
     Flag("--seed", "first seed", type=int, default=0),
     Flag("--steps", "concurrent-call steps to time (harness)", type=int, default=20),
-    Flag("--latency-ms", "mock server latency per call (harness)", type=float, default=200.0),
+    Flag("--latency-ms", "mock server latency per call (harness: default 200; collect: default 1000)", type=float),
+    Flag("--jitter-ms", "mock server latency jitter, uniform (collect)", type=float, default=0.0),
+    Flag("--faults", "mock server faults, e.g. 429=0.03,500=0.01,timeout=0.01 (collect)", default=""),
+    Flag("--max-steps", "step budget of each match (collect)", type=int, default=60),
+    Flag("--burst", "START:SECONDS: the mock server answers every request 429 in that window (collect)"),
+    Flag("--frame-size", "first-person frames WxH, or off (collect)", default="640x360"),
+    Flag("--matches-in-flight", "matches each worker plays at once (collect; default: all)", type=int),
+    Flag("--workers", "worker processes (collect)", type=int, default=1),
     Flag("--scale", "the larger corpus is this many copies of the first (dataset)", type=int, default=4),
     Flag("--branches", "meeting-end branches per decision (fork); a tenth of them are played to the match end",
          type=int, default=200),
@@ -197,6 +210,7 @@ def bench_harness(steps: int, latency_ms: float, seed: int, matches: int = 3,
                     start = log.n
                     await asyncio.gather(*(a.call("plan", obs[a.name]) for a in agents))
                     wall = time.perf_counter() - t0
+                    caller.flush()  # the step's records (and their latencies) into the log
                     slowest = max(log.latencies[start:])
                     ratios.append(wall / slowest)
                     world.step({})
@@ -417,6 +431,13 @@ def main(cfg: dict[str, Any], opts: RunOptions = RunOptions()) -> int:
                                      cfg["device"], not cfg["no_gradient_checkpointing"], cfg["peak_tflops"],
                                      cfg["seed"], dtype=cfg["dtype"], width_divisor=cfg["width_divisor"])))
         return 0
+    if cfg["target"] == "collect":  # not pinned: the mock server is a second process
+        from mau.collect.bench import bench_collect
+
+        print(json.dumps(bench_collect(cfg["matches"], cfg["latency_ms"] or 1000.0, cfg["jitter_ms"], cfg["faults"],
+                                       cfg["max_steps"], cfg["frame_size"], cfg["matches_in_flight"],
+                                       cfg["workers"], cfg["seed"], cfg["burst"])))
+        return 0
     if cfg["target"] == "env" and cfg.get("backend") == "minecraft":
         from mau.env.minecraft.bench import bench_minecraft
 
@@ -444,5 +465,5 @@ def main(cfg: dict[str, Any], opts: RunOptions = RunOptions()) -> int:
     elif cfg["target"] == "dataset":
         print(json.dumps(bench_dataset(cfg["matches"], cfg["seed"], cfg.get("scale", 4))))
     else:
-        print(json.dumps(bench_harness(cfg["steps"], cfg["latency_ms"], cfg["seed"], matches=cfg["matches"])))
+        print(json.dumps(bench_harness(cfg["steps"], cfg["latency_ms"] or 200.0, cfg["seed"], matches=cfg["matches"])))
     return 0

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from mau.commands.common import (
     DRY_RUN,
+    IN_FLIGHT,
     MAX_FAILURES,
     NO_PROGRESS,
     OUT,
@@ -27,7 +28,8 @@ from mau.commands.common import (
 )
 from mau.options import RunOptions
 
-FLAGS = [*config_flags("grid.repetitions=2"), OUT, RESUME, SHARD, WORKERS, NO_PROGRESS, DRY_RUN, MAX_FAILURES]
+FLAGS = [*config_flags("grid.repetitions=2"), OUT, RESUME, SHARD, WORKERS, IN_FLIGHT, NO_PROGRESS, DRY_RUN,
+         MAX_FAILURES]
 CONFIG = "mau.collect.run:CollectConfig"
 
 
@@ -50,6 +52,11 @@ def main(cfg, opts: RunOptions = RunOptions()) -> int:
           f"{s['wall_s']} s) outcomes={json.dumps(s['outcomes'])} crew_win_rate="
           f"{s['crew_win_rate'] if s['crew_win_rate'] is None else round(s['crew_win_rate'], 3)} "
           f"meetings_per_match={_r(s['play']['meetings_per_match'])} -> {out}")
+    m = s.get("meter") or {}
+    if m.get("calls"):
+        print(f"calls now: {m['calls']} ({m['calls_per_s']:.1f}/s, in flight: peak {m['peak_in_flight']}, mean "
+              f"{m['mean_in_flight']:.1f}), tokens: {m['tokens']}, cost: ${m['cost_usd']:.4f} at the configured "
+              f"prices; the whole run: {s['prompt_tokens'] + s['completion_tokens']} tokens, ${s['cost_usd']:.4f}")
     for role, f in s.get("fallback_share", {}).items():
         if f["share"] is not None and f["share"] > cfg.max_fallback_share:
             print(f"mau collect: warning: the {role}s' own calls fell back {100 * f['share']:.1f} % of the time "

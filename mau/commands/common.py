@@ -48,6 +48,8 @@ OUT = Flag("--out", "run folder", key="out")
 RESUME = Flag("--resume", "continue the run in --out", key="resume", type=bool)
 SHARD = Flag("--shard", "I/N: play shard I of N (0-based)", key="shard")
 WORKERS = Flag("--workers", "worker processes", key="workers", type=int)
+IN_FLIGHT = Flag("--matches-in-flight", "matches each worker plays at once (for API / vLLM experts)",
+                 key="matches_in_flight", type=int)
 NO_PROGRESS = Flag("--no-progress", "no progress bar (e.g. in batch logs)", type=bool, option="progress")
 DRY_RUN = Flag("--dry-run", "print the plan (and for runs of matches: calls, tokens, cost and disk expected); "
                "write nothing", type=bool, option="dry_run")

@@ -22,6 +22,7 @@ import argparse
 
 from mau.commands.common import (
     DRY_RUN,
+    IN_FLIGHT,
     MAX_FAILURES,
     NO_PROGRESS,
     OUT,
@@ -35,7 +36,7 @@ from mau.options import RunOptions
 
 FLAGS = [*config_flags("seeds=[1,2,3]"), OUT,
          Flag("--resume", "continue the eval in --out (plays only missing matches)", key="resume", type=bool),
-         SHARD, WORKERS,
+         SHARD, WORKERS, IN_FLIGHT,
          Flag("--report-only", "play nothing: recompute the report of --out (config: --config, else "
               "--out/config.yaml)", key="report_only", type=bool),
          NO_PROGRESS, DRY_RUN, MAX_FAILURES,
@@ -79,6 +80,8 @@ def main(cfg, opts: RunOptions = RunOptions()) -> int:
         f"shard {r['shard']}: {r['played_now']} played now of {r['shard_matches']}"
     print(f"eval: {r['matches']}/{r['planned']} matches ({what}, {r['wall_s']} s) -> {out}/"
           f"{{{F.RESULTS_MD},{F.RESULTS_CSV},{F.RESULTS_JSON},{F.RESULTS_PNG}}} and {out}/{F.MATCHES_DIR}/")
+    if "loads" in r:  # local models (hf, lm): a worker loads each base once, however its matches alternate
+        print(f"local model loads: {r['loads']} ({cfg.workers} worker{'s' if cfg.workers > 1 else ''})")
     c = r["probe_cost"]
     print(f"probes: {c['probes']} model probe calls in {c['matches']} matches ({c['probes_per_match']:.1f} per "
           f"match, {c['fallbacks']} fallbacks, {c['tokens']} tokens)")

@@ -36,17 +36,20 @@ def _postfix(p: RunProgress) -> dict[str, Any]:
 def run_eval(cfg: EvalConfig, out: Path, opts: RunOptions = RunOptions()) -> dict[str, Any] | None:
     """Play this shard's missing matches (unless report_only), then write the report of every finished match."""
     from mau.eval.report import write_report
+    from mau.harness.backends.base import LOADS
 
     planned = planned_matches(cfg)
+    loads_before = len(LOADS)  # this process's local model loads (the adapter guard's, in-process matches')
     run = RunDir(out, "eval run")
     if opts.dry_run and not cfg.report_only:
-        print_plan("eval", out, cfg.shard, planned)
+        print_plan("eval", out, cfg.shard, planned, cfg.workers)
         return None
     t0 = time.perf_counter()
     if cfg.report_only:
         run.check_header(F.EVAL_FORMAT, F.EVAL_FORMAT_VERSION, cfg.identity())
         shard, n_shards, _ = shard_of(planned, cfg.shard)
         mine, played, failed = [], 0, 0
+        loads = None
     else:
         from mau.harness.preflight import preflight_models
 
@@ -67,13 +70,16 @@ def run_eval(cfg: EvalConfig, out: Path, opts: RunOptions = RunOptions()) -> dic
             import json
 
             (out / "adapter_guard.json").write_text(json.dumps([g.__dict__ for g in guard], indent=1) + "\n")
-        r = play_shard(planned, out, cfg.shard, cfg.workers, opts, "eval", _postfix)
+        r = play_shard(planned, out, cfg.shard, cfg.workers, opts, "eval", _postfix, cfg.matches_in_flight)
         shard, n_shards, mine = r.shard, r.n_shards, r.mine
         played, failed = len(r.progress.done), len(r.progress.failed)
+        loads = len(LOADS) - loads_before + (r.progress.meter.get("loads", 0) if r.progress.spawned else 0)
     results = write_report(cfg, out, planned=len(planned))
     log_eval_results(cfg, out, results)
     results.update(shard=f"{shard}/{n_shards}", played_now=played, shard_matches=len(mine), failed_now=failed,
                    wall_s=round(time.perf_counter() - t0, 2))
+    if loads is not None:
+        results["loads"] = loads  # local model loads of this run's workers (hf, lm)
     return results
 
 

@@ -49,6 +49,7 @@ class AriaMatch:
         self.frames = FrameStore(world, folder)
         self.memory_dumps: list[dict[str, Any]] = []
         self._rest: dict[str, ModelBackend] = dict(rest_backends or {})
+        self._own_rest: set[str] = set()  # the rest backends made here (closed at finish); given ones are shared
         self.beliefs = None  # the match's belief probes (mau.harness.beliefs.probe), made at start()
         self.probe_summary: dict[str, Any] | None = None
 
@@ -64,6 +65,7 @@ class AriaMatch:
             from mau.harness.backends import make_backend
 
             self._rest[key] = make_backend(seat.rest_model)
+            self._own_rest.add(key)
         return self._rest[key]
 
     async def play(self, seed: int) -> MatchResult:
@@ -107,7 +109,15 @@ class AriaMatch:
         self.meetings_done = 0
 
     async def advance(self) -> None:
-        """One world step: a roam step of every active agent, one speaker's turn, or the vote."""
+        """One world step: a roam step of every active agent, one speaker's turn, or the vote; then the step's
+        call records are written in their fixed order."""
+        try:
+            await self._advance()
+        finally:
+            self.caller.flush()
+            self.frames.flush()
+
+    async def _advance(self) -> None:
         w, st, agents = self.world, self.world.state, self.agents
         if st.phase == ROAM:
             if st.meetings_held > self.meetings_done:  # a meeting just ended: remember, reflect, dump memory
@@ -148,14 +158,21 @@ class AriaMatch:
         self.log.close()
         self.probe_summary = self.beliefs.close()
         self.frames.close()
-        for b in self._rest.values():
-            await b.aclose()
+        self.end_backends()
+        for key in self._own_rest:
+            await self._rest[key].aclose()
         if self.folder is not None:
             with open(self.folder / F.MEMORY_FILE, "w") as f:
                 for d in self.memory_dumps:
                     f.write(json.dumps(d, separators=(",", ":")) + "\n")
         return MatchResult(self.seed, st.outcome, st.end_reason, st.step, st.tick, time.perf_counter() - self._t0,
                            None)
+
+    def end_backends(self) -> None:
+        """Tell every backend of the match that it is over (they drop its per-match state: brains, RNG streams);
+        the runner calls it for a match that failed, too."""
+        for b in {id(b): b for b in [*self.backends.values(), *self._rest.values()]}.values():
+            b.end_match(self.match_id)
 
     # -- snapshots (mau.snapshot) --------------------------------------------------------------------------
     def parts(self) -> Parts:

@@ -8,6 +8,11 @@ It answers ``POST /v1/chat/completions`` with a JSON object that fits the answer
 ``timeout`` (hang for ``--hang-s``), ``malformed`` (not JSON), ``empty`` (empty content), ``wrongtype`` (fields of
 the wrong type). ``GET /stats`` counts requests, faults and images received (decoded, to prove they arrived).
 
+Rate limits as an API has them: an injected ``429`` carries ``Retry-After: <--retry-after-s>``; ``--burst
+START:SECONDS`` answers every chat request 429 (with ``Retry-After``) from START to START+SECONDS seconds after the
+server started (a burst of rate limiting that lifts). ``/stats`` also says the calls in flight now, at peak and
+on average over time (``mean_inflight``), and the server's own CPU seconds (its ceiling: ``mau bench collect``).
+
 ``--api-key-env NAME``: like ``vllm serve --api-key`` (which reads ``VLLM_API_KEY``), every ``/v1`` request must
 carry ``Authorization: Bearer <the value of $NAME>`` or is refused with 401; the key is read from the
 environment, never from the command line. ``--vary-by-model``: the answer also depends on the request's
@@ -66,14 +71,33 @@ def answer_for(prompt: str, rng: random.Random) -> dict[str, Any]:
 
 class MockServer:
     def __init__(self, latency_ms: float, jitter_ms: float, faults: dict[str, float], hang_s: float, seed: int,
-                 api_key: str | None = None, vary_by_model: bool = False):
+                 api_key: str | None = None, vary_by_model: bool = False, retry_after_s: float = 1.0,
+                 burst: tuple[float, float] | None = None):
         self.latency_ms, self.jitter_ms, self.faults = latency_ms, jitter_ms, faults
         self.hang_s, self.seed = hang_s, seed
         self.api_key, self.vary_by_model = api_key, vary_by_model
+        self.retry_after_s, self.burst = retry_after_s, burst
         self.stats: dict[str, Any] = {"requests": 0, "faults": {}, "images": 0, "images_decoded": 0,
                                       "auth_sha256": [], "json_mode": 0, "chat_template_kwargs": 0,
-                                      "inflight": 0, "max_inflight": 0}
+                                      "inflight": 0, "max_inflight": 0, "burst_429": 0}
         self._seen: dict[str, int] = {}
+        self._t0 = self._t_last = time.perf_counter()
+        self._inflight_s = 0.0  # the integral of requests in flight over time
+
+    def _inflight(self, delta: int) -> None:
+        now = time.perf_counter()
+        st = self.stats
+        self._inflight_s += st["inflight"] * (now - self._t_last)
+        self._t_last = now
+        st["inflight"] += delta
+        st["max_inflight"] = max(st["max_inflight"], st["inflight"])
+
+    def snapshot(self) -> dict[str, Any]:
+        """The stats, with the time-weighted mean of requests in flight and the server's CPU seconds."""
+        self._inflight(0)
+        elapsed = max(time.perf_counter() - self._t0, 1e-9)
+        return {**self.stats, "elapsed_s": round(elapsed, 3), "mean_inflight": round(self._inflight_s / elapsed, 3),
+                "inflight_s": round(self._inflight_s, 3), "cpu_s": round(time.process_time(), 3)}
 
     def _fault(self, key: str) -> str | None:
         n = self._seen.get(key, 0)
@@ -114,16 +138,18 @@ class MockServer:
                         pass
         salt = f"model={body.get('model')}\n" if self.vary_by_model else ""
         key = hashlib.sha256((salt + prompt).encode()).hexdigest()
+        if self.burst is not None and self.burst[0] <= time.perf_counter() - self._t0 < sum(self.burst):
+            st["burst_429"] += 1
+            return 429, {"error": {"message": "rate limited (burst)", "type": "mock"}}
         fault = self._fault(key)
         if fault:
             st["faults"][fault] = st["faults"].get(fault, 0) + 1
         delay = self.latency_ms + random.Random(key).uniform(0, self.jitter_ms)
-        st["inflight"] += 1
-        st["max_inflight"] = max(st["max_inflight"], st["inflight"])
+        self._inflight(1)
         try:
             await asyncio.sleep(delay / 1000)
         finally:
-            st["inflight"] -= 1
+            self._inflight(-1)
         if fault in ("429", "500", "503"):
             return int(fault), {"error": {"message": f"injected {fault}", "type": "mock"}}
         if fault == "timeout":
@@ -173,14 +199,15 @@ class MockServer:
                 elif method == "GET" and path == "/health":
                     status, payload = 200, {"ok": True}
                 elif method == "GET" and path == "/stats":
-                    status, payload = 200, self.stats
+                    status, payload = 200, self.snapshot()
                 else:
                     status, payload = 404, {"error": {"message": "not found"}}
                 data = json.dumps(payload).encode()
                 reason = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found",
                           429: "Too Many Requests", 500: "Internal Server Error",
                           503: "Service Unavailable"}.get(status, "Error")
-                writer.write(f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\n"
+                extra = f"Retry-After: {self.retry_after_s:g}\r\n" if status == 429 else ""
+                writer.write(f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\n{extra}"
                              f"Content-Length: {len(data)}\r\n\r\n".encode() + data)
                 await writer.drain()
         except (ConnectionError, asyncio.IncompleteReadError, ValueError):
@@ -202,7 +229,7 @@ def parse_faults(spec: str) -> dict[str, float]:
 
 
 async def serve(host: str, port: int, server: MockServer) -> None:
-    srv = await asyncio.start_server(server.handle, host, port)
+    srv = await asyncio.start_server(server.handle, host, port, backlog=4096)
     print(f"mock server ready on http://{host}:{port}/v1", flush=True)
     async with srv:
         await srv.serve_forever()
@@ -219,27 +246,41 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--api-key-env", default=None, help="refuse /v1 requests without the key held by this variable")
     p.add_argument("--vary-by-model", action="store_true", help="answers depend on the request's model too")
+    p.add_argument("--retry-after-s", type=float, default=1.0, help="the Retry-After of a 429")
+    p.add_argument("--burst", default=None, help="START:SECONDS: every chat request 429 in that window")
     a = p.parse_args()
     key = None
     if a.api_key_env:
         key = os.environ.get(a.api_key_env)
         if not key:
             raise SystemExit(f"--api-key-env: the environment variable {a.api_key_env} is not set")
-    server = MockServer(a.latency_ms, a.jitter_ms, parse_faults(a.faults), a.hang_s, a.seed, key, a.vary_by_model)
+    burst = None
+    if a.burst:
+        try:
+            start, _, length = a.burst.partition(":")
+            burst = (float(start), float(length))
+        except ValueError:
+            raise SystemExit(f"--burst {a.burst!r}: write it as START:SECONDS, e.g. 10:5") from None
+    server = MockServer(a.latency_ms, a.jitter_ms, parse_faults(a.faults), a.hang_s, a.seed, key, a.vary_by_model,
+                        a.retry_after_s, burst)
     asyncio.run(serve(a.host, a.port, server))
 
 
 def mock_server(log: str, latency_ms: float = 0.0, jitter_ms: float = 0.0, faults: str = "", hang_s: float = 30.0,
-                seed: int = 0, timeout_s: float = 20.0, api_key_env: str | None = None, vary_by_model: bool = False):
+                seed: int = 0, timeout_s: float = 20.0, api_key_env: str | None = None, vary_by_model: bool = False,
+                retry_after_s: float = 1.0, burst: str | None = None, port: int | None = None):
     """A ManagedProcess running this server on a free loopback port; ``.base_url`` is its /v1 endpoint.
     ``api_key_env``: the variable (in this process's environment) whose key every /v1 request must carry."""
     import sys
 
     from mau.procs import ManagedProcess, free_port, http_ok
 
-    port = free_port()
+    port = port or free_port()
     cmd = [sys.executable, "-m", "mau.harness.mock_server", "--port", str(port), "--latency-ms", str(latency_ms),
-           "--jitter-ms", str(jitter_ms), "--faults", faults, "--hang-s", str(hang_s), "--seed", str(seed)]
+           "--jitter-ms", str(jitter_ms), "--faults", faults, "--hang-s", str(hang_s), "--seed", str(seed),
+           "--retry-after-s", str(retry_after_s)]
+    if burst:
+        cmd += ["--burst", burst]
     if api_key_env:
         cmd += ["--api-key-env", api_key_env]
     if vary_by_model:

@@ -24,6 +24,15 @@ class Frame:
     image: Any  # PIL.Image.Image, RGB
     jpeg: bytes
     path: str
+    _url: str | None = field(default=None, repr=False, compare=False)
+
+    def data_url(self) -> str:
+        """The JPEG as a base64 data URL, made once (the calls of a step that send this frame share it)."""
+        if self._url is None:
+            import base64
+
+            self._url = "data:image/jpeg;base64," + base64.b64encode(self.jpeg).decode("ascii")
+        return self._url
 
     @property
     def array(self) -> Any:
@@ -58,6 +67,9 @@ class ModelResponse:
     # What a scripted stand-in hands the harness beside its answer (the private intent label of each claim):
     # never recorded in calls.jsonl, never in a prompt (docs/claims.md).
     private: dict[str, Any] | None = None
+    # The endpoint failed in a way no fallback should hide: still failing after the retry budget (a dead server,
+    # a rate limit that never lifted) or refusing every call alike (401, 403, 404). The harness fails the match.
+    fatal: bool = False
 
 
 @dataclass
@@ -73,8 +85,8 @@ class ScoreResponse:
 
 # ModelConfig fields about reaching a model (endpoint, key variable, timeouts, limits, prices), not about
 # which model answers.
-TRANSPORT = ("base_url", "api_key_env", "timeout_s", "max_retries", "backoff_s", "concurrency", "device",
-             "price_prompt_per_mtok", "price_completion_per_mtok")
+TRANSPORT = ("base_url", "api_key_env", "timeout_s", "max_retries", "backoff_s", "max_backoff_s", "retry_budget_s",
+             "concurrency", "http_client", "device", "price_prompt_per_mtok", "price_completion_per_mtok")
 
 
 class ModelConfig(Model):
@@ -97,9 +109,20 @@ class ModelConfig(Model):
     reasoning_effort: str | None = Field(None, description="openai: reasoning_effort for reasoning models "
                                                            "(e.g. minimal).")
     timeout_s: float = Field(60.0, gt=0, description="Per-call timeout in seconds.")
-    max_retries: int = Field(3, ge=0, description="Retries on timeouts, 429 and 5xx, with exponential backoff.")
-    backoff_s: float = Field(1.0, ge=0, description="First backoff delay; doubles on each retry.")
-    concurrency: int = Field(16, ge=1, description="Calls in flight at once per endpoint (base_url).")
+    max_retries: int = Field(8, ge=0, description="Retries of one call on timeouts, connection errors, 429 and 5xx "
+                                                  "(jittered exponential backoff); still failing after them, the "
+                                                  "match fails loudly. Waits the server asks for (Retry-After) "
+                                                  "count against retry_budget_s only.")
+    backoff_s: float = Field(1.0, ge=0, description="Backoff before the first retry: a uniform draw up to this, "
+                                                    "doubling on each retry.")
+    max_backoff_s: float = Field(60.0, ge=0, description="Cap on one backoff (and on a Retry-After honoured).")
+    retry_budget_s: float = Field(300.0, gt=0, description="Seconds one call may spend on attempts and waits "
+                                                           "before its match fails loudly.")
+    concurrency: int = Field(16, ge=1, description="Calls in flight at once per endpoint (base_url), shared by the "
+                                                   "matches in flight of a worker (split between workers).")
+    http_client: Literal["mau", "openai"] = Field(
+        "mau", description="openai backend: mau (a lean HTTP/1.1 client, a fraction of the CPU per call; no proxy "
+                           "support) or openai (the openai package's client; honours HTTPS_PROXY).")
     device: str = Field("auto", description="hf: cpu, cuda or auto.")
     dtype: str = Field("auto", description="hf: float32, bfloat16 or auto.")
     max_pixels: int | None = Field(None, description="hf: cap on image pixels for the processor.")
@@ -128,8 +151,12 @@ class ModelConfig(Model):
         return self.model_dump(mode="json", exclude=set(TRANSPORT))
 
 
+LOADS: list[str] = []  # every local model load of this process, in order (the eval prints how many a run made)
+
+
 class ModelBackend:
-    """Base class. ``complete`` never raises for a model-side failure: it returns a response with ``error``."""
+    """Base class. ``complete`` never raises for a model-side failure: it returns a response with ``error`` (and
+    ``fatal`` where the endpoint itself is gone; the harness then fails the match)."""
 
     name = "base"
     can_score = False  # True where ``score`` is implemented (belief probes' readout: auto picks vote)
@@ -163,4 +190,9 @@ class ModelBackend:
 
     def release(self) -> None:
         """Free what the backend holds between matches (local weights); it loads again when next called."""
+        return None
+
+    def end_match(self, match_id: str) -> None:
+        """The match ``match_id`` is over: drop what the backend kept for it (a worker plays many matches at once
+        on one backend, so per-match state is keyed by match, never "the current one")."""
         return None

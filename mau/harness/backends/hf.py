@@ -19,6 +19,11 @@ match and stream (play, or the belief probes'), seeded from (``config.seed``, th
 the match's first call arrives. A worker keeps the model across its matches, so one generator for the whole
 backend would make a match's answers depend on the matches played before it (eval seeds [7, 8] and [8, 7]
 gave different votes); now they do not (batch composition within a match still matters).
+One load per base: the backends of a process that name the same base (``model``, ``dtype``, ``device``,
+``max_pixels``) share one loaded copy (``_SHARED``), each adapter attached to it by name (PEFT's named adapters);
+a backend activates its own adapter, or disables them all for the bare base, around each batch under the base's
+lock. An eval's arms (the base and its LoRA adapters) thus cost a worker one load, however their matches
+alternate (``LOADS`` counts the loads of the process; ``mau eval`` prints them).
 Failures never raise: a load error (bad path, missing adapter) or a generation error is returned as
 ``ModelResponse(text=None, error=...)``; a load error is remembered, so later calls fail fast with it.
 """
@@ -29,16 +34,58 @@ import asyncio
 import re
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
-from mau.harness.backends.base import ModelBackend, ModelConfig, ModelRequest, ModelResponse, ScoreResponse
+from mau.harness.backends.base import (
+    LOADS,
+    ModelBackend,
+    ModelConfig,
+    ModelRequest,
+    ModelResponse,
+    ScoreResponse,
+)
 
 _EMPTY_THINK = re.compile(r"^\s*<think>\s*</think>\s*")
 # One from_pretrained at a time in the process: transformers 5.24 keeps loading state in globals, and two
 # backends loading at once (the arms of one eval, each in its worker thread) left it so that models built
 # later in the process came out with untied embeddings (tests/test_backend_hf.py reproduces it).
 _PROCESS_LOAD_LOCK = threading.Lock()
+
+
+@dataclass
+class _Shared:
+    """One loaded base in the process, the adapters attached to it (path -> name) and the backends using it."""
+
+    processor: Any
+    model: Any  # the base, or the PeftModel around it once an adapter is attached
+    device: str
+    eos_ids: list[int]
+    lock: threading.Lock = field(default_factory=threading.Lock)  # one batch at a time on this model
+    adapters: dict[str, str] = field(default_factory=dict)
+    users: set[int] = field(default_factory=set)
+
+    def attach(self, path: str) -> str:
+        """The name of adapter ``path`` on this base, loaded now if it is not yet (call under ``lock``)."""
+        if path not in self.adapters:
+            import warnings
+
+            from peft import PeftModel
+
+            name = f"adapter{len(self.adapters)}"
+            with warnings.catch_warnings():  # peft 0.21 calls a transformers method that 5.24 marks deprecated
+                warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+                if isinstance(self.model, PeftModel):
+                    self.model.load_adapter(path, adapter_name=name)
+                else:
+                    self.model = PeftModel.from_pretrained(self.model, path, adapter_name=name)
+            self.model.to(self.device).eval()
+            self.adapters[path] = name
+        return self.adapters[path]
+
+
+_SHARED: dict[tuple[Any, ...], _Shared] = {}  # base key -> the process's loaded copy
 
 
 @dataclass
@@ -67,9 +114,10 @@ class Backend(ModelBackend):
         super().__init__(config)
         self.calls_batched: list[int] = []  # size of every generate() call, in order
         self._load_lock = threading.Lock()
-        self._gen_lock = threading.Lock()  # one batch at a time: one model, one tokenizer, one global torch RNG
+        self._gen_lock = threading.Lock()  # the base's lock once loaded: one batch at a time on one model
+        self._shared: _Shared | None = None
+        self._adapter_name: str | None = None
         self._processor: Any = None
-        self._model: Any = None
         self._device: str = "cpu"
         self._eos_ids: list[int] = []
         self._load_error: str | None = None
@@ -86,21 +134,56 @@ class Backend(ModelBackend):
 
     # ---- loading ---------------------------------------------------------------------------------------
 
+    @property
+    def _model(self) -> Any:
+        """The loaded model (the shared base, or the PeftModel around it), or None before loading."""
+        return self._shared.model if self._shared is not None else None
+
+    def base_key(self) -> tuple[Any, ...]:
+        c = self.config
+        return (self.name, c.model, c.dtype, c.device, c.max_pixels)
+
     def load(self) -> None:
-        """Load processor, model and adapter once (thread-safe). Raises on failure; ``complete`` reports it."""
+        """Load (or join) the base and attach the adapter, once (thread-safe). Raises on failure; ``complete``
+        reports it."""
         with self._load_lock:
-            if self._model is not None:
+            if self._shared is not None:
                 return
             if self._load_error is not None:
                 raise RuntimeError(self._load_error)
             try:
                 with _PROCESS_LOAD_LOCK:
-                    self._load()
+                    shared = _SHARED.get(self.base_key())
+                    if shared is None:
+                        shared = _SHARED[self.base_key()] = _Shared(*self._load_base())
+                        LOADS.append(self.config.model)
+                    if self.config.adapter:
+                        with shared.lock:
+                            self._adapter_name = shared.attach(self.config.adapter)
             except Exception as e:  # remembered: a bad path does not get better by retrying every call
                 self._load_error = f"hf load failed for {self.model_id!r}: {type(e).__name__}: {e}"
                 raise RuntimeError(self._load_error) from e
+            shared.users.add(id(self))
+            self._shared, self._gen_lock = shared, shared.lock
+            self._processor, self._device, self._eos_ids = shared.processor, shared.device, shared.eos_ids
 
-    def _load(self) -> None:
+    @contextmanager
+    def _active(self) -> Iterator[None]:
+        """This backend's adapter active on the shared model (or every adapter off, for the bare base), for one
+        batch; call under the base's lock."""
+        model = self._model
+        if not hasattr(model, "peft_config"):
+            yield
+        elif self._adapter_name is None:
+            with model.disable_adapter():
+                yield
+        else:
+            if model.active_adapter != self._adapter_name:
+                model.set_adapter(self._adapter_name)
+            yield
+
+    def _load_base(self) -> tuple[Any, Any, str, list[int]]:
+        """(processor, model on its device in eval mode, device, stop token ids) of ``config.model``."""
         import torch
         from transformers import AutoModelForImageTextToText, AutoProcessor
 
@@ -125,17 +208,8 @@ class Backend(ModelBackend):
             size["shortest_edge"] = min(size.get("shortest_edge") or cfg.max_pixels, cfg.max_pixels)
             processor.image_processor.size = size
         model = AutoModelForImageTextToText.from_pretrained(cfg.model, dtype=dtype)
-        if cfg.adapter:
-            import warnings
-
-            from peft import PeftModel
-
-            with warnings.catch_warnings():  # peft 0.21 calls a transformers method that 5.24 marks deprecated
-                warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
-                model = PeftModel.from_pretrained(model, cfg.adapter)
         model.to(device).eval()
-        self._eos_ids = stop_ids(model, tokenizer)
-        self._processor, self._model, self._device = processor, model, device
+        return processor, model, device, stop_ids(model, tokenizer)
 
     # ---- the async side: micro-batching -----------------------------------------------------------------
 
@@ -194,7 +268,7 @@ class Backend(ModelBackend):
             self.load()
         except Exception as e:
             return [ModelResponse(text=None, error=str(e), model=self.model_id) for _ in requests]
-        with self._gen_lock:  # one batch at a time (a second event loop may share this backend)
+        with self._gen_lock, self._active():  # one batch at a time on the (shared) model
             groups: dict[tuple[str, float, str, int], list[_Prepared]] = {}
             for i, r in enumerate(requests):
                 try:
@@ -235,9 +309,7 @@ class Backend(ModelBackend):
         import torch
 
         key = (match, stream)
-        if key not in self._rngs:
-            if len(self._rngs) >= 32:  # a worker plays one match at a time: old matches' generators can go
-                self._rngs.clear()
+        if key not in self._rngs:  # dropped at the match's end (end_match): matches in flight keep their own
             digest = hashlib.blake2b(f"{self.config.seed}|{match_seed}|{stream}".encode(), digest_size=8).digest()
             self._rngs[key] = torch.Generator().manual_seed(int.from_bytes(digest, "big") >> 2)
         return self._rngs[key]
@@ -297,7 +369,7 @@ class Backend(ModelBackend):
         import torch
 
         self.load()
-        with self._gen_lock:
+        with self._gen_lock, self._active():
             p = self._prepare(0, request)
             proc, model = self._processor, self._model
             base = proc(text=[p.text + prefix], images=p.images or None, return_tensors="pt")["input_ids"][0]
@@ -329,9 +401,19 @@ class Backend(ModelBackend):
             await asyncio.gather(task, return_exceptions=True)
         return None
 
+    def end_match(self, match_id: str) -> None:
+        for key in [k for k in self._rngs if k[0] == match_id]:
+            del self._rngs[key]
+
     def release(self) -> None:
+        """Stop using the shared base; the last backend to let go of it frees it."""
         with self._load_lock, self._gen_lock:
-            self._model = self._processor = None
+            shared, self._shared, self._processor = self._shared, None, None
+            if shared is not None:
+                shared.users.discard(id(self))
+                if not shared.users and _SHARED.get(self.base_key()) is shared:
+                    del _SHARED[self.base_key()]
+        self._gen_lock = threading.Lock()
 
 
 def chat_text(processor: Any, messages: list[dict[str, Any]]) -> str:

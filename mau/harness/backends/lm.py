@@ -77,7 +77,7 @@ class Backend(HfBackend):
         super().__init__(config)
         self._scored: dict[tuple[tuple[int, ...], tuple[int, ...]], list[float]] = {}  # same prompt, same scores
 
-    def _load(self) -> None:
+    def _load_base(self) -> tuple[Any, Any, str, list[int]]:
         import torch
 
         cfg = self.config
@@ -89,8 +89,7 @@ class Backend(HfBackend):
             raise ValueError("model.adapter: the lm backend loads full models only (mau train writes OUT/model)")
         tokenizer, model = load_text_model(cfg.model, dtype)
         model.to(device).eval()
-        self._eos_ids = stop_ids(model, tokenizer)
-        self._processor, self._model, self._device = TextProcessor(tokenizer), model, device
+        return TextProcessor(tokenizer), model, device, stop_ids(model, tokenizer)
 
     def _prepare(self, index: int, request: ModelRequest) -> _Prepared:
         if request.images:
@@ -122,7 +121,7 @@ class Backend(HfBackend):
         import torch
 
         self.load()
-        with self._gen_lock:
+        with self._gen_lock, self._active():
             tok = self._processor.tokenizer
             p = self._prepare(0, request)
             ids, firsts = first_tokens(tok, p.text + prefix, continuations)

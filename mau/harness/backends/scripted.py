@@ -25,35 +25,34 @@ class Backend(ModelBackend):
 
     def __init__(self, config):
         super().__init__(config)
-        self._brains: dict[tuple[str, str], ScriptedBrain] = {}
-        self._match: str | None = None
+        # match id -> agent -> brain: a worker plays many matches at once on one backend (docs/collect.md)
+        self._brains: dict[str, dict[str, ScriptedBrain]] = {}
         likelihood = getattr(config, "likelihood", None)
         self._params = read_params(likelihood, "likelihood") if likelihood else None
 
     def parts(self) -> Parts:
-        """The brains of the match being played (their memories, suspicions and random streams) change; their
+        """The brains of the matches being played (their memories, suspicions and random streams) change; their
         maps do not."""
-        return Parts({"brains": self._brains, "match": self._match},
-                     shared=[self, *(b.map for b in self._brains.values())])
+        return Parts({"brains": self._brains},
+                     shared=[self, *(b.map for per in self._brains.values() for b in per.values())])
 
     def restore_parts(self, r: Restored) -> None:
-        self._brains, self._match = r.changing["brains"], r.changing["match"]
+        self._brains = r.changing["brains"]
 
     def reset(self) -> None:
         self._brains.clear()
-        self._match = None
+
+    def end_match(self, match_id: str) -> None:
+        self._brains.pop(match_id, None)
 
     def _brain(self, request: ModelRequest) -> ScriptedBrain:
         ctx = request.context
-        if ctx["match"] != self._match:  # a new match: forget the last one's brains
-            self._match = ctx["match"]
-            self._brains.clear()
-        key = (ctx["match"], request.agent)
-        if key not in self._brains:
-            self._brains[key] = ScriptedBrain(request.agent, load_map(ctx["map"]), ctx["seed"] + self.config.seed,
-                                              temperament_of(self.config.model), params=self._params,
-                                              claims=ctx.get("claims"))
-        return self._brains[key]
+        per = self._brains.setdefault(ctx["match"], {})
+        if request.agent not in per:
+            per[request.agent] = ScriptedBrain(request.agent, load_map(ctx["map"]), ctx["seed"] + self.config.seed,
+                                               temperament_of(self.config.model), params=self._params,
+                                               claims=ctx.get("claims"))
+        return per[request.agent]
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         t0 = time.perf_counter()

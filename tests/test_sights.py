@@ -1,0 +1,135 @@
+"""The sight recorder writes exactly the lines of a plain reference: every place and every ordered pair through
+``Vision.sees`` at every sample (sights.jsonl of commit 70b1b50), on scripted matches, on random poses with players
+standing still between samples, and across a snapshot restore. A guard for any faster recorder: sights.jsonl must
+not change by a byte (issue 32; a memo per pose was tried and measured no faster, docs/collect.md)."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from mau import schema as F
+from mau.env.config import WorldConfig
+from mau.env.runner import play_match
+from mau.env.scripted import ScriptedPolicy
+from mau.env.sights import SightRecorder
+from mau.env.sim import SimWorld
+
+_UNSET = object()
+
+
+class ReferenceRecorder:
+    """Every place and every ordered pair through ``Vision.sees`` at every sample: slow and plainly right."""
+
+    def __init__(self, world: SimWorld):
+        self.world = world
+        gmap = world.map
+        self.places = list(dict.fromkeys(r.name for r in gmap.regions)) + ["outside"]
+        self.index = {p: i for i, p in enumerate(self.places)}
+        self.lines: list[dict] = []
+        self.place: dict = {}
+        self.view: set = set()
+
+    def record(self, state, after_meeting: bool = False) -> None:
+        if not self.lines:
+            self.lines.append({F.SIGHTS_VERSION_FIELD: F.SIGHTS_VERSION,
+                               F.SIGHT_PLAYERS: [p.name for p in state.players], F.SIGHT_PLACE_NAMES: self.places})
+        changed = []
+        for i, p in enumerate(state.players):
+            where = self.index[self.world.map.place_name(p.x, p.z)] if p.active else None
+            if self.place.get(p.name, _UNSET) != where:
+                self.place[p.name] = where
+                changed.append([i, where])
+        sees = self.world.vision.sees
+        view = {(i, j) for i, a in enumerate(state.players) for j, b in enumerate(state.players)
+                if i != j and a.active and b.active and sees(a, b.x, b.z, 0.3)}
+        if changed or view != self.view:
+            line: dict = {F.SIGHT_TICK: state.tick}
+            if after_meeting:
+                line[F.SIGHT_AFTER_MEETING] = True
+            if changed:
+                line[F.SIGHT_PLACES] = changed
+            if view - self.view:
+                line[F.SIGHT_GAINED] = [list(x) for x in sorted(view - self.view)]
+            if self.view - view:
+                line[F.SIGHT_LOST] = [list(x) for x in sorted(self.view - view)]
+            self.lines.append(line)
+            self.view = view
+
+
+class Both(SightRecorder):
+    """The recorder under test, with the reference fed the same samples."""
+
+    def __init__(self, world: SimWorld):
+        super().__init__(world.map, world.vision)
+        self.ref = ReferenceRecorder(world)
+
+    def reset(self) -> None:
+        super().reset()
+        self.ref.lines, self.ref.place, self.ref.view = [], {}, set()
+
+    def record(self, state, after_meeting: bool = False) -> None:
+        super().record(state, after_meeting)
+        self.ref.record(state, after_meeting)
+
+
+def _text(lines: list[dict]) -> str:
+    return "".join(json.dumps(x, separators=(",", ":")) + "\n" for x in lines)
+
+
+@pytest.mark.parametrize("world_cfg,mode", [({}, "ego"), ({"claims": {"mode": "structured"}}, "privileged"),
+                                            ({"game": {"step_ticks": 40}}, "ego")])
+def test_sights_are_byte_identical_to_computing_everything_every_sample(world_cfg, mode):
+    cfg = WorldConfig.model_validate(world_cfg)
+    world = SimWorld(cfg)
+    world.sights = rec = Both(world)
+    lines = 0
+    for seed in range(4):
+        pols = {p.name: ScriptedPolicy(p.name, world.map, seed, claims=cfg.claims) for p in world.cfg.players}
+        play_match(world, pols, seed, mode)
+        assert _text(rec.lines) == _text(rec.ref.lines), seed
+        lines += len(rec.lines)
+    assert lines > 100
+
+
+def test_random_poses_and_standing_players_give_the_reference_views():
+    """Poses drawn anywhere on the floor, some players standing still between samples (the memo's case)."""
+    world = SimWorld()
+    st = world.reset(3)
+    rec = Both(world)
+    rng = random.Random(7)
+    x0, z0 = world.map.origin
+    for k in range(400):
+        for p in st.players:
+            if k and rng.random() < 0.5:
+                continue  # stands still: its pairs come from the memo
+            while True:
+                p.x, p.z = rng.uniform(x0, x0 + world.map.size[0]), rng.uniform(z0, z0 + world.map.size[1])
+                if world.map.is_floor(p.x, p.z):
+                    break
+            p.yaw = rng.uniform(-7, 7)
+        if k == 200:
+            st.players[2].alive = False  # leaves the view sets; its pairs are not asked again
+        st.tick += 5
+        rec.record(st)
+    assert _text(rec.lines) == _text(rec.ref.lines)
+    assert len(rec.lines) > 300
+
+
+def test_a_restored_snapshot_continues_with_the_same_lines():
+    world = SimWorld()
+    pols = {p.name: ScriptedPolicy(p.name, world.map, 5) for p in world.cfg.players}
+    play_match(world, pols, 5)
+    whole = _text(world.sights.lines)
+    world.reset(5)
+    pols = {p.name: ScriptedPolicy(p.name, world.map, 5) for p in world.cfg.players}
+    snap = None
+    while not world.done:
+        acts = {p.name: pols[p.name].act(world.observe(p.name)) for p in world.state.players if p.active}
+        if world.state.step == 6 and snap is None:
+            snap = world.sights.snapshot()
+            world.sights.restore(snap)  # the memo is dropped; the lines go on the same
+        world.step(acts)
+    assert _text(world.sights.lines) == whole
