@@ -30,8 +30,14 @@ def test_verdict_reads_the_paired_interval(lo, hi, word):
     other = {**det, "versus": "ideal observer", "diff": 0.9, "ci_low": 0.8, "ci_high": 0.95}  # not the baseline's
     res = {"columns": ["accusatory"], "paired": [win], "detection": {"paired": [other, det]}}
     line = verdict_line(res, "bc", "base", what="BC", versus_name="the untrained student")
-    assert line.startswith(f"Verdict: BC {word} within-probe AUROC by {det['diff']:+.2f} [{lo:+.2f}, {hi:+.2f}]")
-    assert f"{word} crew win rate by {100 * win['diff']:+.0f} pp [{100 * lo:+.0f}, {100 * hi:+.0f}]" in line
+    auroc = f"{det['diff']:+.2f} [{lo:+.2f}, {hi:+.2f}]"
+    wins = f"{100 * win['diff']:+.0f} pp [{100 * lo:+.0f}, {100 * hi:+.0f}]"
+    if word == "did not clearly change":
+        assert line.startswith(f"Verdict: BC {word} within-probe AUROC ({auroc})")
+        assert f"{word} crew win rate ({wins})" in line
+    else:
+        assert line.startswith(f"Verdict: BC {word} within-probe AUROC by {auroc}")
+        assert f"{word} crew win rate by {wins}" in line
     assert line.endswith(f"over the untrained student (paired 95% intervals, {SEEDS} pairs of matches).")
     # several imposter models: the pooled column is read
     pooled = {**det, "imposter": "all", "diff": 0.3, "ci_low": 0.2, "ci_high": 0.4}
@@ -55,7 +61,8 @@ def test_quiet_console_keeps_library_lines_out_of_sight(tmp_path):
             con.print("for the user")
             print("a stage's own line")
             warnings.warn("a library warning nobody needs")
-            subprocess.run([sys.executable, "-c", "import sys; print('child out'); print('child err', file=sys.stderr)"])
+            child = "import sys; print('child out'); print('child err', file=sys.stderr)"
+            subprocess.run([sys.executable, "-c", child])
             with con.stage("[1/1] work", lambda: (3, 3), "things"):
                 pass
         print("after")

@@ -62,7 +62,8 @@ class QuickstartConfig(Model):
     train_set: list[str] = Field(default_factory=lambda: ["training.max_steps=30", "data.max_eval_examples=64"],
                                  description="--set overrides for every tiny VLM training run.")
     eval_config: str = Field("configs/eval/quickstart.yaml", description="Evaluation config: its arm named like "
-                             "a learner (else its first model arm) is that learner's template; other arms stay.")
+                             "a learner (else its first model arm) is that learner's template; its scripted arms "
+                             "(the teacher) are kept.")
     eval_set: list[str] = Field(default_factory=list, description="--set overrides for the evaluation.")
     arm_modules: list[str] | None = Field(
         None, description="Modules the arms' model answers (the rest: arm_rest_model); None: as the eval config.")
@@ -102,7 +103,7 @@ def main(cfg: QuickstartConfig, opts: RunOptions = RunOptions()) -> int:
         raise MauError(f"--out {out}: already holds a finished quickstart; pass --resume to keep it, or "
                        f"choose another --out")
     out.mkdir(parents=True, exist_ok=True)
-    _threads(cfg)
+    _environment()
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
     with QuietConsole(out / LOG_FILE, quiet=cfg.quiet, progress=opts.progress) as con:
@@ -122,13 +123,15 @@ def main(cfg: QuickstartConfig, opts: RunOptions = RunOptions()) -> int:
     return 0
 
 
-def _threads(cfg: QuickstartConfig) -> None:
-    """OpenMP threads that sleep instead of spinning while they wait: on a machine that others share, two
-    spinning threads on two busy cores made the student's forward pass 4 to 9 times slower. A value you set
-    wins."""
+def _environment() -> None:
+    """OpenMP threads that sleep instead of spinning while they wait (on a machine that others share, two
+    spinning threads on two busy cores made the student's forward pass 4 to 9 times slower), and the hub off:
+    every model here is local, and a mistyped path should fail at once, not after five retries of a download.
+    A value you set wins."""
     import os
 
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
 @contextmanager
@@ -305,8 +308,8 @@ def _trained(run: Path) -> tuple[str, Path] | None:
 def eval_arms(cfg: QuickstartConfig, base: Any, models: dict[str, Path],
               trained: dict[str, dict[str, tuple[str, Path]]]) -> tuple[dict[str, Any], str]:
     """The eval's arms (name -> model config as JSON) and its baseline: per learner the untrained model (named
-    after the learner) and one arm per dataset (``<learner>_<filter>``) from the learner's template arm; then
-    the eval config's other arms (the teacher)."""
+    after the learner) and one arm per dataset (``<learner>_<filter>``) from the learner's template arm (the
+    config's arm of that name, else its first model arm); then the config's scripted arms (the teacher)."""
     from mau.errors import MauError
 
     templates: dict[str, str] = {}
@@ -323,8 +326,8 @@ def eval_arms(cfg: QuickstartConfig, base: Any, models: dict[str, Path],
         for f, (kind, path) in trained.get(learner, {}).items():
             update = {"adapter": str(path)} if kind == "adapter" else {"model": str(path)}
             arms[f"{learner}_{_slug(f)}"] = tpl.model_copy(update=update).model_dump(mode="json")
-    for name, m in base.arms.items():
-        if name not in templates.values() and name not in arms and (name != "teacher" or cfg.teacher_arm):
+    for name, m in base.arms.items():  # the references (the teacher): the config's scripted arms
+        if m.backend == "scripted" and name not in arms and (name != "teacher" or cfg.teacher_arm):
             arms[name] = m.model_dump(mode="json")
     if cfg.teacher_arm and "teacher" not in arms:  # the reference: what the learners imitate
         arms["teacher"] = {"backend": "scripted", "model": "scripted-expert"}

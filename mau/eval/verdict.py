@@ -35,22 +35,29 @@ def _direction(p: dict[str, Any]) -> str:
     return "lifted" if lo > 0 else "lowered" if hi < 0 else "did not clearly change"
 
 
+def _phrase(direction: str, metric: str, value: str) -> str:
+    if direction == "did not clearly change":
+        return f"did not clearly change {metric} ({value})"
+    return f"{direction} {metric} by {value}"
+
+
 def verdict_line(res: dict[str, Any], arm: str, versus: str, what: str | None = None,
                  versus_name: str | None = None) -> str:
     """E.g. "Verdict: BC lifted within-probe AUROC by +0.31 [+0.23, +0.38] and lifted crew win rate by +50 pp
     [+25, +75] over the untrained student (paired 95% intervals, 12 seeds)." Each verb is read from its
-    interval: lifted (above 0), lowered (below 0), did not clearly change (it holds 0)."""
+    interval: lifted (above 0), lowered (below 0), "did not clearly change ... (+0.06 [-0.03, +0.15])" (it
+    holds 0)."""
     what = what or arm
     versus_name = versus_name or versus
     parts = []
     a = paired_auroc(res, arm, versus)
     if a is not None and _direction(a) != "undefined":
-        parts.append(f"{_direction(a)} within-probe AUROC by {a['diff']:+.2f} [{a['ci_low']:+.2f}, "
-                     f"{a['ci_high']:+.2f}]")
+        parts.append(_phrase(_direction(a), "within-probe AUROC",
+                             f"{a['diff']:+.2f} [{a['ci_low']:+.2f}, {a['ci_high']:+.2f}]"))
     w = paired_wins(res, arm, versus)
     if w is not None and w.get("n_pairs") and _direction(w) != "undefined":
-        parts.append(f"{_direction(w)} crew win rate by {100 * w['diff']:+.0f} pp [{100 * w['ci_low']:+.0f}, "
-                     f"{100 * w['ci_high']:+.0f}]")
+        parts.append(_phrase(_direction(w), "crew win rate", f"{100 * w['diff']:+.0f} pp [{100 * w['ci_low']:+.0f}, "
+                                                             f"{100 * w['ci_high']:+.0f}]"))
     if not parts:
         return f"Verdict: no paired comparison of {what} with {versus_name} in these results."
     n = (a or {}).get("n_pairs") or (w or {}).get("n_pairs")
