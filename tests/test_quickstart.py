@@ -147,7 +147,7 @@ def test_quickstart_student_flag_and_dry_run(tmp_path, capsys):
     assert "learners student;" in line and "datasets bcvote;" in line and "tiny.yaml" not in line
     quickstart_main(QuickstartConfig(out=str(tmp_path / "q")), RunOptions(dry_run=True))
     line = capsys.readouterr().out
-    assert "learners student, tiny;" in line and "datasets bcvote, bcwin, bcwin+vote;" in line
+    assert "learners student, tiny;" in line and "datasets bcvote;" in line
     assert not (tmp_path / "q").exists()
 
 

@@ -48,16 +48,17 @@ class QuickstartConfig(Model):
     student_model: str = Field("runs/student/model", description="The student's folder: materialised there "
                                "(mau student) when missing, kept when present (make student writes it).")
     collect_config: str = Field("configs/collect/student.yaml", description="The expert grid to collect.")
-    collect_set: list[str] = Field(default_factory=lambda: ["grid.repetitions=2"],
+    collect_set: list[str] = Field(default_factory=lambda: ["grid.repetitions=4"],
                                    description="--set overrides for the collection.")
     workers: int = Field(2, ge=1, description="Worker processes for collection and evaluation.")
     student_filters: list[str] = Field(default_factory=lambda: ["bcvote"],
                                        description="The BC datasets the student is trained on (one model each).")
     student_train_config: str = Field("configs/train/student_cpu.yaml", description="The student's training.")
-    student_train_set: list[str] = Field(default_factory=lambda: ["training.epochs=1"],
+    student_train_set: list[str] = Field(default_factory=lambda: ["training.epochs=2", "training.learning_rate=3e-4"],
                                          description="--set overrides for every student training run.")
-    filters: list[str] = Field(default_factory=lambda: ["bcwin", "bcvote", "bcwin+vote"],
-                               description="The BC datasets the tiny VLM is trained on (one adapter each).")
+    filters: list[str] = Field(default_factory=lambda: ["bcvote"],
+                               description="The BC datasets the tiny VLM is trained on (one adapter each); "
+                                           "[bcwin, bcvote, bcwin+vote] adds the datasets with frames (minutes).")
     train_config: str = Field("configs/train/tiny.yaml", description="The tiny VLM's training config.")
     train_set: list[str] = Field(default_factory=lambda: ["training.max_steps=30", "data.max_eval_examples=64"],
                                  description="--set overrides for every tiny VLM training run.")
