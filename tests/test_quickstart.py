@@ -130,6 +130,7 @@ def test_quickstart_runs_the_whole_loop_and_reads_its_table_from_the_runs(tmp_pa
     log = (out / "quickstart.log").read_text()
     assert "collected 8/8 matches" in log and "collected" not in text  # the stages' own lines: the log only
     assert (out / "eval" / "results.png").is_file() and (out / "eval" / "results_panels.png").is_file()
+    assert "learners:" in (out / "config.yaml").read_text() and (out / "provenance.json").is_file()
     assert (out / "train" / "tiny_bcvote" / "adapter" / "adapter_config.json").is_file()
     assert (out / "train" / "student_bcvote" / "train.json").is_file()
     assert main(args) == 2  # a finished quickstart is not overwritten

@@ -87,6 +87,7 @@ TOTAL = 5
 
 def main(cfg: QuickstartConfig, opts: RunOptions = RunOptions()) -> int:
     from mau.commands.console import QuietConsole
+    from mau.config import dump_yaml
     from mau.errors import MauError
     from mau.rundir import RunDir
 
@@ -94,7 +95,8 @@ def main(cfg: QuickstartConfig, opts: RunOptions = RunOptions()) -> int:
         cfg = cfg.model_copy(update={"learners": ["student"]})
     if not cfg.learners:
         raise MauError("learners: name at least one (student, tiny)")
-    out = RunDir.choose(cfg.out, "quickstart", "quickstart", "quickstart").path.resolve()
+    run = RunDir.choose(cfg.out, "quickstart", "quickstart", "quickstart")
+    out = run.path.resolve()
     if opts.dry_run:
         print(f"mau quickstart --dry-run: learners {', '.join(cfg.learners)}; collect {cfg.collect_config}; datasets "
               f"{', '.join(_filters(cfg))}; train {_train_configs(cfg)}; eval {cfg.eval_config} -> {out} "
@@ -103,7 +105,7 @@ def main(cfg: QuickstartConfig, opts: RunOptions = RunOptions()) -> int:
     if (out / "done.json").is_file() and not cfg.resume:
         raise MauError(f"--out {out}: already holds a finished quickstart; pass --resume to keep it, or "
                        f"choose another --out")
-    out.mkdir(parents=True, exist_ok=True)
+    run.write_config(dump_yaml(cfg))  # config.yaml + provenance.json: the stages' own folders have theirs
     _environment()
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
