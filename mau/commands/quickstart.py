@@ -261,13 +261,13 @@ def _train(cfg: QuickstartConfig, out: Path, models: dict[str, Path], datasets: 
             plan.append((learner, f, run, load_config(TrainConfig, config, parse_overrides(sets + [
                 f"model.path={models[learner]}", f"data.dataset={datasets[f]}", f"output.dir={run}",
                 "resume=true"]))))
-    steps = {run: _planned_steps(tcfg) for _, _, run, tcfg in plan}
+    work = {run: _planned_work(tcfg) for _, _, run, tcfg in plan}
 
     def poll() -> tuple[float, float]:
-        return sum(_run_progress(run, n) for run, n in steps.items()), len(steps)
+        return sum(_run_progress(run, *w) for run, w in work.items()), sum(_work_total(w) for w in work.values())
 
     trained: dict[str, dict[str, tuple[str, Path]]] = {}
-    with con.stage(f"[4/{TOTAL}] training", poll, "runs"):
+    with con.stage(f"[4/{TOTAL}] training", poll, "example passes"):
         for learner, f, run, tcfg in plan:
             if _trained(run) is None:
                 train_main(tcfg, sub)
@@ -275,27 +275,35 @@ def _train(cfg: QuickstartConfig, out: Path, models: dict[str, Path], datasets: 
     return trained
 
 
-def _planned_steps(tcfg: Any) -> int:
-    """The optimizer steps a training run will make (max_steps, else epochs over the dataset's train split)."""
-    t = tcfg.training
-    if t.max_steps:
-        return int(t.max_steps)
+def _planned_work(tcfg: Any) -> tuple[int, int, int]:
+    """A training run's work, for the bar's ETA: (prompts whose features the candidate objective caches first,
+    optimizer steps, examples per step). The bar counts example passes: cached prompts + steps x examples."""
     from mau import schema as F
 
-    header = json.loads((Path(tcfg.data.dataset) / F.DATASET_HEADER).read_text())
-    n = int(header.get("examples", {}).get("train", 0))
-    return max(1, math.ceil(n * t.epochs / (t.per_device_batch_size * t.gradient_accumulation_steps)))
+    t = tcfg.training
+    per_step = t.per_device_batch_size * t.gradient_accumulation_steps
+    n = json.loads((Path(tcfg.data.dataset) / F.DATASET_HEADER).read_text()).get("examples", {})
+    steps = int(t.max_steps) if t.max_steps else max(1, math.ceil(n.get("train", 0) * t.epochs / per_step))
+    cached = n.get("train", 0) + n.get("validation", 0) if t.objective == "candidates" else 0
+    return cached, steps, per_step
 
 
-def _run_progress(run: Path, steps: int) -> float:
-    """A training run's share done: 1 when finished, else its last logged step over the planned steps."""
-    if _trained(run) is not None and (run / "train.json").is_file():
-        return 1.0
+def _work_total(work: tuple[int, int, int]) -> int:
+    cached, steps, per_step = work
+    return cached + steps * per_step
+
+
+def _run_progress(run: Path, cached: int, steps: int, per_step: int) -> float:
+    """A training run's example passes done: all once finished; else its cache once the cache file is written,
+    plus its last logged step's examples."""
+    if (run / "train.json").is_file():
+        return float(cached + steps * per_step)
+    done = float(cached) if (run / "features.pt").is_file() else 0.0
     log = run / "trainer_log.jsonl"
-    if not log.is_file():
-        return 0.0
-    last = [line for line in log.read_text().splitlines() if line.strip()]
-    return min(0.99, json.loads(last[-1]).get("step", 0) / max(1, steps)) if last else 0.0
+    last = [line for line in log.read_text().splitlines() if line.strip()] if log.is_file() else []
+    if last:
+        done += min(steps, json.loads(last[-1]).get("step", 0)) * per_step
+    return done
 
 
 def _trained(run: Path) -> tuple[str, Path] | None:
