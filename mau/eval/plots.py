@@ -161,9 +161,9 @@ DETECTION_PLOT = (("auroc_within", "AUROC within each probe (chance 0.5)"), ("au
                   ("time_to_detection", "Time to detection (fraction of match)"))
 
 
-def plot(res: dict[str, Any]):
+def panels_plot(res: dict[str, Any]):
     """Every headline metric, one panel each: bars per arm (and the ideal observer in the detection panels)
-    grouped by imposter model, with their 95% intervals as error bars (Pillow only)."""
+    grouped by imposter model, with their 95% intervals as error bars (Pillow only): results_panels.png."""
     arms, cols = res["arms"], res["columns"]
     cell = {(c["arm"], c["imposter"]): c["metrics"] for c in res["cells"]}
     panels = [(title, [(imp, [(arm, cell[(arm, imp)][name]) for arm in arms]) for imp in cols])
@@ -175,3 +175,103 @@ def plot(res: dict[str, Any]):
                             for imp in cols]) for name, title in DETECTION_PLOT]
     return headline_panels(panels, "Eval: value per arm (and the ideal observer) by imposter model; "
                                    "error bars: 95% intervals (docs/evaluation.md)")
+
+
+# -- results.png: the picture read at a glance --------------------------------------------------------------
+GLANCE = (("auroc_within", "Detection: AUROC within each probe", "detection"),
+          ("crew_win_rate", "Crew win rate", "cells"))
+
+
+def _font(size: int):
+    from PIL import ImageFont
+
+    try:
+        return ImageFont.load_default(size=size)
+    except TypeError:  # Pillow < 10.1: the fixed bitmap font
+        return ImageFont.load_default()
+
+
+def teacher_arms(res: dict[str, Any]) -> list[str]:
+    """The arms played by the scripted expert (the teacher of the BC data): drawn as a line, not a bar."""
+    return [a for a, d in res.get("models", {}).get("arms", {}).items() if str(d).startswith("scripted:")]
+
+
+def plot(res: dict[str, Any]):
+    """results.png: one bar per arm for the within-probe AUROC (left) and the crew win rate (right), pooled over
+    imposter models, with 95% intervals; the chance line (AUROC 0.5) dotted, the teacher's value as a dashed line
+    across each panel; an arm that failed (every answer fell back) reads FAILED (Pillow only)."""
+    from PIL import Image, ImageDraw
+
+    col = "all" if "all" in res["columns"] else res["columns"][0]
+    teachers = teacher_arms(res)
+    rows = [a for a in res["arms"] if a not in teachers]
+    values = {"cells": {c["arm"]: c["metrics"] for c in res["cells"] if c["imposter"] == col},
+              "detection": {c["row"]: c["metrics"] for c in (res.get("detection") or {}).get("cells", [])
+                            if c["imposter"] == col}}
+    failed = {a for a, h in res.get("arm_health", {}).items() if h.get("failed")}
+    f_title, f_text, f_small = _font(20), _font(15), _font(13)
+    label_w, pw, gap, row_h, top = 190, 380, 40, 34, 86
+    w = label_w + 2 * pw + gap + 20
+    h = top + row_h * len(rows) + 70
+    img = Image.new("RGB", (w, h), "white")
+    d = ImageDraw.Draw(img)
+    n = len(res.get("seeds", []))
+    d.text((12, 10), "Each arm's detection and crew win rate", fill="black", font=f_title)
+    d.text((12, 38), f"pooled over imposter models, {n} seeds per arm; black bars: 95% intervals",
+           fill=(90, 90, 90), font=f_small)
+    for k, r in enumerate(rows):
+        d.text((12, top + row_h * k + 8), r[:22], fill="black", font=f_text)
+    for p, (metric, title, source) in enumerate(GLANCE):
+        x0 = label_w + p * (pw + gap)
+        _glance_panel(d, x0, top, pw - 70, row_h, rows, values[source], metric, title, failed,
+                      [(t, values[source].get(t, {}).get(metric)) for t in teachers], metric == "auroc_within",
+                      (f_text, f_small))
+    return img
+
+
+def _glance_panel(d, x0: int, top: int, pw: int, row_h: int, rows: list[str], values: dict[str, Any], metric: str,
+                  title: str, failed: set[str], teachers: list[tuple[str, Any]], chance: bool, fonts) -> None:
+    """One panel of ``plot``: an axis 0..1, a bar per row with its interval and value, the reference lines."""
+    f_text, f_small = fonts
+    h = row_h * len(rows)
+
+    def x(v: float) -> float:
+        return x0 + pw * min(1.0, max(0.0, v))
+
+    d.text((x0, top - 26), title, fill="black", font=f_text)
+    for t in (0, 0.25, 0.5, 0.75, 1):
+        d.line([x(t), top, x(t), top + h], fill=(232, 232, 232))
+        d.text((x(t) - 8, top + h + 4), f"{t:g}", fill=(90, 90, 90), font=f_small)
+    d.line([x0, top, x0, top + h], fill="black")
+    for k, r in enumerate(rows):
+        y = top + row_h * k
+        e = values.get(r, {}).get(metric)
+        if r in failed:
+            d.text((x0 + 6, y + 8), "FAILED (every answer fell back)", fill=(196, 78, 82), font=f_small)
+            continue
+        if e is None or e.get("value") is None:
+            d.text((x0 + 6, y + 8), "n/a", fill=(90, 90, 90), font=f_small)
+            continue
+        d.rectangle([x0, y + 6, x(e["value"]), y + row_h - 6], fill=PALETTE[k % len(PALETTE)])
+        if e.get("ci_low") is not None and e.get("ci_high") is not None:
+            cy = y + row_h / 2
+            d.line([x(e["ci_low"]), cy, x(e["ci_high"]), cy], fill="black", width=2)
+            for v in (e["ci_low"], e["ci_high"]):
+                d.line([x(v), cy - 5, x(v), cy + 5], fill="black", width=2)
+        d.text((x0 + pw + 6, y + 9), f"{e['value']:.2f}", fill="black", font=f_small)
+    legend = top + h + 24
+    if chance:
+        _dashed(d, x(0.5), top, top + h, (120, 120, 120), 2)
+        d.text((x0, legend), "dotted: chance (0.5)", fill=(120, 120, 120), font=f_small)
+    for name, e in teachers:
+        if e is not None and e.get("value") is not None:
+            _dashed(d, x(e["value"]), top, top + h, (40, 140, 60), 6)
+            d.text((x0 + 150 * chance, legend), f"dashed: {name} {e['value']:.2f}", fill=(40, 140, 60),
+                   font=f_small)
+
+
+def _dashed(d, xx: float, y0: float, y1: float, fill, dash: int) -> None:
+    y = y0
+    while y < y1:
+        d.line([xx, y, xx, min(y1, y + dash)], fill=fill, width=2)
+        y += 2 * dash

@@ -68,18 +68,19 @@ def _describe(model) -> str:
 
 
 def write_report(cfg: EvalConfig, out: Path, planned: int) -> dict[str, Any]:
-    """Compute and write results.json, results.csv, results.md and results.png; return the results (with the
-    markdown under "markdown")."""
+    """Compute and write results.json, results.csv, results.md, results.png and results_panels.png; return the
+    results (with the markdown under "markdown")."""
     res = compute(cfg, out, planned)
     md = markdown(res)
     atomic_write(out / F.RESULTS_JSON, json.dumps(res, indent=1).encode())
     atomic_write(out / F.RESULTS_CSV, rows_csv(res).encode())
     atomic_write(out / F.RESULTS_MD, md.encode())
-    from mau.eval.plots import plot
+    from mau.eval.plots import panels_plot, plot
 
-    buf = io.BytesIO()
-    plot(res).save(buf, format="PNG")
-    atomic_write(out / F.RESULTS_PNG, buf.getvalue())
+    for name, draw in ((F.RESULTS_PNG, plot), (F.RESULTS_PANELS_PNG, panels_plot)):
+        buf = io.BytesIO()
+        draw(res).save(buf, format="PNG")
+        atomic_write(out / name, buf.getvalue())
     return {**res, "markdown": md}
 
 

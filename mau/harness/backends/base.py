@@ -127,7 +127,7 @@ class ModelConfig(Model):
     dtype: str = Field("auto", description="hf: float32, bfloat16 or auto.")
     max_pixels: int | None = Field(None, description="hf: cap on image pixels for the processor.")
     answer: Literal["generate", "candidates"] = Field(
-        "generate", description="lm: candidates answers VOTE by scoring each candidate as the answer's target and "
+        "generate", description="hf, lm: candidates answers VOTE by scoring each candidate as the answer's target and "
                                 "taking the best (always parseable; docs/student.md); generate: the model writes it.")
     seed: int = Field(0, description="Sampling seed (hf; and the scripted expert's stream).")
     likelihood: str | None = Field(None, description="scripted: an observer_fit.json (or its folder) whose "

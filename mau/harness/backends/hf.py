@@ -12,6 +12,10 @@ that arrive while a batch is generating wait and go together in the next batch. 
 ``config.concurrency`` calls, and calls with different temperatures generate separately (one ``generate`` per
 temperature); ``calls_batched`` records the size of every ``generate`` call.
 
+``model.answer: candidates`` answers VOTE without generating: each candidate (the living others and skip) is
+scored as the target of the answer ``{"vote_target": "`` (``score``) and the best is the answer, so a random or
+small model's vote is always parseable (the ``lm`` backend inherits it; docs/student.md).
+
 Prompts are rendered with ``enable_thinking=False`` (the paper's Qwen setting); the answer is the new tokens
 only, special tokens skipped and an empty ``<think></think>`` block stripped. Sampling (temperature > 0) is a
 function of the match: each ``generate`` runs under a torch seed drawn from a ``torch.Generator`` of its own
@@ -211,9 +215,30 @@ class Backend(ModelBackend):
         model.to(device).eval()
         return processor, model, device, stop_ids(model, tokenizer)
 
+    async def _vote_by_candidates(self, request: ModelRequest) -> ModelResponse:
+        """``model.answer: candidates``: the candidate with the highest score, as the VOTE answer's JSON (never
+        unparseable; a small or random model is scored instead of failing to write JSON)."""
+        import json
+
+        from mau.harness.modules import VOTE_PREFIX
+
+        try:
+            cands = vote_candidates(request)
+        except Exception as e:  # a model-side failure is an answer, never a crash
+            return ModelResponse(text=None, error=f"{self.name}: {type(e).__name__}: {e}", model=self.model_id)
+        scored = await self.score(request, VOTE_PREFIX, [f'{c}"' for c in cands])
+        if scored.logprobs is None:
+            return ModelResponse(text=None, error=scored.error or "no scores", latency_s=scored.latency_s,
+                                 model=self.model_id)
+        best = max(range(len(cands)), key=lambda i: scored.logprobs[i])
+        return ModelResponse(text=json.dumps({"vote_target": cands[best]}), latency_s=scored.latency_s,
+                             prompt_tokens=scored.prompt_tokens, completion_tokens=0, model=self.model_id)
+
     # ---- the async side: micro-batching -----------------------------------------------------------------
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
+        if self.config.answer == "candidates" and request.module == "vote":
+            return await self._vote_by_candidates(request)
         loop = asyncio.get_running_loop()
         if self._loop is not loop:  # a new event loop (e.g. a second asyncio.run): state of the old one is void
             self._loop, self._pending, self._flush_scheduled, self._busy = loop, [], False, False
@@ -485,3 +510,14 @@ def frame_to_pil(frame: Any) -> Any:
     if image is not None:
         return image if getattr(image, "mode", None) == "RGB" else image.convert("RGB")
     return Image.open(io.BytesIO(frame.jpeg)).convert("RGB")
+
+
+def vote_candidates(request: ModelRequest) -> list[str]:
+    """The VOTE's candidates of a request: the living others and skip, from its observation."""
+    from mau.harness.modules import Context
+    from mau.schema import SKIP
+
+    obs = (request.context or {}).get("obs")
+    if not obs:
+        raise ValueError("model.answer candidates: the VOTE request carries no observation")
+    return [n for n in Context(obs, []).alive if n != obs["name"]] + [SKIP]

@@ -5,9 +5,9 @@ It is the ``hf`` backend (micro-batching, per-match seeded sampling, failures re
 tokenizer in place of a multimodal processor: a request with an image part fails with a clear error (use
 ``aria.frames: false`` or the compact prompt profile, which sends none). Two additions:
 
-- ``model.answer: candidates`` answers VOTE without generating: each candidate (the living others and skip) is
-  scored as the target of the VOTE answer and the best one is the answer, so the vote is always parseable
-  (the same read-out as the belief probes' ``readout: vote``).
+- ``model.answer: candidates`` (inherited from ``hf``) answers VOTE without generating: each candidate (the living
+  others and skip) is scored as the target of the VOTE answer and the best one is the answer, so the vote is
+  always parseable (the same read-out as the belief probes' ``readout: vote``).
 - Scoring reads one forward pass: where the candidates' first answer tokens are distinct (the game's names are
   one token each in SmolLM2's vocabulary), a candidate's score is the log-probability of its first token after
   the prompt and ``{"vote_target": "``; otherwise every continuation is scored in full as in ``hf``. The
@@ -16,13 +16,12 @@ tokenizer in place of a multimodal processor: a request with an image part fails
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from mau.harness.backends.base import ModelRequest, ModelResponse, ScoreResponse
+from mau.harness.backends.base import ModelRequest, ScoreResponse
 from mau.harness.backends.hf import Backend as HfBackend
 from mau.harness.backends.hf import _Prepared, stop_ids
-from mau.harness.modules import VOTE_PREFIX
+from mau.harness.modules import VOTE_PREFIX as VOTE_PREFIX  # re-exported (tests)
 
 TEXT_ONLY = ("the lm backend is text-only: this request has images (set aria.frames: false or "
              "aria.prompt_profile: {vote: compact})")
@@ -96,25 +95,6 @@ class Backend(HfBackend):
             raise ValueError(TEXT_ONLY)
         return super()._prepare(index, request)
 
-    async def complete(self, request: ModelRequest) -> ModelResponse:
-        if self.config.answer == "candidates" and request.module == "vote":
-            return await self._vote_by_candidates(request)
-        return await super().complete(request)
-
-    async def _vote_by_candidates(self, request: ModelRequest) -> ModelResponse:
-        """The candidate with the highest score, as the VOTE answer's JSON (never unparseable)."""
-        try:
-            cands = vote_candidates(request)
-        except Exception as e:  # a model-side failure is an answer, never a crash
-            return ModelResponse(text=None, error=f"lm: {type(e).__name__}: {e}", model=self.model_id)
-        scored = await self.score(request, VOTE_PREFIX, [f'{c}"' for c in cands])
-        if scored.logprobs is None:
-            return ModelResponse(text=None, error=scored.error or "no scores", latency_s=scored.latency_s,
-                                 model=self.model_id)
-        best = max(range(len(cands)), key=lambda i: scored.logprobs[i])
-        return ModelResponse(text=json.dumps({"vote_target": cands[best]}), latency_s=scored.latency_s,
-                             prompt_tokens=scored.prompt_tokens, completion_tokens=0, model=self.model_id)
-
     def _score_sync(self, request: ModelRequest, prefix: str, continuations: list[str]) -> ScoreResponse:
         """One forward pass where the continuations' first tokens are distinct (their log-probabilities after
         the shared prompt); else every continuation in full (``hf``)."""
@@ -150,14 +130,3 @@ def first_tokens(tokenizer: Any, context: str, continuations: list[str]) -> tupl
             return base, None
         firsts.append(ids[len(base)])
     return base, (firsts if len(set(firsts)) == len(firsts) else None)
-
-
-def vote_candidates(request: ModelRequest) -> list[str]:
-    """The VOTE's candidates of a request: the living others and skip, from its observation."""
-    from mau.harness.modules import Context
-    from mau.schema import SKIP
-
-    obs = (request.context or {}).get("obs")
-    if not obs:
-        raise ValueError("model.answer candidates: the VOTE request carries no observation")
-    return [n for n in Context(obs, []).alive if n != obs["name"]] + [SKIP]
