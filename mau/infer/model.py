@@ -54,27 +54,27 @@ class Params(Model):
     """Log likelihood ratios of the evidence kinds (module docstring); 0 makes a kind count for nothing.
     The defaults are the maximum-likelihood fit of docs/detection.md ("The fit")."""
 
-    near_0: float = Field(1.301, description="A death's window: the killer's log LR of standing <= 3 blocks "
+    near_0: float = Field(1.923, description="A death's window: the killer's log LR of standing <= 3 blocks "
                                             "(kill reach) from where the victim lay, at one step end.")
-    near_1: float = Field(0.123, description="... of standing 3-6 blocks from it.")
-    near_2: float = Field(-0.436, description="... of standing 6-12 blocks from it (farther or unseen: 0).")
+    near_1: float = Field(-0.094, description="... of standing 3-6 blocks from it.")
+    near_2: float = Field(-0.293, description="... of standing 6-12 blocks from it (farther or unseen: 0).")
     kill_decay: float = Field(0.02, gt=0, le=1, description="Prior weight of the j-th step end of a death's "
                                                               "window as the one just after the kill: decay^j.")
     saw_kill_error: float = Field(-8.0, description="log P(I saw X kill | X is not an imposter): a misperception "
                                                     "(held fixed by the fit).")
-    strong_ci: float = Field(1.951, description="A strong accusation (says it saw the kill or the player by the "
+    strong_ci: float = Field(2.343, description="A strong accusation (says it saw the kill or the player by the "
                                                "victim) by a crewmate of an imposter (log, relative to crewmate "
                                                "of crewmate = 0).")
-    strong_ic: float = Field(3.257, description="... by an imposter of a crewmate.")
-    strong_ii: float = Field(-0.504, description="... by an imposter of an imposter.")
-    weak_ci: float = Field(0.169, description="A weak accusation ('I suspect X') by a crewmate of an imposter.")
-    weak_ic: float = Field(1.38, description="... by an imposter of a crewmate.")
-    weak_ii: float = Field(-3.252, description="... by an imposter of an imposter.")
-    vote_ci: float = Field(-0.226, description="A public vote by a crewmate for an imposter.")
-    vote_ic: float = Field(0.358, description="... by an imposter for a crewmate.")
-    vote_ii: float = Field(0.405, description="... by an imposter for an imposter.")
-    reported: float = Field(-1.09, description="Reporting a body: log LR imposter : crewmate of the reporter.")
-    called: float = Field(-2.883, description="Calling an emergency meeting: log LR imposter : crewmate of the caller.")
+    strong_ic: float = Field(2.669, description="... by an imposter of a crewmate.")
+    strong_ii: float = Field(-0.501, description="... by an imposter of an imposter.")
+    weak_ci: float = Field(0.089, description="A weak accusation ('I suspect X') by a crewmate of an imposter.")
+    weak_ic: float = Field(1.024, description="... by an imposter of a crewmate.")
+    weak_ii: float = Field(-0.181, description="... by an imposter of an imposter.")
+    vote_ci: float = Field(-0.29, description="A public vote by a crewmate for an imposter.")
+    vote_ic: float = Field(1.696, description="... by an imposter for a crewmate.")
+    vote_ii: float = Field(1.273, description="... by an imposter for an imposter.")
+    reported: float = Field(-1.031, description="Reporting a body: log LR imposter : crewmate of the reporter.")
+    called: float = Field(-2.632, description="Calling an emergency meeting: log LR imposter : crewmate of the caller.")
     contradicted: float = Field(-4.328, description="A claim of S that my own sightings contradict: log P(that | "
                                                     "S is a crewmate) - log P(that | S is an imposter) (claims on; "
                                                     "fitted on configs/collect/claims.yaml, docs/claims.md).")
