@@ -21,7 +21,10 @@ def played(tmp_path_factory):
 
 def _sights_cut_mid_line(m):
     text = (m / F.SIGHTS_FILE).read_text()
-    (m / F.SIGHTS_FILE).write_text(text[: len(text) // 2])
+    cut = len(text) // 2
+    while text[cut - 1] == "\n" or text[cut] == "\n":  # inside a line, whatever the match
+        cut -= 1
+    (m / F.SIGHTS_FILE).write_text(text[:cut])
 
 
 def _sights_cut_at_a_line(m):
