@@ -258,3 +258,16 @@ def test_view_rows_count_false_claims(run, tmp_path):
     assert row["false_claims"] == v["FALSE"] + v["UNSUPPORTED"] > 0
     data = (tmp_path / "page" / "data.js").read_text()
     assert '"verdict":"FALSE"' in data.replace(" ", "") and '"label":"lie"' in data.replace(" ", "")
+
+
+def test_phrasing_command_scores_the_runs_it_is_given(run, capsys):
+    """``python -m mau.eval.phrasing``: the same figure as ``phrasing_report``, fitted on --train or leaving one
+    match out (docs/detection.md, "Role tells in phrasing")."""
+    from mau.eval.phrasing import main, phrasing_report
+
+    for train, how in (([str(run)], "fitted on other runs"), (None, "leave one match out")):
+        main([str(run)] + (["--train", *train] if train else []))
+        out = capsys.readouterr().out
+        rep = phrasing_report([str(run)], train)
+        assert how in out and rep["meetings"] > 0
+        assert f"**{rep['auroc_within_meeting']:.3f}**" in out

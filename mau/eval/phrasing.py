@@ -174,3 +174,19 @@ def phrasing_markdown(rep: dict[str, Any], level: str = "##") -> str:
              "| template | imposter uses | crewmate uses |", "|---|---|---|"]
     lines += [f"| {t['template']} | {t['imposter']} | {t['crewmate']} |" for t in rep["tells"]]
     return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m mau.eval.phrasing TEST_RUN... [--train TRAIN_RUN...]``: the phrasing-only classifier fitted on the
+    train runs (else leaving one match out) and scored within each meeting of the test runs, as markdown."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m mau.eval.phrasing", description=main.__doc__)
+    ap.add_argument("runs", nargs="+", help="runs (or match folders) to score")
+    ap.add_argument("--train", nargs="+", default=None, help="runs to fit on (default: leave one match out)")
+    args = ap.parse_args(argv)
+    print(phrasing_markdown(phrasing_report(args.runs, args.train)))
+
+
+if __name__ == "__main__":
+    main()
