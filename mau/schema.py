@@ -11,6 +11,7 @@ CREWMATE_WIN = "CREWMATE WIN"
 MISSION_WIN = "MISSION WIN"
 OUTCOMES = (IMPOSTER_WIN, TIMEOUT, CREWMATE_WIN, MISSION_WIN)
 CREW_OUTCOMES = (CREWMATE_WIN, MISSION_WIN)
+TICKS_PER_SECOND = 20  # the game clock: every tick count in events, sights and tracks is in 1/20 s
 NONE = "none"  # no one (an accusation, a target)
 SKIP = "skip"  # a vote for no one
 

@@ -29,6 +29,24 @@ def units(root: Path) -> set[str]:
     return found | {p.stem for p in root.glob("*.py") if p.stem != "__init__"}
 
 
+def imported_names(root: Path, f: Path) -> list[str]:
+    """The dotted names every import statement of ``f`` names (lazy ones inside functions and TYPE_CHECKING
+    blocks included; relative imports resolved)."""
+    rel = f.relative_to(root.parent).with_suffix("")
+    package = list(rel.parts[:-1])  # the package a relative import starts from
+    names: list[str] = []
+    for node in ast.walk(ast.parse(f.read_text(), str(f))):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: resolved against the importing file's package
+                up = package[: len(package) - node.level + 1]
+                base = ".".join(up + ([base] if base else []))
+            names += [base] + [f"{base}.{a.name}" for a in node.names]  # `from mau import schema`
+    return names
+
+
 def import_graph(root: Path) -> dict[tuple[str, str], list[str]]:
     """(importing unit, imported unit) -> the files with such an import."""
     edges: dict[tuple[str, str], list[str]] = {}
@@ -37,24 +55,33 @@ def import_graph(root: Path) -> dict[tuple[str, str], list[str]]:
         src = unit_of(root, ".".join(rel.parts))
         if src is None:
             continue
-        package = list(rel.parts[:-1])  # the package a relative import starts from
-        for node in ast.walk(ast.parse(f.read_text(), str(f))):
-            names: list[str] = []
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:  # relative: resolved against the importing file's package
-                    up = package[: len(package) - node.level + 1]
-                    base = ".".join(up + ([base] if base else []))
-                names = [base] + [f"{base}.{a.name}" for a in node.names]  # `from mau import schema`
-            for name in names:
-                dst = unit_of(root, name)
-                if dst is not None and dst != src:
-                    edges.setdefault((src, dst), [])
-                    if str(f.relative_to(root.parent)) not in edges[(src, dst)]:
-                        edges[(src, dst)].append(str(f.relative_to(root.parent)))
+        for name in imported_names(root, f):
+            dst = unit_of(root, name)
+            if dst is not None and dst != src:
+                edges.setdefault((src, dst), [])
+                if str(f.relative_to(root.parent)) not in edges[(src, dst)]:
+                    edges[(src, dst)].append(str(f.relative_to(root.parent)))
     return edges
+
+
+def module_graph(root: Path) -> set[tuple[str, str]]:
+    """(importing module, imported module) within one unit: the modules of a unit may not import each other
+    round a cycle either (a package's ``__init__`` counts as the package)."""
+    modules = {}
+    for f in sorted(root.rglob("*.py")):
+        rel = f.relative_to(root.parent).with_suffix("")
+        parts = rel.parts[:-1] if rel.parts[-1] == "__init__" else rel.parts
+        modules[".".join(parts)] = f
+    edges = set()
+    for src, f in modules.items():
+        unit = unit_of(root, src)
+        for name in imported_names(root, f):
+            while name and name not in modules:  # `from mau.env.sim import SimWorld` -> mau.env.sim
+                name = name.rpartition(".")[0]
+            if name and name != src and unit is not None and unit_of(root, name) == unit:
+                if not (src.startswith(name + ".") and f.name == "__init__.py"):
+                    edges.add((src, name))
+    return {(a, b) for a, b in edges if not a.startswith(b + ".")}  # a module importing its own package
 
 
 def read_map(text: str) -> tuple[dict[str, set[str]], set[str]]:
@@ -129,6 +156,7 @@ def violations(root: Path, map_text: str) -> list[str]:
         if a in allowed and b not in allowed[a]:
             problems.append(f"{a} -> {b}: forbidden by docs/architecture.md ({', '.join(files)})")
     problems += [f"cycle: {' <-> '.join(c)}" for c in cycles(set(graph))]
+    problems += [f"cycle inside {unit_of(root, c[0])}: {' <-> '.join(c)}" for c in cycles(module_graph(root))]
     return problems
 
 
@@ -137,7 +165,8 @@ def test_mau_keeps_to_the_map():
 
 
 def test_the_check_sees_a_forbidden_arrow_a_cycle_and_a_unit_off_the_map(tmp_path):
-    """The checker itself, on a made-up package: a clean one passes; each kind of break is reported."""
+    """The checker itself, on a made-up package: a clean one passes; each kind of break is reported (a cycle
+    between units, a cycle between two modules of one unit, a unit off the map)."""
     pkg = tmp_path / "mau"
     for d in ("low", "high"):
         (pkg / d).mkdir(parents=True)
@@ -153,5 +182,25 @@ def test_the_check_sees_a_forbidden_arrow_a_cycle_and_a_unit_off_the_map(tmp_pat
     assert violations(pkg, doc) == ["low -> high: forbidden by docs/architecture.md (mau/low/c.py)",
                                     "cycle: high <-> low"]
     (pkg / "low" / "c.py").unlink()
+    (pkg / "high" / "d.py").write_text("from typing import TYPE_CHECKING\n"
+                                       "if TYPE_CHECKING:\n    from mau.high.b import f\n")
+    (pkg / "high" / "b.py").write_text("def f():\n    from mau.high.d import TYPE_CHECKING\n")  # inside a unit
+    assert violations(pkg, doc) == ["cycle inside high: mau.high.b <-> mau.high.d"]
+    (pkg / "high" / "d.py").unlink()
     (pkg / "new.py").write_text("")
     assert violations(pkg, doc) == ["new: not on the map (add its row to docs/architecture.md)"]
+
+
+MAX_FUNCTION_LINES = 100
+
+
+def test_no_function_in_mau_is_longer_than_a_screen():
+    """Functions over 100 lines split along their stages (issue 33); this keeps them so."""
+    long = []
+    for f in sorted((ROOT / "mau").rglob("*.py")):
+        for node in ast.walk(ast.parse(f.read_text(), str(f))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = node.end_lineno - node.lineno + 1
+                if n > MAX_FUNCTION_LINES:
+                    long.append(f"{f.relative_to(ROOT)}:{node.lineno} {node.name} ({n} lines)")
+    assert not long, "split these along their stages: " + "; ".join(long)

@@ -354,7 +354,7 @@ def aria_run(tmp_path_factory) -> Path:
 def test_rescoring_the_recorded_evidence_reproduces_the_observers_beliefs(aria_run):
     """The evidence in probes.jsonl is all the observer used: the vectorised fit code, given the same
     parameters, recomputes every recorded belief."""
-    from mau.eval.observer_fit import rescore
+    from mau.eval.rescore import rescore
     from mau.infer.model import Params
     from mau.matchdir import finished_matches, read_header
 

@@ -198,10 +198,11 @@ def test_scripted_lies_are_false_where_they_used_to_be_true(seed, imposter, crew
 def test_the_speakers_default_movement_rules_are_the_worlds():
     """The speaker reads the walking speed and view distance from the observation; its fallbacks are GameConfig's
     defaults (claims may not import the world's config: docs/architecture.md)."""
-    from mau.claims.speaker import DEFAULT_VIEW, DEFAULT_WALK_SPEED, TICKS_PER_S
+    from mau.claims.speaker import DEFAULT_VIEW, DEFAULT_WALK_SPEED
     from mau.env.config import GameConfig, WorldConfig
     from mau.env.observation import observe
     from mau.env.sim import SimWorld
+    from mau.schema import TICKS_PER_SECOND as TICKS_PER_S
 
     assert DEFAULT_WALK_SPEED == GameConfig().walk_speed and DEFAULT_VIEW == GameConfig().ego_view_distance
     w = SimWorld(WorldConfig(game=GameConfig(walk_speed=3.0, ego_view_distance=20.0)))

@@ -129,7 +129,7 @@ def test_a_restored_snapshot_continues_with_the_same_lines():
     while not world.done:
         acts = {p.name: pols[p.name].act(world.observe(p.name)) for p in world.state.players if p.active}
         if world.state.step == 6 and snap is None:
-            snap = world.sights.snapshot()
-            world.sights.restore(snap)  # the memo is dropped; the lines go on the same
+            snap = world.snapshot()
+            world.restore(snap)  # the recorder comes back from the world's snapshot; the lines go on the same
         world.step(acts)
     assert _text(world.sights.lines) == whole

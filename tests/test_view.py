@@ -480,3 +480,23 @@ def test_claims_show_as_chips_and_a_planted_lie_as_a_cross(browser, tmp_path, ar
     page.click("#claim-clear")
     assert page.locator("#claimed rect").count() == 0 and page.inner_text("#claim-note") == ""
     assert not page.errors
+
+
+def test_the_probes_a_match_writes_today_are_drawn(match, tmp_path):
+    """probes.jsonl as the recorder writes it now (format_version 3) reaches the page; another version is
+    named as a problem."""
+    from mau.view.match import build_match
+
+    written = [json.loads(x) for x in (match / F.PROBES_FILE).read_text().splitlines()]
+    assert written and {r[F.PROBES_VERSION_FIELD] for r in written} == {F.PROBES_FORMAT_VERSION}
+    build_match(match, tmp_path / "page")
+    text = (tmp_path / "page" / "data.js").read_text()
+    data = json.loads(text[text.index("(") + 1: text.rindex(")")])
+    assert len(data["probes"]) == sum(1 for r in written if not r.get(F.FALLBACK)) > 0
+    assert not [p for p in data["problems"] if "probes" in p]
+    future = tmp_path / "future"
+    shutil.copytree(match, future)
+    (future / F.PROBES_FILE).write_text(json.dumps({**written[0], F.PROBES_VERSION_FIELD: 99}) + "\n")
+    build_match(future, tmp_path / "page2")
+    text = (tmp_path / "page2" / "data.js").read_text()
+    assert "format_version ['99'] is not one this mau reads" in text

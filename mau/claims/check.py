@@ -40,14 +40,15 @@ from mau import schema as F
 from mau.claims.grammar import ME, RELATIVE_S, STANCE_KINDS, Scope, validate
 from mau.claims.sights import Timeline, length, overlap
 from mau.errors import MauError
+from mau.schema import TICKS_PER_SECOND
 
-TICKS_PER_S = 20  # the engine's clock (mau.env.config.TICKS_PER_SECOND)
-TOL = 5 * TICKS_PER_S  # one step: a claimed moment is right within +/- 5 s
-SHORT = 10 * TICKS_PER_S  # a window shorter than this is right when the subject was there at any moment of it +/- 5 s
+TOL = 5 * TICKS_PER_SECOND  # one step: a claimed moment is right within +/- 5 s
+# A window shorter than this is right when the subject was there at any moment of it +/- 5 s.
+SHORT = 10 * TICKS_PER_SECOND
 MAJORITY = 0.5  # a longer window: the subject there for at least half of it
 COVER = 0.8  # ... or, where it holds a kill elsewhere (or the subject's report of a body elsewhere), this much of it
-RELATIVE = int(RELATIVE_S * TICKS_PER_S)  # the window of a relative time ("start", "end")
-STALE = 60 * TICKS_PER_S  # how far from the claimed moment a sighting makes a false claim an honest error
+RELATIVE = int(RELATIVE_S * TICKS_PER_SECOND)  # the window of a relative time ("start", "end")
+STALE = 60 * TICKS_PER_SECOND  # how far from the claimed moment a sighting makes a false claim an honest error
 TRUE, FALSE, UNSUPPORTED, UNVERIFIABLE = "TRUE", "FALSE", "UNSUPPORTED", "UNVERIFIABLE"
 VERDICTS = (TRUE, FALSE, UNSUPPORTED, UNVERIFIABLE)
 KNOWN_FALSE, HONEST_ERROR, FABRICATION = "known_false", "honest_error", "fabrication"
@@ -133,7 +134,7 @@ class Span:
     how: str
 
     def support(self) -> dict[str, Any]:
-        return {"rule": self.how, "window_s": [self.lo / TICKS_PER_S, self.hi / TICKS_PER_S]}
+        return {"rule": self.how, "window_s": [self.lo / TICKS_PER_SECOND, self.hi / TICKS_PER_SECOND]}
 
 
 def claim_span(c: dict[str, Any], tick: int, start: int) -> Span:
@@ -152,11 +153,11 @@ def claim_span(c: dict[str, Any], tick: int, start: int) -> Span:
 
 
 def _s(tick: float) -> str:
-    return f"{tick / TICKS_PER_S:g} s"
+    return f"{tick / TICKS_PER_SECOND:g} s"
 
 
 def _t(seconds: float) -> int:
-    return int(round(seconds * TICKS_PER_S))
+    return int(round(seconds * TICKS_PER_SECOND))
 
 
 def _where(tl: Timeline, name: str, t0: int, t1: int) -> str:
@@ -181,7 +182,8 @@ class Checker:
         for u in self.facts.utterances:
             if not isinstance(u["claims"], list):
                 self._damaged(u, 0, "claims is not a list")
-            scope = Scope(tuple(self.tl.players), u["speaker"], tuple(self.tl.places), 10 ** 9, u["tick"] / 20)
+            scope = Scope(tuple(self.tl.players), u["speaker"], tuple(self.tl.places), 10 ** 9,
+                          u["tick"] / TICKS_PER_SECOND)
             for n, c in enumerate(u["claims"]):
                 ok, why = validate(c, scope)
                 if ok is None:
@@ -228,7 +230,7 @@ class Checker:
         if span.how != WINDOW:
             lo, hi = span.lo, span.hi
             there = self._in_place(subj, room, lo, hi)
-            sup["present_s"] = length(there) / TICKS_PER_S
+            sup["present_s"] = length(there) / TICKS_PER_SECOND
             return bool(there), sup, f"{subj} was not in {room} then"
         f, t = span.lo, span.hi
         short = t - f < SHORT

@@ -31,6 +31,7 @@ from mau.claims.check import (
 )
 from mau.claims.grammar import ME, STANCE_KINDS
 from mau.claims.speaker import ClaimSpeaker, Reach
+from mau.schema import TICKS_PER_SECOND
 
 ALL = frozenset((TRUE, FALSE, UNSUPPORTED, UNVERIFIABLE))
 
@@ -86,7 +87,7 @@ class Foresight:
         return _verdicts(may, sure)
 
     def _task(self, c: dict[str, Any]) -> frozenset[str]:
-        by = min(int(round(c["at_s"] * 20)) + TOL, self.now) if c.get("at_s") is not None else self.now
+        by = min(int(round(c["at_s"] * TICKS_PER_SECOND)) + TOL, self.now) if c.get("at_s") is not None else self.now
         before, prev = None, -1
         for s in self.sp.samples:
             if c["station"] in s.done:

@@ -41,9 +41,8 @@ import numpy as np
 from mau.claims.check import MAJORITY, SHORT, TOL
 from mau.claims.config import ClaimsConfig
 from mau.claims.grammar import ME
-from mau.schema import INTENT_LIE, INTENT_MISTAKE
+from mau.schema import INTENT_LIE, INTENT_MISTAKE, TICKS_PER_SECOND
 
-TICKS_PER_S = 20
 SEGMENTS = 2  # own `at` runs told (the most recent)
 VOUCH_P = {"cautious": 0.5, "mission": 0.5}  # false vouching for the teammate after a kill (others: VOUCH_P_ELSE)
 VOUCH_P_ELSE = 0.2
@@ -96,13 +95,13 @@ class ClaimSpeaker:
         self.meetings: list[int] = []  # the ticks of the meetings I took part in
         self.meeting_xz: dict[int, tuple[float, float]] = {}  # where I was when each meeting was called
         self._meeting: _Meeting | None = None
-        self.walk = DEFAULT_WALK_SPEED / TICKS_PER_S  # blocks a player walks in a tick, at most
+        self.walk = DEFAULT_WALK_SPEED / TICKS_PER_SECOND  # blocks a player walks in a tick, at most
         self.view = DEFAULT_VIEW  # blocks: nobody farther is in view (sights.jsonl)
 
     # -- taking things in ---------------------------------------------------------------------------------------
     def observe(self, obs: dict[str, Any]) -> None:
         if "walk_speed" in obs:  # the world's own, where the observation says
-            self.walk = float(obs["walk_speed"]) / TICKS_PER_S
+            self.walk = float(obs["walk_speed"]) / TICKS_PER_SECOND
         if "view_distance" in obs:
             self.view = float(obs["view_distance"])
         if obs.get("meeting") is not None:
@@ -141,7 +140,7 @@ class ClaimSpeaker:
     def _window(self, now: int) -> tuple[int, list[Sample]]:
         before = [t for t in self.meetings if t < now]
         last = before[-1] if before else -1
-        start = max(last + 1, now - int(self.cfg.window_s * TICKS_PER_S), 0)
+        start = max(last + 1, now - int(self.cfg.window_s * TICKS_PER_SECOND), 0)
         return start, [s for s in self.samples if start <= s.tick <= now]
 
     def _segments(self, samples: list[Sample]) -> list[tuple[str, int, int]]:
@@ -205,8 +204,8 @@ class ClaimSpeaker:
             segments = [(r, a, b) for r, a, b in segments if all(t < a - 2 * TOL or t > b + 2 * TOL for t in killed)]
         out = []
         for room, a, b in segments[-SEGMENTS:]:
-            out.append(self._mistake({"k": "at", "who": ME, "room": room, "from_s": a / TICKS_PER_S,
-                                      "to_s": b / TICKS_PER_S}, obs))
+            out.append(self._mistake({"k": "at", "who": ME, "room": room, "from_s": a / TICKS_PER_SECOND,
+                                      "to_s": b / TICKS_PER_SECOND}, obs))
         return out
 
     def _alibi(self, obs: dict[str, Any], start: int, samples: list[Sample]) -> list[tuple[dict[str, Any], str | None]]:
@@ -220,7 +219,7 @@ class ClaimSpeaker:
             room = fake[0]
         else:
             room = self.rng.choice(sorted(far))
-        a, b = start / TICKS_PER_S, obs["tick"] / TICKS_PER_S
+        a, b = start / TICKS_PER_SECOND, obs["tick"] / TICKS_PER_SECOND
         # A lie must be false by the checker's rules: not a room I may have been in within its tolerance (between
         # two step ends, or in the seconds before the last meeting).
         reach = Reach(self, obs["tick"])
@@ -247,7 +246,7 @@ class ClaimSpeaker:
 
         def hidden(c: dict[str, Any]) -> bool:
             t = c.get("at_s")
-            around = t is not None and any(abs(t * TICKS_PER_S - k) <= 6 * TOL for k in near_kill)
+            around = t is not None and any(abs(t * TICKS_PER_SECOND - k) <= 6 * TOL for k in near_kill)
             return (c["k"] == "saw_kill" and c.get("who") in mates) or (c["k"] == "body" and c["victim"] in victims) \
                 or (c["k"] in ("saw", "body") and around)
         return [(c, None) for c, i in out if not hidden(c) and i is None]
@@ -263,8 +262,8 @@ class ClaimSpeaker:
                 break
         if not run:
             return []
-        return [({"k": "with", "who": who, "room": run[0].room, "from_s": run[-1].tick / TICKS_PER_S,
-                  "to_s": run[0].tick / TICKS_PER_S}, None)]
+        return [({"k": "with", "who": who, "room": run[0].room, "from_s": run[-1].tick / TICKS_PER_SECOND,
+                  "to_s": run[0].tick / TICKS_PER_SECOND}, None)]
 
     def _bodies(self, obs: dict[str, Any], skip: set[str]) -> list[tuple[dict[str, Any], str | None]]:
         """The bodies I found in the window, with who was in view in their room (true), but those of ``skip``."""
@@ -277,7 +276,7 @@ class ClaimSpeaker:
                     continue
                 told.add(victim)
                 near = sorted(n for n, (r, _, _) in s.seen.items() if r == room and n != victim)
-                out.append(({"k": "body", "victim": victim, "room": room, "at_s": s.tick / TICKS_PER_S,
+                out.append(({"k": "body", "victim": victim, "room": room, "at_s": s.tick / TICKS_PER_SECOND,
                              "near": near}, None))
         return out
 
@@ -305,8 +304,9 @@ class ClaimSpeaker:
             ``s`` (within +/- 5 s of it): the claim, or none."""
             room = self._recheck(first, [r for r in kill_rooms if r in far], far,
                                  lambda r: not reach.could_see(r, s.tick - TOL, s.tick + TOL))
-            return [] if room is None else [({"k": "saw", "who": target, "room": room, "at_s": s.tick / TICKS_PER_S},
-                                             INTENT_LIE)]
+            if room is None:
+                return []
+            return [({"k": "saw", "who": target, "room": room, "at_s": s.tick / TICKS_PER_SECOND}, INTENT_LIE)]
 
         mine = [s for s in samples if target in s.seen]
         if mine:
@@ -357,7 +357,7 @@ class ClaimSpeaker:
         for k in self.kills_seen:
             if start <= k["tick"] <= now:
                 out.append(self._mistake({"k": "saw_kill", "who": k["killer"], "victim": k["victim"],
-                                          "room": k["room"], "at_s": k["tick"] / TICKS_PER_S}, obs))
+                                          "room": k["room"], "at_s": k["tick"] / TICKS_PER_SECOND}, obs))
         out += [self._mistake(c, obs) for c, _ in self._bodies(obs, set())]
         if accused is not None:
             out.append(({"k": "accuse", "who": accused}, None))
@@ -370,14 +370,14 @@ class ClaimSpeaker:
             before = s.done
         for st, t in sorted(first_done.items(), key=lambda kv: kv[1]):
             if start <= t <= now:
-                out.append(self._mistake({"k": "task", "who": ME, "station": st, "at_s": t / TICKS_PER_S}, obs))
+                out.append(self._mistake({"k": "task", "who": ME, "station": st, "at_s": t / TICKS_PER_SECOND}, obs))
         last: dict[str, tuple[int, str]] = {}
         for s in samples:
             for n, (room, _, _) in s.seen.items():
                 if n in alive:
                     last[n] = (s.tick, room)
         for n, (t, room) in sorted(last.items(), key=lambda kv: (-kv[1][0], kv[0])):
-            out.append(self._mistake({"k": "saw", "who": n, "room": room, "at_s": t / TICKS_PER_S}, obs))
+            out.append(self._mistake({"k": "saw", "who": n, "room": room, "at_s": t / TICKS_PER_SECOND}, obs))
         return out
 
     # -- honest mistakes --------------------------------------------------------------------------------------------
@@ -387,7 +387,7 @@ class ClaimSpeaker:
         if obs["role"] == "imposter" or p <= 0 or self.rng.random() >= p:
             return c, None
         c = dict(c)
-        now = obs["tick"] / TICKS_PER_S
+        now = obs["tick"] / TICKS_PER_SECOND
         if "room" in c and self.rng.random() < 0.5:
             c["room"] = self.rng.choice(sorted(r for r in self.map.room_names if r != c["room"]))
         else:

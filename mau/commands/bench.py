@@ -62,6 +62,7 @@ from typing import Any
 
 from mau.commands.common import Flag
 from mau.options import RunOptions
+from mau.schema import TICKS_PER_SECOND
 
 TARGETS = ("env", "harness", "dataset", "fork", "rl", "view", "train", "probes", "collect")
 DEFAULT_MATCHES = {"env": 30, "harness": 30, "dataset": 4, "fork": 3, "rl": 1, "view": 1000, "train": 0,
@@ -138,8 +139,8 @@ def bench_env(matches: int, frames: int, seed: int) -> dict[str, Any]:
         r = play_match(world, policies, s)
         dt = time.perf_counter() - t0
         cpu_s += time.process_time() - c0
-        rates.append(r.ticks / 20 / dt)
-        game_s += r.ticks / 20
+        rates.append(r.ticks / TICKS_PER_SECOND / dt)
+        game_s += r.ticks / TICKS_PER_SECOND
         wall_s += dt
         outcomes[r.outcome] = outcomes.get(r.outcome, 0) + 1
     w, h = world.config.frames.width, world.config.frames.height

@@ -22,6 +22,7 @@ import argparse
 
 from mau.commands.common import Flag, check_run_folders
 from mau.options import RunOptions
+from mau.schema import TICKS_PER_SECOND
 
 CLAIMS_MD, CLAIMS_JSON, EXTRACT_CACHE = "claims.md", "claims.json", "extract_cache.jsonl"
 GATE = 0.9  # the F1 an extractor needs (pooled and per kind) before its lie rates are printed
@@ -136,9 +137,9 @@ async def _extract(args: argparse.Namespace, folders, out):
             since, per = 0.0, {}
             for e in iter_events(folder):
                 if e[F.TYPE] == F.EV_MEETING_END:
-                    since = e[F.TICK] / 20
+                    since = e[F.TICK] / TICKS_PER_SECOND
                 elif e[F.TYPE] == F.EV_UTTERANCE and not e.get(F.CLAIMS):
-                    ctx = X.Context(e[F.SPEAKER], names, places, e[F.TICK] / 20, since)
+                    ctx = X.Context(e[F.SPEAKER], names, places, e[F.TICK] / TICKS_PER_SECOND, since)
                     per[e[F.EVENT_INDEX]] = await read(e[F.UTTERANCE_TEXT], ctx)
                     if F.CLAIMS_GOLD in e:  # free mode: what the words said
                         speech_pred.append(per[e[F.EVENT_INDEX]])

@@ -13,6 +13,7 @@ from __future__ import annotations
 from mau.commands.common import DRY_RUN, FORCE, KEEP, Flag, config_flags
 from mau.options import RunOptions
 from mau.runner import PlayConfig  # noqa: F401  (re-exported; the play config lives beside the match runner)
+from mau.schema import TICKS_PER_SECOND
 
 FLAGS = [*config_flags("world.game.max_steps=50"),
          Flag("--seed", "match seed", key="seed", type=int),
@@ -41,6 +42,6 @@ def main(cfg: PlayConfig, opts: RunOptions = RunOptions()) -> int:
         return 0
     p = play_one(cfg, out, opts.progress)
     r = p.result
-    print(f"{r.outcome} seed={cfg.seed} steps={r.steps} game_s={r.ticks / 20:.0f} "
+    print(f"{r.outcome} seed={cfg.seed} steps={r.steps} game_s={r.ticks / TICKS_PER_SECOND:.0f} "
           f"wall_s={r.wall_seconds:.2f} {json.dumps(p.summary)} -> {p.folder}")
     return 0

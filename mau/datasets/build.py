@@ -211,13 +211,7 @@ def build_dataset(cfg: DatasetConfig, out: Path, warn: Callable[[str], None] | N
             auditor = Auditor(match)
             dup_warned = False
             for call in iter_calls(match, problem):
-                digest = _digest(call)
-                first = seen_calls.setdefault(f"{match.match_id}\0{call[F.CALL_ID]}", digest)
-                if first is not digest:
-                    if first != digest:
-                        raise MauError(f"{match_dir}: call {call[F.CALL_ID]} also appears in an earlier input with "
-                                       "other content (two runs share match ids); give them as separate builds "
-                                       "or rename one run's matches")
+                if _seen_before(call, match, match_dir, seen_calls):
                     stats.skipped["duplicate_calls"] += 1
                     if not dup_warned:
                         warn(f"mau dataset: warning: {match_dir}: its calls were already read from another input "
@@ -238,14 +232,8 @@ def build_dataset(cfg: DatasetConfig, out: Path, warn: Callable[[str], None] | N
                 else:
                     _emit(call, match, tags, split, auditor, writers[split], feats, stats, tokens, cfg, problem)
                 auditor.observe(call)
-        for s, w in writers.items():
-            written, _ = w.finalize()
-            w.close()
-            if written != stats.examples[s]:
-                raise MauError(f"{arrow[s]}: {written} rows written, {stats.examples[s]} counted; report "
-                               f"this with `mau info`")
+        _finish_writers(writers, arrow, stats)
         _publish_arrow(staging, arrow, feats)
-
         header = {
             F.FORMAT: F.DATASET_FORMAT, F.FORMAT_VERSION: F.DATASET_FORMAT_VERSION,
             "filter": cfg.filter, "filters": [f.name for f in filters], "filter_definition": definition(cfg.filter),
@@ -265,6 +253,29 @@ def build_dataset(cfg: DatasetConfig, out: Path, warn: Callable[[str], None] | N
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return Built(header, stats)
+
+
+def _seen_before(call: dict[str, Any], match: Any, match_dir: Path, seen_calls: dict[str, str]) -> bool:
+    """True for a call already read from another input with the same content (the same run given twice); a
+    MauError when the content differs (two runs share match ids)."""
+    digest = _digest(call)
+    first = seen_calls.setdefault(f"{match.match_id}\0{call[F.CALL_ID]}", digest)
+    if first is digest:
+        return False
+    if first != digest:
+        raise MauError(f"{match_dir}: call {call[F.CALL_ID]} also appears in an earlier input with other content "
+                       "(two runs share match ids); give them as separate builds or rename one run's matches")
+    return True
+
+
+def _finish_writers(writers: dict[str, Any], arrow: dict[str, Path], stats: BuildStats) -> None:
+    """Close every split's Arrow writer; its row count must be what the build counted."""
+    for s, w in writers.items():
+        written, _ = w.finalize()
+        w.close()
+        if written != stats.examples[s]:
+            raise MauError(f"{arrow[s]}: {written} rows written, {stats.examples[s]} counted; report this with "
+                           "`mau info`")
 
 
 def _digest(call: dict[str, Any]) -> str:

@@ -12,8 +12,6 @@ from pydantic import Field, model_validator
 from mau.claims.config import ClaimsConfig
 from mau.config import Model  # re-exported: the base of every config model lives in mau.config
 
-TICKS_PER_SECOND = 20
-
 # The paper's eight players (name, colour) in seat order, with Minecraft-like RGB colours.
 DEFAULT_PLAYERS: list[tuple[str, str]] = [
     ("James", "red"), ("Steve", "blue"), ("Jason", "green"), ("Michael", "yellow"),

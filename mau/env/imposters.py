@@ -42,10 +42,9 @@ from mau.env.speech import AGREE, ALIBI, NEAR, NOTHING, SAW_KILL, STANCE, SUSPEC
 from mau.infer import model as infer
 from mau.infer.evidence import EvidenceLog
 from mau.infer.hearsay import STRONG, accusations
-from mau.schema import NONE, SKIP
+from mau.schema import NONE, SKIP, TICKS_PER_SECOND
 
 RUNGS = ("quiet", "framer", "adversarial")  # the strategies above the habits (model names scripted-<rung>)
-TICKS_PER_S = 20
 RECENT_S = 10.0  # a player I saw this recently may still be near: a possible witness
 FRAME_S = 30.0  # a crewmate I saw near a spot this recently can be framed for a kill there
 FRAME_NEAR = 8.0  # blocks: how near the spot the framed crewmate stood
@@ -166,7 +165,7 @@ class Mind:
         for name, s in self.last.items():
             if name in (self.me, target) or name in self.mates or name in gone:
                 continue
-            age = (obs["tick"] - s.tick) / TICKS_PER_S
+            age = (obs["tick"] - s.tick) / TICKS_PER_SECOND
             if name in fresh:
                 x, z = fresh[name]
                 if math.hypot(x - spot[0], z - spot[1]) <= self.view and \
@@ -193,7 +192,7 @@ class Mind:
                 share = float(vis.mean())
             else:
                 reach = ((cells[:, 0] - s.x) ** 2 + (cells[:, 1] - s.z) ** 2
-                         <= (self.walk * (obs["tick"] - s.tick) / TICKS_PER_S + 1.0) ** 2)
+                         <= (self.walk * (obs["tick"] - s.tick) / TICKS_PER_SECOND + 1.0) ** 2)
                 share = float(vis[reach].mean()) if reach.any() else 0.0
             safe *= 1.0 - FACING * share
         return 1.0 - safe
@@ -217,7 +216,7 @@ class Mind:
         for d in (self.ev.deaths.values() if self.ev else []):
             for x, t in zip(d.dists.get(name, []), d.ticks):
                 if x is not None and (best is None or x < best[1]):
-                    best = (d.victim, x, t / TICKS_PER_S)
+                    best = (d.victim, x, t / TICKS_PER_SECOND)
         return best
 
     def frame_candidate(self, obs: dict[str, Any], target: str, spot: tuple[float, float]) -> dict[str, Any] | None:
@@ -225,14 +224,14 @@ class Mind:
         closest such sighting (who, blocks, game s)."""
         best = None
         for tick, seen in self.history:
-            if (obs["tick"] - tick) / TICKS_PER_S > FRAME_S:
+            if (obs["tick"] - tick) / TICKS_PER_SECOND > FRAME_S:
                 continue
             for name, (x, z) in seen.items():
                 if name in (self.me, target) or name in self.mates:
                     continue
                 d = math.hypot(x - spot[0], z - spot[1])
                 if d <= FRAME_NEAR and (best is None or d < best["dist"]):
-                    best = {"who": name, "dist": round(d, 1), "at": round(tick / TICKS_PER_S)}
+                    best = {"who": name, "dist": round(d, 1), "at": round(tick / TICKS_PER_SECOND)}
         return best
 
 
@@ -400,7 +399,7 @@ class Framer(Strategy):
             self.mind.frames[target] = {**frame, "victim": target}
             return True
         since = self.mind.off_cooldown_since
-        return since is not None and (obs["tick"] - since) / TICKS_PER_S >= IMPATIENT_S
+        return since is not None and (obs["tick"] - since) / TICKS_PER_SECOND >= IMPATIENT_S
 
     def _open_frame(self, obs: dict[str, Any], crew: list[str]) -> dict[str, Any] | None:
         dead = set(obs["known_dead"])
@@ -471,7 +470,7 @@ class Habit(Strategy):
                 room = self.mind.ev.body_spots.get(victim, (0, 0, "Cafeteria"))[2] or "Cafeteria"
                 return [Act(SAW_KILL, who=name, victim=victim, room=room)]
             d = round(self.rng.uniform(1.5, 4.5), 1)
-            at = max(0, round(self.mind.tick / TICKS_PER_S - self.rng.uniform(10, 40)))
+            at = max(0, round(self.mind.tick / TICKS_PER_SECOND - self.rng.uniform(10, 40)))
             return [Act(NEAR, who=name, victim=victim, dist=d, at=at)]
         return [Act(SUSPECT, who=name)]
 
@@ -485,15 +484,3 @@ class Habit(Strategy):
         crew = [n for n in alive if n not in mates]
         return self.rng.choice(crew) if crew and self.rng.random() < 0.5 else SKIP
 
-
-def make_strategy(rung: str, brain: Any) -> Strategy:
-    """The imposter strategy of a rung name (``habit`` for the temperaments)."""
-    if rung == "framer":
-        return Framer(brain)
-    if rung == "adversarial":
-        from mau.env.adversary import Adversary
-
-        return Adversary(brain)
-    if rung == "quiet":
-        return Strategy(brain)
-    return Habit(brain)

@@ -11,14 +11,27 @@ the ablation ``world.observation.witness_text`` is on).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from mau import schema as F
-from mau.env.state import DISCUSSION, VOTING
+from mau.env.state import DISCUSSION, VOTING, GameState, PlayerState
+from mau.schema import TICKS_PER_SECOND
 
-if TYPE_CHECKING:
-    from mau.env.sim import SimWorld
-    from mau.env.state import PlayerState
+
+class ObservedWorld(Protocol):
+    """What ``observe`` reads of a world (``SimWorld``, and the minecraft world built on it): a protocol, so that
+    this module does not import the sim that calls it."""
+
+    state: GameState
+    map: Any
+    vision: Any
+    config: Any
+    cfg: Any
+    rules: Any
+    runs: dict[str, Any]
+    last_results: dict[str, Any]
+
+    def privileged_sees(self, viewer: PlayerState, p: PlayerState) -> bool: ...
 
 STATE_MODES = ("ego", "privileged")
 
@@ -27,7 +40,7 @@ def _r(v: float) -> float:
     return round(v, 2)
 
 
-def _privileged_players(world: SimWorld, me: PlayerState, in_view: set[str]) -> list[dict[str, Any]]:
+def _privileged_players(world: ObservedWorld, me: PlayerState, in_view: set[str]) -> list[dict[str, Any]]:
     """Every player not known dead to me nor ejected, at its last known position and how long ago that was
     (``world.observation.privileged``: sight, every player in line of sight within 96 blocks and the last
     sighting of the others; or the paper's radar through walls). With sight a player killed out of my sight is
@@ -47,7 +60,7 @@ def _privileged_players(world: SimWorld, me: PlayerState, in_view: set[str]) -> 
             continue
         out.append({"name": p.name, "color": p.color, "position": [_r(x), _r(z)],
                     "distance": _r(math.hypot(x - me.x, z - me.z)), "room": gmap.place_name(x, z),
-                    "in_view": p.name in in_view, "seen_s_ago": round((st.tick - tick) / 20, 2)})
+                    "in_view": p.name in in_view, "seen_s_ago": round((st.tick - tick) / TICKS_PER_SECOND, 2)})
     return out
 
 
@@ -59,7 +72,7 @@ def _line(t: dict[str, Any]) -> dict[str, Any]:
     return line
 
 
-def observe(world: SimWorld, name: str, mode: str = "ego") -> F.Observation:
+def observe(world: ObservedWorld, name: str, mode: str = "ego") -> F.Observation:
     if mode not in STATE_MODES:
         raise ValueError(f"state mode {mode!r}: use one of {STATE_MODES}")
     st, cfg, gmap, vision = world.state, world.cfg, world.map, world.vision
@@ -70,7 +83,7 @@ def observe(world: SimWorld, name: str, mode: str = "ego") -> F.Observation:
     obs: F.Observation = {
         "name": me.name, "color": me.color, "role": me.role, "alive": me.active, "state_mode": mode,
         "phase": st.phase, "step": st.step, "max_steps": cfg.max_steps, "tick": st.tick,
-        "time_s": round(st.tick / 20, 2),
+        "time_s": round(st.tick / TICKS_PER_SECOND, 2),
         "position": [_r(me.x), gmap.floor_y, _r(me.z)], "yaw_deg": round(math.degrees(me.yaw) % 360, 1),
         "room": place,
         "roster": [{"name": p.name, "color": p.color} for p in st.players],  # public: names and colours only

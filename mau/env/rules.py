@@ -33,7 +33,10 @@ from mau.env.state import (
     Meeting,
     PlayerState,
 )
-from mau.schema import SKIP  # noqa: F401  (re-exported for the env's users)
+from mau.schema import (
+    SKIP,  # noqa: F401  (re-exported for the env's users)
+    TICKS_PER_SECOND,
+)
 
 
 def _draw_imposters(cfg: GameConfig, rng: random.Random) -> list[str]:
@@ -256,7 +259,7 @@ class Rules:
         extra: dict[str, Any] = {}
         if (self.claims.on or self.claims.free) and claims is not None:
             scope = Scope(tuple(q.name for q in state.players), p.name, self.places, len(self.map.stations),
-                          state.tick / 20)
+                          state.tick / TICKS_PER_SECOND)
             kept, where, dropped = validate_all(claims, scope, self.claims.max_per_utterance)
             if self.claims.on:
                 text = utterance(text, kept)

@@ -13,6 +13,7 @@ from mau.config import dump_yaml
 from mau.env.actions import Action
 from mau.env.state import ENDED, ROAM
 from mau.matchdir import MatchWriter
+from mau.schema import TICKS_PER_SECOND
 
 
 class Policy(Protocol):
@@ -78,7 +79,7 @@ def match_header(world, result: MatchResult, config, provenance: dict[str, Any])
         F.STEPS: st.step,
         "meeting_steps": st.meeting_steps,
         F.TICKS: st.tick,
-        "game_seconds": st.tick / 20,
+        "game_seconds": st.tick / TICKS_PER_SECOND,
         F.WALL_SECONDS: round(result.wall_seconds, 4),
         F.N_EVENTS: len(st.events),
         F.CONFIG: config.model_dump(mode="json"),

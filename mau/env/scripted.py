@@ -38,7 +38,8 @@ from mau.claims import paraphrase
 from mau.claims.config import ClaimsConfig
 from mau.claims.speaker import ClaimSpeaker
 from mau.env.actions import Action
-from mau.env.imposters import RUNGS, Strategy, make_strategy
+from mau.env.adversary import Adversary
+from mau.env.imposters import RUNGS, Framer, Habit, Strategy
 from mau.env.map import GameMap
 from mau.env.speech import (
     AGREE,
@@ -57,7 +58,7 @@ from mau.env.speech import (
 from mau.infer import model as infer
 from mau.infer.evidence import EvidenceLog
 from mau.infer.hearsay import STRONG, accusations
-from mau.schema import NONE, SKIP
+from mau.schema import NONE, SKIP, TICKS_PER_SECOND
 
 
 @dataclass(frozen=True)
@@ -243,7 +244,7 @@ class ScriptedBrain:
         for d in (self.ev.deaths.values() if self.ev else []):
             for x, t in zip(d.dists.get(name, []), d.ticks):
                 if x is not None and (best is None or x < best[1]):
-                    best = (d.victim, x, t / 20)
+                    best = (d.victim, x, t / TICKS_PER_SECOND)
         return best
 
     def live_known(self, obs: dict[str, Any]) -> list[str]:
@@ -527,10 +528,10 @@ class ScriptedBrain:
         vouched = next((a.who for a in self._said if a.kind == VOUCH), None)
         claims, intent = self.speaker.claims(obs, on if on != NONE else None, vouched)
         if self._words is not None:  # free mode: the claims in words, the same phrasings for every role
-            since = max((t for t in self.speaker.meetings if t < obs["tick"]), default=0) / 20
+            since = max((t for t in self.speaker.meetings if t < obs["tick"]), default=0) / TICKS_PER_SECOND
             names = [p["name"] for p in obs["roster"]]
             text, claims = paraphrase.say(claims, self.name, self._words, paraphrase.SPEECH, names,
-                                          list(self.map.room_names), obs["tick"] / 20, since)
+                                          list(self.map.room_names), obs["tick"] / TICKS_PER_SECOND, since)
             text = text or "Nothing to add from me."
         return text, on, claims, intent
 
@@ -649,3 +650,10 @@ class ScriptedPolicy(ScriptedBrain):
                           narration=f"pretend to work at station {station}")
         return Action("goto", target=self.move(obs)[1], narration="wander to look for someone alone")
 
+
+STRATEGIES: dict[str, Any] = {"quiet": Strategy, "framer": Framer, "adversarial": Adversary}  # rung -> class
+
+
+def make_strategy(rung: str, brain: Any) -> Strategy:
+    """The imposter strategy of a rung name (the habits for the temperaments)."""
+    return STRATEGIES.get(rung, Habit)(brain)

@@ -64,13 +64,3 @@ class SightRecorder:
                 line[F.SIGHT_LOST] = [list(pair) for pair in sorted(lost)]
             self.lines.append(line)
             self.view = view
-
-    # -- snapshots (the lines are never changed once written: shared, not copied) -----------------------------
-    def snapshot(self) -> dict[str, Any]:
-        return {"lines": tuple(self.lines), "place": dict(self.place), "view": set(self.view)}
-
-    def restore(self, snap: dict[str, Any] | None) -> None:
-        if snap is None:
-            self.reset()
-            return
-        self.lines, self.place, self.view = list(snap["lines"]), dict(snap["place"]), set(snap["view"])

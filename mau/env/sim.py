@@ -15,13 +15,14 @@ from typing import Any, Callable
 from mau import schema as F
 from mau.env import actions as A
 from mau.env.actions import Action, ActionRun
-from mau.env.config import TICKS_PER_SECOND, WorldConfig
+from mau.env.config import WorldConfig
 from mau.env.map import GameMap, load_map
 from mau.env.observation import observe
 from mau.env.rules import SKIP, Rules
 from mau.env.sights import SightRecorder
 from mau.env.state import DISCUSSION, ENDED, ROAM, VOTING, Body, GameState, PlayerState
 from mau.env.vision import Vision
+from mau.schema import TICKS_PER_SECOND
 from mau.snapshot import Parts, Restored, Snapshot, freeze, thaw
 
 LOOK_AROUND_TICKS = 40  # a full turn in 2 s

@@ -34,6 +34,7 @@ from typing import Any
 from mau import schema as F
 from mau.claims.grammar import Scope, validate_all
 from mau.claims.paraphrase import CORPUS, say
+from mau.schema import TICKS_PER_SECOND
 
 DATA = Path(__file__).parent / "data"
 SOURCES = DATA / "claims_corpus_seed.jsonl"
@@ -66,10 +67,10 @@ def source_lines(run: str | Path, split: str, limit: int = SOURCES_PER_SPLIT) ->
         since = 0.0
         for e in iter_events(m):
             if e[F.TYPE] == F.EV_MEETING_END:
-                since = e[F.TICK] / 20
+                since = e[F.TICK] / TICKS_PER_SECOND
             elif e[F.TYPE] == F.EV_UTTERANCE and e.get(F.CLAIMS):
                 out.append({"split": split, "match_seed": header[F.SEED], "event": e[F.EVENT_INDEX],
-                            "speaker": e[F.SPEAKER], "meeting_s": e[F.TICK] / 20, "since_s": since,
+                            "speaker": e[F.SPEAKER], "meeting_s": e[F.TICK] / TICKS_PER_SECOND, "since_s": since,
                             "claims": e[F.CLAIMS], "intent": e.get(F.CLAIM_INTENT) or [None] * len(e[F.CLAIMS])})
     rare = [s for s in out if {c["k"] for c in s["claims"]} & {"saw_kill", "body", "with", "task"}]
     rest = [s for s in out if s not in rare]

@@ -28,6 +28,7 @@ from mau.claims.check import FALSE, UNSUPPORTED, check_match
 from mau.claims.sights import Timeline, read_lines
 from mau.errors import MauError
 from mau.eval.claims_extract import first_json_object
+from mau.schema import TICKS_PER_SECOND
 
 PROMPT_VERSION = "1"
 NONVERBAL, VERBAL = "non-verbal", "verbal"
@@ -256,7 +257,7 @@ def _bodies(m: Match, found: _Found) -> None:
                 (e["player"], e["body"]) in reported:
             continue
         nxt = next((t for t in meetings if t >= e[F.TICK]), None)
-        if nxt is not None and nxt - e[F.TICK] < REPORT_S * 20:
+        if nxt is not None and nxt - e[F.TICK] < REPORT_S * TICKS_PER_SECOND:
             continue  # another meeting came first: no chance to report
         found.add(("H", e["player"], e["body"]), Finding("H", e.get(F.STEP), e["player"], e["body"],
                                                          f"saw the body of {e['body']} and did not report it"))
@@ -271,7 +272,7 @@ def _kills(m: Match, found: _Found, tl: Timeline, end: int) -> None:
         if not seen:
             found.add(("E", victim), Finding("E", step, k, victim, f"killed {victim} in {room} with no crewmate in "
                                                                   "its view"))
-        later = min(t0 + FLEE_S * 20, end)
+        later = min(t0 + FLEE_S * TICKS_PER_SECOND, end)
         if not tl.in_place(k, room, later, later) and tl.was_active(k, later, later):
             found.add(("F", victim), Finding("F", step, k, victim, f"out of {room} {FLEE_S} s after the kill"))
         mate = m.mate(k)

@@ -46,6 +46,7 @@ from mau.claims.grammar import FACT_KINDS
 from mau.claims.render import parse, render_all
 from mau.claims.sights import read_lines
 from mau.errors import MauError
+from mau.schema import TICKS_PER_SECOND
 
 ROLES = (F.CREWMATE, F.IMPOSTER)
 # metric -> (numerator counter, denominator counter), per role where the name has {r}
@@ -221,7 +222,8 @@ def window_exploit(events: list[dict[str, Any]], sights: list[dict[str, Any]]) -
                 if meeting - a < SHORT or ch.tl.presence(killer, room, a, meeting) < MAJORITY:
                     continue
                 applies = True
-                claim = {"k": "at", "who": "me", "room": room, "from_s": a / 20, "to_s": meeting / 20}
+                claim = {"k": "at", "who": "me", "room": room, "from_s": a / TICKS_PER_SECOND,
+                         "to_s": meeting / TICKS_PER_SECOND}
                 if ch.check(claim, killer, meeting).verdict == TRUE:
                     passes = True
                     break

@@ -108,7 +108,8 @@ class MatchBeliefs:
     readouts: tuple[str, ...] = ()  # model probes: how beliefs were read (answer, vote); the observer: ()
 
 
-def _group(h: dict[str, Any]) -> tuple[str, str]:
+def match_group(h: dict[str, Any]) -> tuple[str, str]:
+    """(arm, imposter model) of a match, from its header."""
     g = h.get(F.GRID, {})
     arm = h.get(F.ARM) or g.get(F.CREWMATE_MODEL) or "match"
     return str(arm), str(g.get(F.EVAL_IMPOSTER) or g.get(F.IMPOSTER_MODEL) or "-")
@@ -117,18 +118,18 @@ def _group(h: dict[str, Any]) -> tuple[str, str]:
 def match_beliefs(folder: str | Path, params: Any = None, baselines: bool = True) -> dict[str, Any]:
     """{"model": ..., "ideal": ..., "knows_nothing": ..., and the baselines' rows} for a match folder (only the
     sources it has); ``params``: re-score the ideal observer (and its baselines) from its recorded evidence with
-    these likelihoods (``mau.eval.observer_fit``)."""
+    these likelihoods (``mau.eval.rescore``)."""
     h = read_header(folder)
     roles = h[F.ROLES]
     ticks = max(1, int(h.get(F.TICKS) or 1))
-    arm, imp = _group(h)
+    arm, imp = match_group(h)
     ejected_at = {e[F.EJECTED]: e[F.TICK] / ticks for e in iter_events(folder)
                   if e[F.TYPE] == F.EV_EJECTION and e.get(F.EJECTED)}
     out: dict[str, MatchBeliefs] = {}
     by_source: dict[str, list[dict[str, Any]]] = {}
     recs = read_probes(folder)
     if params is not None:
-        from mau.eval.observer_fit import rescore
+        from mau.eval.rescore import rescore
 
         recs = rescore(recs, roles, params)
     for r in recs:

@@ -16,7 +16,8 @@ from typing import Any
 from mau import schema as F
 from mau.errors import MauError
 from mau.eval.detection import read_probes
-from mau.infer.fit import Probe, fit, predict, read_params
+from mau.eval.rescore import as_probe
+from mau.infer.fit import Probe, fit, read_params
 from mau.infer.model import Params
 from mau.matchdir import finished_matches, read_header
 from mau.rundir import atomic_write
@@ -34,12 +35,6 @@ def _ideal_records(folder: Path) -> list[dict[str, Any]]:
     return recs
 
 
-def _probe(r: dict[str, Any], roles: dict[str, str]) -> Probe:
-    others = [n for n in roles if n != r[F.AGENT]]
-    truth = frozenset(n for n in others if roles[n] == "imposter")
-    return Probe(r["evidence"], others, len(truth), truth, list(r[F.PROBE_BELIEFS]))
-
-
 def training_probes(runs: list[str]) -> tuple[list[Probe], int]:
     """Every ideal-observer probe of the finished matches of ``runs`` (and how many matches)."""
     probes, n = [], 0
@@ -49,7 +44,7 @@ def training_probes(runs: list[str]) -> tuple[list[Probe], int]:
             if recs:
                 n += 1
                 roles = read_header(folder)[F.ROLES]
-                probes += [_probe(r, roles) for r in recs]
+                probes += [as_probe(r, roles) for r in recs]
     return probes, n
 
 
@@ -78,23 +73,6 @@ def read_fit(path: str | Path) -> Params:
         return read_params(str(path), "--params")
     except ValueError as e:
         raise MauError(str(e)) from None
-
-
-def rescore(recs: list[dict[str, Any]], roles: dict[str, str], params: Params) -> list[dict[str, Any]]:
-    """The ideal-observer records of one match with their beliefs recomputed from their evidence."""
-    ideal = [r for r in recs if r[F.PROBE_SOURCE] == "ideal" and r[F.PROBE_BELIEFS] is not None]
-    if not ideal:
-        return recs
-    new = iter(predict([_probe(r, roles) for r in ideal], params))
-    ids = {id(r) for r in ideal}
-    out = []
-    for r in recs:
-        if id(r) in ids:
-            bel = {n: round(v, 6) for n, v in next(new).items()}
-            top = sorted(bel, key=lambda n: (-bel[n], n))[:2]
-            r = {**r, F.PROBE_BELIEFS: bel, F.PROBE_TOP2: top, "top2_source": "derived"}
-        out.append(r)
-    return out
 
 
 def ablation(runs: list[str], params: Params, drop: list[str], resamples: int = 1000,
@@ -146,13 +124,13 @@ def ablation_markdown(doc: dict[str, Any]) -> str:
 
 def _by_imposter(runs: list[str]) -> dict[str, list[Path]]:
     """The finished matches of ``runs`` with ideal-observer records, grouped by imposter model."""
-    from mau.eval.detection import _group
+    from mau.eval.detection import match_group
 
     out: dict[str, list[Path]] = {}
     for run in runs:
         for folder in finished_matches(run):
             if _ideal_records(folder):
-                out.setdefault(_group(read_header(folder))[1], []).append(folder)
+                out.setdefault(match_group(read_header(folder))[1], []).append(folder)
     return out
 
 
@@ -160,7 +138,7 @@ def _probes_of(folders: list[Path]) -> list[Probe]:
     out = []
     for f in folders:
         roles = read_header(f)[F.ROLES]
-        out += [_probe(r, roles) for r in _ideal_records(f)]
+        out += [as_probe(r, roles) for r in _ideal_records(f)]
     return out
 
 

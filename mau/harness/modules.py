@@ -129,7 +129,7 @@ def _bool(d: dict[str, Any], key: str) -> bool:
     return v
 
 
-def _name(value: Any, key: str, allowed: list[str], extra: tuple[str, ...] = ()) -> str:
+def checked_name(value: Any, key: str, allowed: list[str], extra: tuple[str, ...] = ()) -> str:
     """Match a player name (or a keyword such as none / skip) case-insensitively."""
     if not isinstance(value, str):
         raise ParseError(f"{key}: expected a name, got {type(value).__name__}")
@@ -154,7 +154,8 @@ def parse_surveillance(d: dict[str, Any], c: Context) -> dict[str, Any]:
     names = {n.lower(): n for n in c.alive + c.in_view}
     return {"players_seen": [names[s.strip().lower()] for s in seen if s.strip().lower() in names],
             "detail": _str(d, "detail", ""),
-            "suspect": _name(d.get("suspect", NONE), "suspect", [n for n in names.values() if n != c.me], (NONE,))}
+            "suspect": checked_name(d.get("suspect", NONE), "suspect", [n for n in names.values() if n != c.me],
+                                    (NONE,))}
 
 
 def fallback_surveillance(c: Context) -> dict[str, Any]:
@@ -178,12 +179,12 @@ def fallback_report(c: Context) -> dict[str, Any]:
 
 
 def parse_kill(d: dict[str, Any], c: Context) -> dict[str, Any]:
-    decision = _name(d.get("decision"), "decision", [], ("KILL", "DEFER", "STALK"))
+    decision = checked_name(d.get("decision"), "decision", [], ("KILL", "DEFER", "STALK"))
     target = d.get("target", NONE)
     if decision == "DEFER":
         target = NONE if target in (None, NONE) else target
         return {"decision": decision, "target": target if isinstance(target, str) else NONE, "reasoning": _reasoning(d)}
-    return {"decision": decision, "target": _name(target, "target", c.crew_in_view), "reasoning": _reasoning(d)}
+    return {"decision": decision, "target": checked_name(target, "target", c.crew_in_view), "reasoning": _reasoning(d)}
 
 
 def fallback_kill(c: Context) -> dict[str, Any]:
@@ -191,7 +192,7 @@ def fallback_kill(c: Context) -> dict[str, Any]:
 
 
 def _mode(d: dict[str, Any], c: Context) -> str:
-    return _name(d.get("mode"), "mode", [], IMPOSTER_MODES if c.imposter else CREW_MODES)
+    return checked_name(d.get("mode"), "mode", [], IMPOSTER_MODES if c.imposter else CREW_MODES)
 
 
 def parse_plan(d: dict[str, Any], c: Context) -> dict[str, Any]:
@@ -222,7 +223,7 @@ def fallback_plan_short(c: Context) -> dict[str, Any]:
 def parse_strategy(d: dict[str, Any], c: Context) -> dict[str, Any]:
     others = [n for n in c.alive if n != c.me]
     return {"strategy": _str(d, "strategy"),
-            "priority_target": _name(d.get("priority_target", NONE), "priority_target", others, (NONE,)),
+            "priority_target": checked_name(d.get("priority_target", NONE), "priority_target", others, (NONE,)),
             "reasoning": _reasoning(d)}
 
 
@@ -255,9 +256,9 @@ def parse_move(d: dict[str, Any], c: Context) -> dict[str, Any]:
     room = d.get("room")
     out: dict[str, Any] = {"reasoning": _reasoning(d), "room": None}
     if room not in (None, "", NONE):
-        out["room"] = _name(room, "room", c.rooms)
+        out["room"] = checked_name(room, "room", c.rooms)
     tp = d.get("target_player", WANDER if out["room"] else None)
-    out["target_player"] = _name(tp, "target_player", [n for n in c.in_view], (WANDER,))
+    out["target_player"] = checked_name(tp, "target_player", [n for n in c.in_view], (WANDER,))
     return out
 
 
@@ -274,7 +275,7 @@ def parse_meeting(d: dict[str, Any], c: Context) -> dict[str, Any]:
     one with its reason, so a bad claim never costs the answer its text)."""
     text = _str(d, "response_text")
     out = {"response_text": text[:1000],
-           "suspicion_cast_on": _name(d.get("suspicion_cast_on", NONE), "suspicion_cast_on",
+           "suspicion_cast_on": checked_name(d.get("suspicion_cast_on", NONE), "suspicion_cast_on",
                                       [n for n in c.alive if n != c.me], (NONE,)),
            "reasoning": _reasoning(d)}
     if "claims" in d:
@@ -288,7 +289,8 @@ def fallback_meeting(c: Context) -> dict[str, Any]:
 
 
 def parse_vote(d: dict[str, Any], c: Context) -> dict[str, Any]:
-    return {"vote_target": _name(d.get("vote_target"), "vote_target", c.alive, (SKIP,)), "reasoning": _reasoning(d)}
+    return {"vote_target": checked_name(d.get("vote_target"), "vote_target", c.alive, (SKIP,)),
+            "reasoning": _reasoning(d)}
 
 
 def fallback_vote(c: Context) -> dict[str, Any]:
@@ -309,7 +311,7 @@ def _updates(d: dict[str, Any], c: Context) -> list[dict[str, Any]]:
             raise ParseError("suspicion_updates: each item needs a player and a numeric delta")
         if not math.isfinite(u["delta"]):
             raise ParseError("suspicion_updates: delta must be finite")
-        updates.append({"player": _name(u.get("player"), "suspicion_updates.player",
+        updates.append({"player": checked_name(u.get("player"), "suspicion_updates.player",
                                         [n for n in c.alive if n != c.me]), "delta": float(u["delta"])})
     return updates
 
@@ -328,7 +330,7 @@ def parse_reflect(d: dict[str, Any], c: Context) -> dict[str, Any]:
     updates = _updates(d, c)
     others = [n for n in c.alive if n != c.me]
     return {"insights": _str(d, "insights", ""), "suspicion_updates": updates,
-            "most_suspicious": _name(d.get("most_suspicious", NONE), "most_suspicious", others, (NONE,)),
+            "most_suspicious": checked_name(d.get("most_suspicious", NONE), "most_suspicious", others, (NONE,)),
             "skill_learned": _str(d, "skill_learned", "")}
 
 

@@ -15,10 +15,10 @@ from typing import Any
 import yaml
 
 from mau.claims.config import ClaimsConfig
-from mau.env.config import TICKS_PER_SECOND, GameConfig
+from mau.env.config import GameConfig
 from mau.env.map import GameMap
 from mau.harness.config import AriaConfig
-from mau.schema import SKIP
+from mau.schema import SKIP, TICKS_PER_SECOND
 
 PROMPTS_DIR = Path(__file__).parent / "prompts"
 

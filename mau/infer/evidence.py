@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mau.infer.hearsay import STRONG, accusations
+from mau.schema import TICKS_PER_SECOND
 
 # Distance bins of a death's neighbours, in blocks: 0: <= 3 (kill reach), 1: <= 6, 2: <= 12, 3: farther or unseen.
 NEAR_BINS = (3.0, 6.0, 12.0)
@@ -182,9 +183,10 @@ class EvidenceLog:
             return
         try:
             if c.get("at_s") is not None:
-                t0, t1 = round(float(c["at_s"]) * 20) - CLAIM_TOL, round(float(c["at_s"]) * 20) + CLAIM_TOL
+                at = round(float(c["at_s"]) * TICKS_PER_SECOND)
+                t0, t1 = at - CLAIM_TOL, at + CLAIM_TOL
             else:
-                t0, t1 = round(float(c["from_s"]) * 20), round(float(c["to_s"]) * 20)
+                t0, t1 = round(float(c["from_s"]) * TICKS_PER_SECOND), round(float(c["to_s"]) * TICKS_PER_SECOND)
             room = str(c["room"])
         except (KeyError, TypeError, ValueError):
             return  # claims are data: one this log cannot read counts for nothing
@@ -322,9 +324,9 @@ class EvidenceLog:
 
     def lines(self) -> list[str]:
         """The same evidence as sentences (ARIA's evidence memory); empty when there is none."""
-        out = [f"At {f['tick'] / 20:g} s I flagged {f['suspect']}: {f['detail']}" for f in self.flags]
+        out = [f"At {f['tick'] / TICKS_PER_SECOND:g} s I flagged {f['suspect']}: {f['detail']}" for f in self.flags]
         for k in self.kills_seen:
-            out.append(f"I saw {k['killer']} kill {k['victim']} in {k['room']} at {k['tick'] / 20:g} s.")
+            out.append(f"I saw {k['killer']} kill {k['victim']} in {k['room']} at {k['tick'] / TICKS_PER_SECOND:g} s.")
         for d in self.deaths.values():
             where = f" in {d.room}" if d.room else ""
             if not d.ticks:
@@ -332,10 +334,12 @@ class EvidenceLog:
                 continue
             near = []
             for name, row in d.dists.items():
-                hits = [f"{x:g} at {t / 20:g} s" for x, t in zip(row, d.ticks) if x is not None and x <= NEAR_BINS[-1]]
+                hits = [f"{x:g} at {t / TICKS_PER_SECOND:g} s" for x, t in zip(row, d.ticks)
+                        if x is not None and x <= NEAR_BINS[-1]]
                 if hits:
                     near.append(f"{name} {', '.join(hits)}")
-            span = f"from {d.ticks[0] / 20:g} s to {d.ticks[-1] / 20:g} s" + (UNKNOWN_FALL if d.uniform else "")
+            span = (f"from {d.ticks[0] / TICKS_PER_SECOND:g} s to {d.ticks[-1] / TICKS_PER_SECOND:g} s"
+                    + (UNKNOWN_FALL if d.uniform else ""))
             who = "; ".join(near) if near else "nobody"
             out.append(f"{d.victim} is dead{where}. Within {NEAR_BINS[-1]:g} blocks of where {d.victim} lay, "
                        f"{span} (blocks at step ends): {who}.")
@@ -351,7 +355,7 @@ class EvidenceLog:
         for c in self.contradictions:
             out.append(f"Meeting {c['meeting']}: {self._placed(c, c['who'])}; "
                        + ("I was in " if c["who"] == self.me else f"I saw {c['who']} in ")
-                       + f"{c['seen_place']} at {c['seen_tick'] / 20:g} s.")
+                       + f"{c['seen_place']} at {c['seen_tick'] / TICKS_PER_SECOND:g} s.")
         for c in self.conflicts:
             f, s = c["first"], c["second"]
             out.append(f"Meeting {s['meeting']}: {self._placed(f, c['who'])}, but {self._placed(s, c['who'])}.")
@@ -373,7 +377,7 @@ class EvidenceLog:
         """The evidence in few words (the compact prompt profile, docs/harness.md): a death's window is summed
         up per player as the closest distance and the count of step ends within 6 blocks; everything else as
         ``lines``. The same facts the likelihood reads, shorter, so a small model's prompt stays short."""
-        out = [f"At {f['tick'] / 20:g} s I flagged {f['suspect']}: {f['detail']}" for f in self.flags]
+        out = [f"At {f['tick'] / TICKS_PER_SECOND:g} s I flagged {f['suspect']}: {f['detail']}" for f in self.flags]
         out += [f"I saw {k['killer']} kill {k['victim']} in {k['room']}." for k in self.kills_seen]
         for d in self.deaths.values():
             where = f" in {d.room}" if d.room else ""
@@ -406,4 +410,4 @@ def _who(name: str, speaker: str | None, me: str) -> str:
 
 
 def _span(t0: int, t1: int) -> str:
-    return f"from {t0 / 20:g} s to {t1 / 20:g} s"
+    return f"from {t0 / TICKS_PER_SECOND:g} s to {t1 / TICKS_PER_SECOND:g} s"

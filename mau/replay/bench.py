@@ -13,6 +13,8 @@ from typing import Any
 
 from mau import schema as F
 
+REPEATS = 20  # snapshots and restores timed per figure (the mean is printed)
+
 
 def _play_aria(out: Path, seed: int, extra: list[str] | None = None) -> Path:
     from mau.config import load_config, parse_overrides
@@ -48,13 +50,13 @@ async def _fork_one(folder: Path, branches: int) -> dict[str, Any]:
     snap = await s.prepare_fork(call[F.CALL_ID])
     prepare = time.perf_counter() - t0
     t0 = time.perf_counter()
-    for _ in range(20):
+    for _ in range(REPEATS):
         s.snapshot()
-    snap_ms = (time.perf_counter() - t0) / 20 * 1000
+    snap_ms = (time.perf_counter() - t0) / REPEATS * 1000
     t0 = time.perf_counter()
-    for _ in range(20):
+    for _ in range(REPEATS):
         s.restore(snap)
-    restore_ms = (time.perf_counter() - t0) / 20 * 1000
+    restore_ms = (time.perf_counter() - t0) / REPEATS * 1000
     t0, c0 = time.perf_counter(), time.process_time()
     for k in range(branches):
         await s.branch(snap, answers[k % 2], "meeting")

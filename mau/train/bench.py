@@ -172,6 +172,82 @@ class Peak:
         self.peak = max(self.peak, self.read())
 
 
+def _bench_inputs(work: Path, layers: int, vision_depth: int, steps: int, text_tokens: int, seed: int,
+                  width_divisor: int) -> tuple[dict[str, Any], Path, Any, Path]:
+    """The model's shape dict, its folder (config + processor only: the weights are built in memory, never
+    written), the processor and a synthetic dataset of ``steps`` rows."""
+    from mau.tiny import SPECIAL_TOKENS, build_processor, build_tokenizer
+    from mau.train import shapes
+
+    tok = build_tokenizer(seed)
+    ids = {t: tok.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
+    d = shapes.narrow(shapes.config_dict(layers, vision_depth, {
+        "image_token_id": ids["<|image_pad|>"], "video_token_id": ids["<|video_pad|>"],
+        "vision_start_token_id": ids["<|vision_start|>"], "vision_end_token_id": ids["<|vision_end|>"],
+        "eos_token_id": ids["<|im_end|>"], "pad_token_id": ids["<|endoftext|>"]}), width_divisor)
+    model_dir = work / "model"
+    shapes.hf_config(d).save_pretrained(model_dir)
+    processor = build_processor(tok, max_pixels=640 * 360)
+    processor.save_pretrained(model_dir)
+    data_dir = write_synthetic_dataset(work / "data", tok, rows=steps, text_tokens=text_tokens, seed=seed)
+    return d, model_dir, processor, data_dir
+
+
+def _step_timer(times: list[float], cuda: bool) -> Any:
+    """A trainer callback that appends each step's wall time to ``times`` (synchronising a GPU first)."""
+    import torch
+    from transformers import TrainerCallback
+
+    class Timer(TrainerCallback):
+        def on_step_begin(self, args, state, control, **kw):
+            if cuda:
+                torch.cuda.synchronize()
+            self.t0 = time.perf_counter()
+
+        def on_step_end(self, args, state, control, **kw):
+            if cuda:
+                torch.cuda.synchronize()
+            times.append(time.perf_counter() - self.t0)
+
+    return Timer()
+
+
+def _cpu_memory(built: dict[str, float], rss: Any, rss_start: int, hp: Any, heap_start: int | None) -> dict[str, Any]:
+    """The CPU's peak: the weights as built + the peak while training over its start, as C heap in use (else
+    resident memory)."""
+    out: dict[str, Any] = {
+        "weights_rss_bytes": int(built.get("weights_rss", 0)), "train_rss_increase_bytes": rss.peak - rss_start,
+        "peak_memory_bytes": int(built.get("weights_rss", 0)) + rss.peak - rss_start, "memory_measure": "rss"}
+    if hp:
+        out.update({"weights_heap_bytes": int(built.get("weights_heap", 0)),
+                    "train_heap_increase_bytes": hp.peak - heap_start,
+                    "peak_memory_bytes": int(built.get("weights_heap", 0)) + hp.peak - heap_start,
+                    "memory_measure": "heap"})
+    return out
+
+
+def _train_watching_memory(trainer: Any, heap: bool, cuda: bool) -> tuple[Any, Any, int, int | None]:
+    """Train, sampling resident memory (and the C heap where it can be read) for their peaks: (rss peak, heap
+    peak or None, rss at the start, heap at the start)."""
+    if cuda:
+        import torch
+
+        torch.cuda.reset_peak_memory_stats()
+    rss_start, heap_start = rss_bytes(), heap_bytes()
+    rss = Peak(rss_bytes)
+    hp = Peak(heap_bytes) if heap else None
+    for p in (rss, hp):
+        if p:
+            p.start()
+    try:
+        trainer.train()
+    finally:
+        for p in (rss, hp):
+            if p:
+                p.stop()
+    return rss, hp, rss_start, heap_start
+
+
 def bench_train(layers: int = 32, vision_depth: int = 27, steps: int = 4, text_tokens: int = 2000,
                 device: str = "auto", gradient_checkpointing: bool = True, peak_tflops: float | None = None,
                 seed: int = 0, workdir: str | Path | None = None, dtype: str = "bfloat16",
@@ -181,10 +257,8 @@ def bench_train(layers: int = 32, vision_depth: int = 27, steps: int = 4, text_t
     weights, bf16 mixed precision); float32 (fp32 weights, no autocast) is for CPUs without native bf16
     (mau.train.precision), with ``width_divisor`` > 1 (mau.train.shapes.narrow) to keep a CPU run short."""
     import torch
-    from transformers import TrainerCallback
 
     from mau.config import load_config
-    from mau.tiny import SPECIAL_TOKENS, build_processor, build_tokenizer
     from mau.train import plan as P
     from mau.train import sft, shapes
     from mau.train.config import TrainConfig
@@ -195,18 +269,8 @@ def bench_train(layers: int = 32, vision_depth: int = 27, steps: int = 4, text_t
     Path("runs").mkdir(exist_ok=True)
     work = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="bench-train-", dir="runs"))
     work.mkdir(parents=True, exist_ok=True)
-    tok = build_tokenizer(seed)
-    ids = {t: tok.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
-    d = shapes.narrow(shapes.config_dict(layers, vision_depth, {
-        "image_token_id": ids["<|image_pad|>"], "video_token_id": ids["<|video_pad|>"],
-        "vision_start_token_id": ids["<|vision_start|>"], "vision_end_token_id": ids["<|vision_end|>"],
-        "eos_token_id": ids["<|im_end|>"], "pad_token_id": ids["<|endoftext|>"]}), width_divisor)
-    model_dir = work / "model"  # config + processor only: the weights are built in memory, never written
-    shapes.hf_config(d).save_pretrained(model_dir)
-    processor = build_processor(tok, max_pixels=640 * 360)
-    processor.save_pretrained(model_dir)
-    data_dir = write_synthetic_dataset(work / "data", tok, rows=steps, text_tokens=text_tokens, seed=seed)
-
+    d, model_dir, processor, data_dir = _bench_inputs(work, layers, vision_depth, steps, text_tokens, seed,
+                                                      width_divisor)
     over = {"model": {"path": str(model_dir), "device": "auto" if cuda else "cpu", "dtype": dtype},
             "data": {"dataset": str(data_dir), "eval_split": None, "filter": None},
             "training": {"max_steps": steps, "gradient_accumulation_steps": 1, "per_device_batch_size": 1,
@@ -235,40 +299,15 @@ def bench_train(layers: int = 32, vision_depth: int = 27, steps: int = 4, text_t
         return m
 
     times: list[float] = []
-
-    class Timer(TrainerCallback):
-        def on_step_begin(self, args, state, control, **kw):
-            if cuda:
-                torch.cuda.synchronize()
-            self.t0 = time.perf_counter()
-
-        def on_step_end(self, args, state, control, **kw):
-            if cuda:
-                torch.cuda.synchronize()
-            times.append(time.perf_counter() - self.t0)
-
     original = sft.load_model
     sft.load_model = load_model
     try:
-        setup = sft.build(cfg, work / "run", callbacks=[Timer()])
+        setup = sft.build(cfg, work / "run", callbacks=[_step_timer(times, cuda)])
     finally:
         sft.load_model = original
     lengths = P.sequence_lengths(setup.data.train, processor, processor.image_processor.size["shortest_edge"],
                                  640 * 360)
-    if cuda:
-        torch.cuda.reset_peak_memory_stats()
-    rss_train_start, heap_train_start = rss_bytes(), heap_bytes()
-    rss = Peak(rss_bytes)
-    hp = Peak(heap_bytes) if heap else None
-    for p in (rss, hp):
-        if p:
-            p.start()
-    try:
-        setup.trainer.train()
-    finally:
-        for p in (rss, hp):
-            if p:
-                p.stop()
+    rss, hp, rss_train_start, heap_train_start = _train_watching_memory(setup.trainer, heap, cuda)
     seq = lengths["total"]
     rates = times[1:] or times
     tokens = sum(seq[1:len(times)]) or sum(seq)
@@ -296,16 +335,8 @@ def bench_train(layers: int = 32, vision_depth: int = 27, steps: int = 4, text_t
     if cuda:
         out["peak_memory_bytes"] = torch.cuda.max_memory_allocated()
         out["peak_memory_reserved_bytes"] = torch.cuda.max_memory_reserved()
-    else:  # weights as built + the peak while training over its start: C heap in use (else resident memory)
-        out["weights_rss_bytes"] = int(built.get("weights_rss", 0))
-        out["train_rss_increase_bytes"] = rss.peak - rss_train_start
-        out["peak_memory_bytes"] = int(built.get("weights_rss", 0)) + rss.peak - rss_train_start
-        out["memory_measure"] = "rss"
-        if hp:
-            out["weights_heap_bytes"] = int(built.get("weights_heap", 0))
-            out["train_heap_increase_bytes"] = hp.peak - heap_train_start
-            out["peak_memory_bytes"] = int(built.get("weights_heap", 0)) + hp.peak - heap_train_start
-            out["memory_measure"] = "heap"
+    else:
+        out.update(_cpu_memory(built, rss, rss_train_start, hp, heap_train_start))
     out["peak_memory_gib"] = round(out["peak_memory_bytes"] / 2**30, 2)
     out["estimate_ratio"] = round(est.total / out["peak_memory_bytes"], 3)
     if workdir is None:

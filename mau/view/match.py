@@ -14,8 +14,7 @@ from mau import schema as F
 from mau.view.site import js_dumps, link_or_copy, read_jsonl, write_data_js, write_html
 
 MAP_SCALE = 8  # pixels per block of the background image
-PROBES_FILE = "probes.jsonl"  # issue 10's belief probes; drawn when present (docs/viewer.md)
-PROBES_VERSION = 1
+PROBES_FILE = F.PROBES_FILE  # the belief probes; drawn when present (docs/viewer.md)
 KEY_EVENTS = {
     F.EV_KILL,
     F.EV_BODY_SEEN,
@@ -170,8 +169,8 @@ def _meetings(events: list[dict[str, Any]], claims: dict[int, list[dict[str, Any
 
 
 def _probes(folder: Path, problems: list[str]) -> list[dict[str, Any]] | None:
-    """Belief probes (``probes.jsonl``, format ``mau.probes`` version 1 of issue 10): who (``agent``), when
-    (``step``), whose belief (``source``: ``model`` or ``ideal``) and P(imposter) per player (``beliefs``).
+    """Belief probes (``probes.jsonl``, format ``mau.probes``, every version the metrics read): who (``agent``),
+    when (``step``), whose belief (``source``: ``model`` or ``ideal``) and P(imposter) per player (``beliefs``).
     Read tolerantly: a few other key names are accepted, fallbacks (no beliefs) are left out silently, lines of
     another ``format_version`` or without beliefs are skipped and counted."""
     path = folder / PROBES_FILE
@@ -179,7 +178,7 @@ def _probes(folder: Path, problems: list[str]) -> list[dict[str, Any]] | None:
         return None
     rows, skipped, other = [], 0, set()
     for r in read_jsonl(path, problems):
-        if r.get(F.FORMAT_VERSION, PROBES_VERSION) != PROBES_VERSION:
+        if r.get(F.FORMAT_VERSION, F.PROBES_FORMAT_VERSION) not in F.PROBES_READABLE_VERSIONS:
             other.add(r.get(F.FORMAT_VERSION))
             continue
         if r.get(F.FALLBACK):
@@ -199,8 +198,8 @@ def _probes(folder: Path, problems: list[str]) -> list[dict[str, Any]] | None:
         rows.append({"agent": agent, F.STEP: r.get(F.STEP, 0), "source": str(source), "p": p,
                      "moment": r.get("moment")})
     if other:
-        problems.append(f"{PROBES_FILE}: format_version {sorted(map(str, other))} is not {PROBES_VERSION}; "
-                        "those probes are not drawn")
+        problems.append(f"{PROBES_FILE}: format_version {sorted(map(str, other))} is not one this mau reads "
+                        f"({list(F.PROBES_READABLE_VERSIONS)}); those probes are not drawn")
     if skipped:
         problems.append(f"{PROBES_FILE}: {skipped} lines without an agent and P(imposter) per player, skipped")
     return rows
@@ -230,103 +229,12 @@ def build_match(
     events = list(read_jsonl(folder / F.EVENTS_FILE, problems))
     if not (folder / F.EVENTS_FILE).is_file():
         problems[-1:] = [f"{F.EVENTS_FILE} is missing: no timeline, meetings or kills"]
-    start = next((e for e in events if e.get(F.TYPE) == F.EV_MATCH_START), {})
-    players = header.get(F.PLAYERS) or [
-        {"name": n, "color": None, "seat": i, "role": r}
-        for i, (n, r) in enumerate((start.get(F.ROLES) or {}).items())
-    ]
-    from mau.env.config import COLOR_RGB
-
-    palette = list(COLOR_RGB.values())
-    for i, p in enumerate(players):
-        p["rgb"] = list(COLOR_RGB.get(p.get("color") or "", palette[i % len(palette)]))
+    players = _players(header, events)
     roster = [p["name"] for p in players]
-
-    tracks = []
-    tv = (header.get(F.TRACKS) or {}).get("version", F.TRACKS_VERSION)
-    if tv != F.TRACKS_VERSION:
-        problems.append(f"{F.TRACKS_FILE}: version {tv} is not the version this mau reads ({F.TRACKS_VERSION}); "
-                        "positions not shown (install the mau version that wrote it)")
-    elif (folder / F.TRACKS_FILE).is_file():
-        for t in read_jsonl(folder / F.TRACKS_FILE, problems):
-            tracks.append(
-                {
-                    "s": t.get(F.STEP, 0),
-                    "t": t.get(F.TICK, 0),
-                    "a": t.get(F.TRACK_AFTER),
-                    "p": t.get(F.TRACK_PLAYERS) or {},
-                    "b": t.get(F.TRACK_BODIES) or [],
-                }
-            )
-    else:
-        problems.append(
-            f"{F.TRACKS_FILE} is missing (a match played before tracks were recorded): no positions "
-            "on the map, only where kills happened"
-        )
-
-    world = (header.get(F.CONFIG) or {}).get("world") or {}
-    map_name = str(world.get(F.MAP) or header.get(F.MAP) or "skeld")
-    geo = map_assets(map_name, map_cache)
-    map_info = None
-    if geo is None:
-        problems.append(
-            f"map {map_name!r} cannot be loaded ({map_cache.get('error:' + map_name)}): drawn without it"
-        )
-    else:
-        map_info, png = geo
-        map_info = dict(map_info)
-        if maps_dir is None:
-            (out / "map.png").write_bytes(png)
-            map_info["image"] = "map.png"
-        else:
-            target = maps_dir / f"{map_info['name']}.png"
-            if not target.exists():
-                maps_dir.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(png)
-            map_info["image"] = f"{root}{maps_dir.name}/{target.name}"
-
-    frames, n_files = _frames(folder, roster)
-    expected = max(header.get(F.N_FRAMES) or 0, header.get("frames_saved") or 0)
-    if expected and n_files < expected:
-        problems.append(
-            f"{F.FRAMES_DIR}/: {expected - n_files} of {expected} frame files are missing"
-            + (" (the whole folder)" if n_files == 0 else "")
-        )
-    linked = {rel for names in frames.values() for paths in names.values() for rel in paths}
-    if n_files:
-        (out / F.FRAMES_DIR).mkdir(exist_ok=True)
-        for names in frames.values():
-            for paths in names.values():
-                for rel in paths:
-                    link_or_copy(folder / rel, out / rel)  # a fresh folder: nothing to overwrite
-
-    calls_index: dict[str, dict[str, Any]] = {}
-    if (folder / F.CALLS_FILE).is_file():
-        per: dict[str, list[dict[str, Any]]] = {}
-        for c in read_jsonl(folder / F.CALLS_FILE, problems):
-            per.setdefault(str(c.get(F.AGENT)), []).append(c)
-        (out / "calls").mkdir(exist_ok=True)
-        for k, (agent, calls) in enumerate(per.items()):
-            seat = roster.index(agent) if agent in roster else len(roster) + k
-            fname = f"calls/{seat}.js"
-            for c in calls:  # a call that saw a frame the folder no longer has
-                for m in c.get(F.MESSAGES) or []:
-                    for part in m.get("content") if isinstance(m.get("content"), list) else []:
-                        rel = (
-                            part.get(F.IMAGE_PATH)
-                            if isinstance(part, dict) and part.get("type") == "image"
-                            else None
-                        )
-                        if rel and rel not in linked:
-                            part["missing"] = True
-            (out / fname).write_text(f"MAU.calls({js_dumps(agent)},{js_dumps(calls)});\n")
-            calls_index[agent] = {
-                "file": fname,
-                "n": len(calls),
-                "steps": sorted({c.get(F.STEP, 0) for c in calls}),
-            }
-    elif header.get("calls"):
-        problems.append(f"{F.CALLS_FILE} is missing: the header counts {header['calls'].get('calls')} calls")
+    tracks = _tracks(folder, header, problems)
+    map_info = _map_info(header, out, root, map_cache, maps_dir, problems)
+    frames, linked = _link_frames(folder, out, header, roster, problems)
+    calls_index = _write_calls(folder, out, header, roster, linked, problems)
 
     memory = list(read_jsonl(folder / F.MEMORY_FILE, problems)) if (folder / F.MEMORY_FILE).is_file() else []
     probes = _probes(folder, problems)
@@ -385,6 +293,126 @@ def build_match(
         "false_claims": _false_claims(header),
         "problems": len(problems),
     }
+
+
+def _players(header: dict[str, Any], events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The header's players (or the match start's roles), each with its colour's RGB."""
+    start = next((e for e in events if e.get(F.TYPE) == F.EV_MATCH_START), {})
+    players = header.get(F.PLAYERS) or [
+        {"name": n, "color": None, "seat": i, "role": r}
+        for i, (n, r) in enumerate((start.get(F.ROLES) or {}).items())
+    ]
+    from mau.env.config import COLOR_RGB
+
+    palette = list(COLOR_RGB.values())
+    for i, p in enumerate(players):
+        p["rgb"] = list(COLOR_RGB.get(p.get("color") or "", palette[i % len(palette)]))
+    return players
+
+
+def _tracks(folder: Path, header: dict[str, Any], problems: list[str]) -> list[dict[str, Any]]:
+    """tracks.jsonl as the page reads it (step, tick, after-meeting flag, players, bodies), or a problem."""
+    tracks = []
+    tv = (header.get(F.TRACKS) or {}).get("version", F.TRACKS_VERSION)
+    if tv != F.TRACKS_VERSION:
+        problems.append(f"{F.TRACKS_FILE}: version {tv} is not the version this mau reads ({F.TRACKS_VERSION}); "
+                        "positions not shown (install the mau version that wrote it)")
+    elif (folder / F.TRACKS_FILE).is_file():
+        for t in read_jsonl(folder / F.TRACKS_FILE, problems):
+            tracks.append(
+                {
+                    "s": t.get(F.STEP, 0),
+                    "t": t.get(F.TICK, 0),
+                    "a": t.get(F.TRACK_AFTER),
+                    "p": t.get(F.TRACK_PLAYERS) or {},
+                    "b": t.get(F.TRACK_BODIES) or [],
+                }
+            )
+    else:
+        problems.append(
+            f"{F.TRACKS_FILE} is missing (a match played before tracks were recorded): no positions "
+            "on the map, only where kills happened"
+        )
+    return tracks
+
+
+def _map_info(header: dict[str, Any], out: Path, root: str, map_cache: dict[str, Any], maps_dir: Path | None,
+              problems: list[str]) -> dict[str, Any] | None:
+    """The map's geometry and image (written beside the page, or once under ``maps_dir``), or a problem."""
+    world = (header.get(F.CONFIG) or {}).get("world") or {}
+    map_name = str(world.get(F.MAP) or header.get(F.MAP) or "skeld")
+    geo = map_assets(map_name, map_cache)
+    map_info = None
+    if geo is None:
+        problems.append(
+            f"map {map_name!r} cannot be loaded ({map_cache.get('error:' + map_name)}): drawn without it"
+        )
+    else:
+        map_info, png = geo
+        map_info = dict(map_info)
+        if maps_dir is None:
+            (out / "map.png").write_bytes(png)
+            map_info["image"] = "map.png"
+        else:
+            target = maps_dir / f"{map_info['name']}.png"
+            if not target.exists():
+                maps_dir.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(png)
+            map_info["image"] = f"{root}{maps_dir.name}/{target.name}"
+    return map_info
+
+
+def _link_frames(folder: Path, out: Path, header: dict[str, Any], roster: list[str],
+                 problems: list[str]) -> tuple[dict[Any, Any], set[str]]:
+    """The match's frames linked (or copied) beside the page: (frames by step and player, the linked paths)."""
+    frames, n_files = _frames(folder, roster)
+    expected = max(header.get(F.N_FRAMES) or 0, header.get("frames_saved") or 0)
+    if expected and n_files < expected:
+        problems.append(
+            f"{F.FRAMES_DIR}/: {expected - n_files} of {expected} frame files are missing"
+            + (" (the whole folder)" if n_files == 0 else "")
+        )
+    linked = {rel for names in frames.values() for paths in names.values() for rel in paths}
+    if n_files:
+        (out / F.FRAMES_DIR).mkdir(exist_ok=True)
+        for names in frames.values():
+            for paths in names.values():
+                for rel in paths:
+                    link_or_copy(folder / rel, out / rel)  # a fresh folder: nothing to overwrite
+    return frames, linked
+
+
+def _write_calls(folder: Path, out: Path, header: dict[str, Any], roster: list[str], linked: set[str],
+                 problems: list[str]) -> dict[str, dict[str, Any]]:
+    """calls/<seat>.js per agent (a call whose frame is gone is marked ``missing``); the page's index of them."""
+    calls_index: dict[str, dict[str, Any]] = {}
+    if (folder / F.CALLS_FILE).is_file():
+        per: dict[str, list[dict[str, Any]]] = {}
+        for c in read_jsonl(folder / F.CALLS_FILE, problems):
+            per.setdefault(str(c.get(F.AGENT)), []).append(c)
+        (out / "calls").mkdir(exist_ok=True)
+        for k, (agent, calls) in enumerate(per.items()):
+            seat = roster.index(agent) if agent in roster else len(roster) + k
+            fname = f"calls/{seat}.js"
+            for c in calls:  # a call that saw a frame the folder no longer has
+                for m in c.get(F.MESSAGES) or []:
+                    for part in m.get("content") if isinstance(m.get("content"), list) else []:
+                        rel = (
+                            part.get(F.IMAGE_PATH)
+                            if isinstance(part, dict) and part.get("type") == "image"
+                            else None
+                        )
+                        if rel and rel not in linked:
+                            part["missing"] = True
+            (out / fname).write_text(f"MAU.calls({js_dumps(agent)},{js_dumps(calls)});\n")
+            calls_index[agent] = {
+                "file": fname,
+                "n": len(calls),
+                "steps": sorted({c.get(F.STEP, 0) for c in calls}),
+            }
+    elif header.get("calls"):
+        problems.append(f"{F.CALLS_FILE} is missing: the header counts {header['calls'].get('calls')} calls")
+    return calls_index
 
 
 def _false_claims(header: dict[str, Any]) -> int | None:

@@ -14,6 +14,8 @@ import statistics
 import time
 from typing import Any
 
+from mau.schema import TICKS_PER_SECOND
+
 
 def bench_minecraft(matches: int, seed: int, frames: bool = True) -> dict[str, Any]:
     from mau.env.backends import make_world
@@ -45,7 +47,7 @@ def bench_minecraft(matches: int, seed: int, frames: bool = True) -> dict[str, A
         t2 = time.perf_counter()
         world.close()
         startups.append(t1 - t0)
-        game_s += st.tick / 20
+        game_s += st.tick / TICKS_PER_SECOND
         wall_s += t2 - t0
         step_wall_s += t2 - t1
         outcomes[st.outcome] = outcomes.get(st.outcome, 0) + 1

@@ -100,7 +100,7 @@ class _Pending:
 
 
 @dataclass
-class _Prepared:
+class Prepared:
     """One request turned into the processor's input: rendered prompt text and its PIL images."""
 
     index: int
@@ -294,7 +294,7 @@ class Backend(ModelBackend):
         except Exception as e:
             return [ModelResponse(text=None, error=str(e), model=self.model_id) for _ in requests]
         with self._gen_lock, self._active():  # one batch at a time on the (shared) model
-            groups: dict[tuple[str, float, str, int], list[_Prepared]] = {}
+            groups: dict[tuple[str, float, str, int], list[Prepared]] = {}
             for i, r in enumerate(requests):
                 try:
                     p = self._prepare(i, r)
@@ -309,7 +309,7 @@ class Backend(ModelBackend):
         return [r if r is not None else ModelResponse(text=None, error="hf: no answer",
                                                       model=self.model_id) for r in out]
 
-    def _generate_groups(self, groups: dict[tuple[str, float, str, int], list[_Prepared]],
+    def _generate_groups(self, groups: dict[tuple[str, float, str, int], list[Prepared]],
                          out: list[ModelResponse | None]) -> None:
         for (stream, temperature, match, match_seed), group in groups.items():
             try:
@@ -320,11 +320,11 @@ class Backend(ModelBackend):
                     out[p.index] = ModelResponse(text=None, error=f"hf: generate failed: {type(e).__name__}: {e}",
                                                  model=self.model_id)
 
-    def _prepare(self, index: int, request: ModelRequest) -> _Prepared:
+    def _prepare(self, index: int, request: ModelRequest) -> Prepared:
         messages, images = to_processor_messages(request)
         text = chat_text(self._processor, messages)
         temperature = request.temperature if request.temperature is not None else self.config.temperature
-        return _Prepared(index, text, images, request.max_tokens or self.config.max_tokens, float(temperature))
+        return Prepared(index, text, images, request.max_tokens or self.config.max_tokens, float(temperature))
 
     def _stream_rng(self, stream: str, match: str = "", match_seed: int = 0) -> Any:
         """The generator of one match's stream (play, or the belief probes': a probe never shifts the play's
@@ -339,7 +339,7 @@ class Backend(ModelBackend):
             self._rngs[key] = torch.Generator().manual_seed(int.from_bytes(digest, "big") >> 2)
         return self._rngs[key]
 
-    def _generate(self, group: list[_Prepared], temperature: float, stream: str = "play", match: str = "",
+    def _generate(self, group: list[Prepared], temperature: float, stream: str = "play", match: str = "",
                   match_seed: int = 0) -> list[ModelResponse]:
         import torch
 

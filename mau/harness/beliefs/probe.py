@@ -21,7 +21,7 @@ from mau.env.state import DISCUSSION, ROAM, VOTING
 from mau.harness.backends.base import ModelRequest
 from mau.harness.beliefs.config import ProbeConfig
 from mau.harness.beliefs.perceive import Perception
-from mau.harness.modules import VOTE, VOTE_PREFIX, Context, ParseError, _name, extract_json
+from mau.harness.modules import VOTE, VOTE_PREFIX, Context, ParseError, checked_name, extract_json
 from mau.infer import model as infer
 from mau.snapshot import Parts, Restored
 
@@ -104,7 +104,7 @@ def parse_probe(text: str | None, candidates: list[str], k: int) -> dict[str, An
     for key, v in bel.items():
         if not isinstance(key, str) or key.strip().lower() not in {c.lower() for c in candidates}:
             continue
-        name = _name(key, "beliefs", candidates)
+        name = checked_name(key, "beliefs", candidates)
         if isinstance(v, str):
             try:
                 v = float(v.strip().rstrip("%")) / (100 if v.strip().endswith("%") else 1)
@@ -121,7 +121,7 @@ def parse_probe(text: str | None, candidates: list[str], k: int) -> dict[str, An
     try:
         if not isinstance(top, list) or not top:
             raise ParseError("top2 missing")
-        top = [_name(t, "top2", candidates) for t in top[:2]]
+        top = [checked_name(t, "top2", candidates) for t in top[:2]]
         if len(set(top)) != len(top):
             raise ParseError("top2 repeats a name")
     except ParseError:
