@@ -212,12 +212,7 @@ class Mind:
 
     def near_sighting(self, name: str) -> tuple[str, float, float] | None:
         """(victim, blocks, game s) of my closest sighting of ``name`` by a spot where a victim lay (true)."""
-        best = None
-        for d in (self.ev.deaths.values() if self.ev else []):
-            for x, t in zip(d.dists.get(name, []), d.ticks):
-                if x is not None and (best is None or x < best[1]):
-                    best = (d.victim, x, t / TICKS_PER_SECOND)
-        return best
+        return self.ev.near_sighting(name) if self.ev else None
 
     def frame_candidate(self, obs: dict[str, Any], target: str, spot: tuple[float, float]) -> dict[str, Any] | None:
         """A crewmate (not the target) I saw within ``FRAME_S`` standing within ``FRAME_NEAR`` of the spot: the

@@ -240,12 +240,7 @@ class ScriptedBrain:
 
     def _near_sighting(self, name: str) -> tuple[str, float, float] | None:
         """(victim, blocks, game s) of my closest sighting of ``name`` by a spot where a victim lay."""
-        best = None
-        for d in (self.ev.deaths.values() if self.ev else []):
-            for x, t in zip(d.dists.get(name, []), d.ticks):
-                if x is not None and (best is None or x < best[1]):
-                    best = (d.victim, x, t / TICKS_PER_SECOND)
-        return best
+        return self.ev.near_sighting(name) if self.ev else None
 
     def live_known(self, obs: dict[str, Any]) -> list[str]:
         """Living players I would press the button for: a kill I saw, or P(imposter) at my emergency level."""

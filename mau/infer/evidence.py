@@ -305,6 +305,15 @@ class EvidenceLog:
             d.dists[name] = row
 
     # -- reading it out --------------------------------------------------------------------------------------
+    def near_sighting(self, name: str) -> tuple[str, float, float] | None:
+        """(victim, blocks, game s) of my closest sighting of ``name`` by a spot where a victim lay."""
+        best = None
+        for d in self.deaths.values():
+            for x, t in zip(d.dists.get(name, []), d.ticks):
+                if x is not None and (best is None or x < best[1]):
+                    best = (d.victim, x, t / TICKS_PER_SECOND)
+        return best
+
     def items(self) -> list[dict[str, Any]]:
         """The evidence as the likelihood model reads it (``mau.infer.model``)."""
         out: list[dict[str, Any]] = [{"k": DEAD, "p": v} for v in self.dead]
