@@ -139,6 +139,28 @@ def load(model: type[M], args: argparse.Namespace, flags: list[Flag], path: str 
         raise ConfigError(validation_message(e, source, fix)) from None
 
 
+def model_folder_run(out: str, label: str, verb: str, planned: str, kept: str, resume: bool,
+                     opts: RunOptions) -> Any:
+    """The start of a verb that writes a local model folder (``mau student``, ``mau tiny-model``): its run folder,
+    or None when there is nothing to do (a dry run prints ``planned``; a finished folder kept prints ``kept``,
+    ``{run}`` in them replaced by the folder). Otherwise the ml extra is checked and the hub's progress bars
+    are off (the verb's output is its one line)."""
+    from mau.rundir import RunDir
+
+    run = RunDir(out, label)
+    if opts.dry_run:
+        print(f"{verb} --dry-run: {planned.replace('{run}', str(run))}")
+        return None
+    if run.keep_finished((run / "config.json").is_file(), resume, opts.force):
+        print(kept.replace("{run}", str(run)))
+        return None
+    require_modules(verb)
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    return run
+
+
 def require_modules(verb: str, modules: tuple[str, ...] = ("torch", "transformers")) -> None:
     """A one-line error naming the first missing module when a verb needs the ml extra (heavy imports stay out
     of start-up: this only asks importlib where they are)."""

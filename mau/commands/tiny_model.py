@@ -40,24 +40,14 @@ CONFIG = "mau.commands.tiny_model:TinyModelConfig"
 
 
 def main(cfg: TinyModelConfig, opts: RunOptions = RunOptions()) -> int:
-    from mau.commands.common import require_modules
-    from mau.rundir import RunDir
+    from mau.commands.common import model_folder_run
 
-    run = RunDir(cfg.out, "tiny model")
-    if opts.dry_run:
-        print(f"mau tiny-model --dry-run: a tiny Qwen3.5 VLM seed={cfg.seed} vocab={cfg.vocab_size} -> {run} "
-              "(~2 MB; nothing written)")
+    run = model_folder_run(cfg.out, "tiny model", "mau tiny-model",
+                           f"a tiny Qwen3.5 VLM seed={cfg.seed} vocab={cfg.vocab_size} -> {{run}} (~2 MB; nothing "
+                           "written)", "tiny Qwen3.5 VLM (already built) -> {run}", cfg.resume, opts)
+    if run is None:
         return 0
-    if run.keep_finished((run / "config.json").is_file(), cfg.resume, opts.force):
-        print(f"tiny Qwen3.5 VLM (already built) -> {run}")
-        return 0
-
-    require_modules("mau tiny-model")
-    from transformers.utils import logging as hf_logging
-
     from mau.tiny import build_tiny_model
-
-    hf_logging.disable_progress_bar()  # the verb's output is its one line
 
     info = build_tiny_model(cfg.out, seed=cfg.seed, vocab_size=cfg.vocab_size, max_pixels=cfg.max_pixels,
                             hidden=cfg.hidden_size, layers=cfg.num_layers, vision_depth=cfg.vision_depth)
