@@ -33,10 +33,7 @@ from mau.env.state import (
     Meeting,
     PlayerState,
 )
-from mau.schema import (
-    SKIP,  # noqa: F401  (re-exported for the env's users)
-    TICKS_PER_SECOND,
-)
+from mau.schema import SKIP, TICKS_PER_SECOND  # noqa: F401  (SKIP re-exported for the env's users)
 
 
 def _draw_imposters(cfg: GameConfig, rng: random.Random) -> list[str]:
