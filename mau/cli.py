@@ -24,6 +24,8 @@ VERBS = {
     "replay": ("mau.commands.replay", "replay recorded sim matches from their folders and check them byte for byte"),
     "fork": ("mau.commands.fork", "counterfactual branches of one recorded decision, with an outcome report"),
     "rl": ("mau.commands.rl", "decision-level GRPO of the crewmate (TRL), rewards from forks of the sim"),
+    "student-train": ("mau.commands.student_train", "train the CPU student's VOTE over its candidates on a BC dataset"),
+    "student-rl": ("mau.commands.student_rl", "GRPO of the CPU student's VOTE over its candidates (vote rewards)"),
     "view": ("mau.commands.view", "a self-contained browser viewer of a match, collect or eval folder (--video: MP4)"),
     "beliefs": ("mau.commands.beliefs", "detection report of a run from its belief probes (AUROC, Brier, ...)"),
     "claims": ("mau.commands.claims", "every claim of a run checked against what happened, role-blind; lie rates"),

@@ -65,12 +65,13 @@ def render() -> str:
     from mau.eval.config import EvalConfig
     from mau.rl.config import RLConfig
     from mau.runner import PlayConfig
+    from mau.student.config import StudentRLConfig, StudentTrainConfig
     from mau.train.config import TrainConfig
 
     sections = [("mau play", PlayConfig), ("mau collect", CollectConfig), ("mau dataset", DatasetConfig),
                 ("mau train", TrainConfig), ("mau eval", EvalConfig), ("mau quickstart", QuickstartConfig),
-                ("mau fork", ForkConfig), ("mau rl", RLConfig),
-                ("mau tiny-model", TinyModelConfig)]
+                ("mau fork", ForkConfig), ("mau rl", RLConfig), ("mau student-train", StudentTrainConfig),
+                ("mau student-rl", StudentRLConfig), ("mau tiny-model", TinyModelConfig)]
     out = [HEADER]
     for title, model in sections:
         out += [f"## `{title}`", "", (model.__doc__ or "").strip(), "", "| key | default | meaning |", "|---|---|---|"]

@@ -18,7 +18,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny Qwen3.5 VLM + processor (seed 0), saved with save_pretrained."""
-    from mau.tiny import build_tiny_model
+    from mau.models.tiny import build_tiny_model
 
     out = tmp_path_factory.mktemp("tiny-qwen3_5")
     build_tiny_model(out, seed=0)

@@ -156,7 +156,7 @@ def test_the_extractor_runs_on_the_local_lm_backend(tmp_path):
     pytest.importorskip("torch")
     pytest.importorskip("gguf")
     from mau.commands.claims import completion_fn, model_config
-    from mau.student.materialise import materialise
+    from mau.models.smollm import materialise
     from tests.student_fixtures import write_tiny_gguf
 
     folder = materialise(tmp_path / "model", write_tiny_gguf(tmp_path / "tiny.gguf")).out

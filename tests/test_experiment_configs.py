@@ -47,15 +47,15 @@ def test_detect_cpu_chain() -> None:
 def test_student_cpu_chain() -> None:
     """The CPU student's experiment (docs/student.md): the student's compact VOTE prompts are collected, trained on
     and evaluated on; train, GRPO and eval read each other's outputs; no evaluation seed was collected."""
-    s = "configs/{}/student_cpu.yaml"
+    from mau.student.config import StudentRLConfig, StudentTrainConfig
+
     collect = load_config(CollectConfig, "configs/collect/student.yaml")
-    train = load_config(TrainConfig, s.format("train"))
-    rl = load_config(RLConfig, s.format("rl"))
-    ev = load_config(EvalConfig, s.format("eval"))
+    train = load_config(StudentTrainConfig, "configs/student/train.yaml")
+    rl = load_config(StudentRLConfig, "configs/student/rl.yaml")
+    ev = load_config(EvalConfig, "configs/eval/student_cpu.yaml")
     assert all(c.crewmate.prompt_profile == {"vote": "compact"} for c in collect.grid.cases)
     assert ev.crewmate_aria.prompt_profile == {"vote": "compact"}
-    assert train.training.objective == "candidates" and train.data.dataset == "runs/student/bcvote"
-    assert rl.grpo.objective == "candidates" and rl.policy.path == "runs/student/train/model"
+    assert train.data.dataset == "runs/student/bcvote" and rl.policy.path == "runs/student/train/model"
     assert rl.grpo.feature_cache == "runs/student/train/features.pt" and rl.decisions.runs == ["runs/student/collect"]
     assert ev.arms["untrained"].model == train.model.path and ev.arms["bc"].model == "runs/student/train/model"
     assert ev.arms["grpo"].model == "runs/student/rl/model"

@@ -88,7 +88,7 @@ from tests.student_fixtures import write_tiny_gguf  # noqa: E402
 
 @pytest.fixture(scope="module")
 def student(tmp_path_factory):
-    from mau.student.materialise import materialise
+    from mau.models.smollm import materialise
 
     d = tmp_path_factory.mktemp("student")
     return materialise(d / "model", write_tiny_gguf(d / "tiny.gguf")).out

@@ -12,8 +12,9 @@ import pytest
 from mau import schema as F
 from mau.cli import main
 from mau.errors import MauError
+from mau.replay.decisions import decision_rows, to_prompt
 from mau.rl.config import DecisionsSection
-from mau.rl.grpo import ForkReward, completion_text, decision_rows, to_prompt
+from mau.rl.grpo import ForkReward, completion_text
 from tests.ml_fixtures import tiny_model_dir  # noqa: F401 - the fixture (torch only when used)
 
 NO_FRAMES = ["--set", "seats.crewmate.aria.frames=false", "--set", "seats.imposter.aria.frames=false"]
@@ -82,7 +83,7 @@ def test_reward_function_forks_each_completion_and_logs_its_terms(voted_match, t
 
 def test_one_grpo_step_then_resume_to_two(voted_match, tmp_path, tiny_model_dir, capsys):  # noqa: F811
     needs_ml()
-    from mau.tiny import build_voter_model
+    from mau.models.tiny import build_voter_model
 
     voter = build_voter_model(tiny_model_dir, tmp_path / "voter")
     out = tmp_path / "rl"
@@ -113,7 +114,7 @@ def test_one_grpo_step_then_resume_to_two(voted_match, tmp_path, tiny_model_dir,
 
 def test_short_grpo_run_changes_the_adapter_and_logs_rewards(tmp_path, tiny_model_dir):  # noqa: F811
     needs_ml()
-    from mau.tiny import build_voter_model
+    from mau.models.tiny import build_voter_model
     from tests.ml_fixtures import build_tiny_adapter
 
     match = tmp_path / "match"
@@ -149,7 +150,7 @@ def test_short_grpo_run_changes_the_adapter_and_logs_rewards(tmp_path, tiny_mode
 def test_fork_samples_alternative_answers_from_a_model(tmp_path, tiny_model_dir):  # noqa: F811
     """mau fork --model: N answers sampled from a local model given the decision's recorded prompt."""
     needs_ml()
-    from mau.tiny import build_voter_model
+    from mau.models.tiny import build_voter_model
 
     match = tmp_path / "match"
     assert main(["play", "--config", "configs/play/aria_scripted.yaml", "--seed", "1", "--out", str(match),

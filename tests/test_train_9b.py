@@ -69,7 +69,7 @@ def model_9b(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
 @pytest.fixture(scope="module")
 def frame_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Two BC-shaped rows, each one 640x360 frame + ~120 text tokens + a JSON answer."""
-    from mau.tiny import build_tokenizer
+    from mau.models.tiny import build_tokenizer
     from mau.train.bench import write_synthetic_dataset
 
     return write_synthetic_dataset(tmp_path_factory.mktemp("frames") / "ds", build_tokenizer(0), rows=2,

@@ -48,7 +48,7 @@ def test_train_writes_the_offline_run_with_the_loss_curve(offline, tmp_path, mon
     pytest.importorskip("trl")
     import os
 
-    from mau.tiny import build_tiny_model
+    from mau.models.tiny import build_tiny_model
     from tests.bc_factory import build_bc_dataset
     from tests.ml_fixtures import tiny_model_dir  # noqa: F401
 

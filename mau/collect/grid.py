@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import asdict, dataclass
-from typing import Any, Iterator, Literal
+from typing import Annotated, Any, Iterator, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from mau.config import Model
 from mau.env.config import WorldConfig
@@ -19,33 +19,28 @@ from mau.runner import parse_shard  # re-exported: shards are the runner's
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
+def _short_name(v: str) -> str:
+    if not _NAME.match(v):
+        raise ValueError(f"{v!r}: use letters, digits, '.', '_' or '-' (it goes into match ids and folders)")
+    return v
+
+
+ShortName = Annotated[str, AfterValidator(_short_name)]  # a pool entry's or a case's name
+
+
 class PoolEntry(Model):
     """One model of the pool, under a short name used in match ids and tables."""
 
-    name: str = Field(description="Short unique name ([A-Za-z0-9._-]), e.g. gpt41mini or qwen35-9b.")
+    name: ShortName = Field(description="Short unique name ([A-Za-z0-9._-]), e.g. gpt41mini or qwen35-9b.")
     model: ModelConfig = Field(default_factory=ModelConfig, description="The model: backend and settings.")
-
-    @field_validator("name")
-    @classmethod
-    def _name(cls, v: str) -> str:
-        if not _NAME.match(v):
-            raise ValueError(f"{v!r}: use letters, digits, '.', '_' or '-' (it becomes part of folder names)")
-        return v
 
 
 class CaseConfig(Model):
     """An ARIA configuration case: the harness of each side (the paper's 1A/1B/2A/2B)."""
 
-    name: str = Field("default", description="Short name of the case, used in match ids.")
+    name: ShortName = Field("default", description="Short name of the case, used in match ids.")
     crewmate: AriaConfig = Field(default_factory=AriaConfig, description="The crewmates' ARIA axes.")
     imposter: AriaConfig = Field(default_factory=AriaConfig, description="The imposters' ARIA axes.")
-
-    @field_validator("name")
-    @classmethod
-    def _name(cls, v: str) -> str:
-        if not _NAME.match(v):
-            raise ValueError(f"{v!r}: use letters, digits, '.', '_' or '-'")
-        return v
 
 
 class GridConfig(Model):

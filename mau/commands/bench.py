@@ -26,7 +26,7 @@ and to the end of the match, answers alternating between the recorded vote and a
 of replaying up to the decision and the snapshot / restore times.
 
 ``rl`` (``mau bench rl``): a few GRPO steps (``mau rl``, TRL) on the CPU with the tiny Qwen3.5 made to vote in
-the format (``mau.tiny.build_voter_model``) on the VOTE decisions of a played match: seconds per step and
+the format (``mau.models.tiny.build_voter_model``) on the VOTE decisions of a played match: seconds per step and
 steps per minute, forks per step.
 
 ``view`` (``mau bench view``): ``mau view`` site build of a 200-step ARIA match, its page's time to interactive in

@@ -56,7 +56,7 @@ class QuickstartConfig(Model):
     workers: int = Field(2, ge=1, description="Worker processes for collection and evaluation.")
     student_filters: list[str] = Field(default_factory=lambda: ["bcvote"],
                                        description="The BC datasets the student is trained on (one model each).")
-    student_train_config: str = Field("configs/train/student_cpu.yaml", description="The student's training.")
+    student_train_config: str = Field("configs/student/train.yaml", description="The student's training.")
     student_train_set: list[str] = Field(default_factory=lambda: ["training.epochs=2", "training.learning_rate=3e-4"],
                                          description="--set overrides for every student training run.")
     filters: list[str] = Field(default_factory=lambda: ["bcvote"],
@@ -250,19 +250,22 @@ def _datasets(cfg: QuickstartConfig, out: Path, collect_dir: Path, con: Any, sub
 def _train(cfg: QuickstartConfig, out: Path, models: dict[str, Path], datasets: dict[str, Path], con: Any,
            sub: RunOptions) -> dict[str, dict[str, tuple[str, Path]]]:
     """{learner: {filter: ("adapter" | "model", path)}}: one training run per learner and dataset."""
+    from mau.commands.student_train import main as student_train_main
     from mau.commands.train import main as train_main
     from mau.config import load_config, parse_overrides
+    from mau.student.config import StudentTrainConfig
     from mau.train.config import TrainConfig
 
+    mains = {"student": student_train_main, "tiny": train_main}
     plan: list[tuple[str, str, Path, Any]] = []  # (learner, filter, run folder, config)
-    for learner, config, sets, filters in (("student", cfg.student_train_config, cfg.student_train_set,
-                                            cfg.student_filters),
-                                           ("tiny", cfg.train_config, cfg.train_set, cfg.filters)):
+    for learner, kind, config, sets, filters in (
+            ("student", StudentTrainConfig, cfg.student_train_config, cfg.student_train_set, cfg.student_filters),
+            ("tiny", TrainConfig, cfg.train_config, cfg.train_set, cfg.filters)):
         if learner not in cfg.learners:
             continue
         for f in filters:
             run = out / "train" / f"{learner}_{_slug(f)}"
-            plan.append((learner, f, run, load_config(TrainConfig, config, parse_overrides(sets + [
+            plan.append((learner, f, run, load_config(kind, config, parse_overrides(sets + [
                 f"model.path={models[learner]}", f"data.dataset={datasets[f]}", f"output.dir={run}",
                 "resume=true"]))))
     work = {run: _planned_work(tcfg) for _, _, run, tcfg in plan}
@@ -274,7 +277,7 @@ def _train(cfg: QuickstartConfig, out: Path, models: dict[str, Path], datasets: 
     with con.stage(f"[4/{TOTAL}] training", poll, "example passes"):
         for learner, f, run, tcfg in plan:
             if _trained(run) is None:
-                train_main(tcfg, sub)
+                mains[learner](tcfg, sub)
             trained.setdefault(learner, {})[f] = _trained(run)
     return trained
 
@@ -283,12 +286,13 @@ def _planned_work(tcfg: Any) -> tuple[int, int, int]:
     """A training run's work, for the bar's ETA: (prompts whose features the candidate objective caches first,
     optimizer steps, examples per step). The bar counts example passes: cached prompts + steps x examples."""
     from mau import schema as F
+    from mau.student.config import StudentTrainConfig
 
     t = tcfg.training
     per_step = t.per_device_batch_size * t.gradient_accumulation_steps
     n = json.loads((Path(tcfg.data.dataset) / F.DATASET_HEADER).read_text()).get("examples", {})
     steps = int(t.max_steps) if t.max_steps else max(1, math.ceil(n.get("train", 0) * t.epochs / per_step))
-    cached = n.get("train", 0) + n.get("validation", 0) if t.objective == "candidates" else 0
+    cached = n.get("train", 0) + n.get("validation", 0) if isinstance(tcfg, StudentTrainConfig) else 0
     return cached, steps, per_step
 
 

@@ -25,16 +25,6 @@ def main(cfg: RLConfig, opts: RunOptions = RunOptions()) -> int:
     from mau.commands.common import require_modules
     from mau.rundir import RunDir
 
-    if cfg.grpo.objective == "candidates":  # the text-only student (mau.student.grpo): no TRL, no forks
-        require_modules("mau rl")
-        from mau.student.grpo import train_candidates_rl
-
-        out = RunDir.choose(cfg.output.dir, "rl", opts.tag("rl"), "rl run").path
-        s = train_candidates_rl(cfg, out)
-        print(f"rl (candidates) steps={s['steps']} decisions={s['decisions']} reward {s['reward_first']:.3f} -> "
-              f"{s['reward_last']:.3f} frac_reward_zero_std={s['frac_reward_zero_std']:.3f} -> {s['saved']}",
-              flush=True)
-        return 0
     require_modules("mau rl", ("torch", "transformers", "trl", "peft", "datasets"))
     from mau.rl.grpo import train_rl
 

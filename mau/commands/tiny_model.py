@@ -47,7 +47,7 @@ def main(cfg: TinyModelConfig, opts: RunOptions = RunOptions()) -> int:
                            "written)", "tiny Qwen3.5 VLM (already built) -> {run}", cfg.resume, opts)
     if run is None:
         return 0
-    from mau.tiny import build_tiny_model
+    from mau.models.tiny import build_tiny_model
 
     info = build_tiny_model(cfg.out, seed=cfg.seed, vocab_size=cfg.vocab_size, max_pixels=cfg.max_pixels,
                             hidden=cfg.hidden_size, layers=cfg.num_layers, vision_depth=cfg.vision_depth)

@@ -55,12 +55,6 @@ def main(cfg: TrainConfig, opts: RunOptions = RunOptions()) -> int:
               f"({'full fine-tune' if cfg.lora.full_finetune else f'LoRA r={cfg.lora.r}'}) -> {out} (nothing written)")
         return 0
     _refuse_text_only_for_sft(cfg)
-    if cfg.training.objective == "candidates":  # the text-only student (mau.student.train): no TRL
-        require_modules("mau train")
-        from mau.student.train import train_candidates
-
-        print(train_candidates(cfg, out).line(), flush=True)
-        return 0
     require_modules("mau train", ("torch", "transformers", "trl", "peft", "datasets"))
     from mau.train.sft import process_state, train
 
@@ -72,16 +66,16 @@ def main(cfg: TrainConfig, opts: RunOptions = RunOptions()) -> int:
 
 def _refuse_text_only_for_sft(cfg: TrainConfig) -> None:
     """SFT trains a Qwen3.5 VLM; a local text-only causal LM (the CPU student) gets a one-line error that says
-    which objective trains it."""
+    which verb trains it."""
     import json
     from pathlib import Path
 
     from mau.errors import MauError
 
     conf = Path(cfg.model.path) / "config.json"
-    if cfg.training.objective != "sft" or not conf.is_file():
+    if not conf.is_file():
         return
     archs = json.loads(conf.read_text()).get("architectures") or []
     if archs and all(a.endswith("ForCausalLM") for a in archs):
-        raise MauError(f"model.path {cfg.model.path} is a text-only model ({archs[0]}); training.objective sft "
-                       "trains a Qwen3.5 VLM: set training.objective: candidates (docs/student.md)")
+        raise MauError(f"model.path {cfg.model.path} is a text-only model ({archs[0]}); mau train trains a Qwen3.5 "
+                       "VLM: train the student with mau student-train (docs/student.md)")

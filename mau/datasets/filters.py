@@ -41,14 +41,19 @@ def bcwin(call: dict[str, Any], match: MatchInfo, options: Any = None) -> bool:
     return match.crew_won
 
 
+def _vote_target(call: dict[str, Any]) -> Any:
+    """The vote target of a VOTE call's parsed answer; None for another module or an unparsed answer."""
+    parsed = call.get(F.PARSED)
+    if call.get(F.MODULE) != VOTE_MODULE or not isinstance(parsed, dict):
+        return None
+    return parsed.get(F.VOTE_TARGET)
+
+
 @register("bcvote", "BCvote: crewmate VOTE calls (module 'vote') whose vote target (the answer's vote_target) "
                     "was a true imposter (roles from the match header), whatever the outcome, and the expert's "
                     "own skips (its abstentions when not confident; vote_skips: false drops them).")
 def bcvote(call: dict[str, Any], match: MatchInfo, options: Any = None) -> bool:
-    parsed = call.get(F.PARSED)
-    if call.get(F.MODULE) != VOTE_MODULE or not isinstance(parsed, dict):
-        return False
-    target = parsed.get(F.VOTE_TARGET)
+    target = _vote_target(call)
     return target in match.imposters or (target == SKIP and getattr(options, "vote_skips", True))
 
 
@@ -58,10 +63,7 @@ def bcvote(call: dict[str, Any], match: MatchInfo, options: Any = None) -> bool:
 def bcclaims(call: dict[str, Any], match: MatchInfo, options: Any = None) -> bool:
     from mau.infer.learnability import contradicted_speakers
 
-    parsed = call.get(F.PARSED)
-    if call.get(F.MODULE) != VOTE_MODULE or not isinstance(parsed, dict):
-        return False
-    target = parsed.get(F.VOTE_TARGET)
+    target = _vote_target(call)
     return target in match.imposters and target in contradicted_speakers(call.get(F.MESSAGES) or [])
 
 

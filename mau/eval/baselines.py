@@ -21,18 +21,7 @@ from typing import Any
 import numpy as np
 
 from mau import schema as F
-from mau.infer.evidence import (
-    ACCUSE,
-    CALLED,
-    CONFLICT,
-    CONTRADICTED,
-    DEAD,
-    DEATH,
-    EJECTED,
-    REPORTED,
-    SAW_KILL,
-    VOTE,
-)
+from mau.infer import evidence as E
 from mau.infer.model import GROUPS, Params, beliefs
 
 PUBLIC_ROW = "public only"
@@ -40,7 +29,7 @@ ACCUSED_ROW = "most accused"
 LINEAR_ROW = "linear (2-fold)"
 NO_SPEECH_ROW = "observer, no speech"
 BASELINE_ROWS = (PUBLIC_ROW, ACCUSED_ROW, LINEAR_ROW, NO_SPEECH_ROW)
-PUBLIC_KINDS = (DEAD, EJECTED, ACCUSE, VOTE, REPORTED, CALLED, CONFLICT)
+PUBLIC_KINDS = (E.DEAD, E.EJECTED, E.ACCUSE, E.VOTE, E.REPORTED, E.CALLED, E.CONFLICT)
 FEATURES = ("strong_got", "weak_got", "votes_got", "accused_imposter", "accused_crew", "voted_imposter",
             "voted_crew", "accused_by_imposter", "near0", "near1", "near2", "reported", "called", "saw_kill",
             "contradicted", "conflict")
@@ -69,7 +58,7 @@ def most_accused(rec: dict[str, Any]) -> dict[str, float]:
     cands = list(rec[F.PROBE_BELIEFS])
     got = dict.fromkeys(cands, 0.5)  # half a count each: a probe where nobody was accused reads k/n
     for it in rec["evidence"]:
-        if it["k"] in (ACCUSE, VOTE) and it.get("target") in got:
+        if it["k"] in (E.ACCUSE, E.VOTE) and it.get("target") in got:
             got[it["target"]] += 1.0
     return _normalise(got, int(rec.get("n_imposters", 2)))
 
@@ -77,27 +66,27 @@ def most_accused(rec: dict[str, Any]) -> dict[str, float]:
 def features(rec: dict[str, Any]) -> dict[str, list[float]]:
     """Per candidate of a probe, the counts of ``FEATURES`` in its evidence."""
     cands = list(rec[F.PROBE_BELIEFS])
-    revealed = {it["p"]: it["role"] for it in rec["evidence"] if it["k"] == EJECTED}
+    revealed = {it["p"]: it["role"] for it in rec["evidence"] if it["k"] == E.EJECTED}
     f = {c: dict.fromkeys(FEATURES, 0.0) for c in cands}
     for it in rec["evidence"]:
         k, p, t = it["k"], it.get("p"), it.get("target")
-        if k == ACCUSE and t in f:
+        if k == E.ACCUSE and t in f:
             f[t]["strong_got" if it.get("s") == "strong" else "weak_got"] += 1
             f[t]["accused_by_imposter"] += revealed.get(p) == "imposter"
-        if k == VOTE and t in f:
+        if k == E.VOTE and t in f:
             f[t]["votes_got"] += 1
-        if k in (ACCUSE, VOTE) and p in f and t in revealed:
-            kind = "accused" if k == ACCUSE else "voted"
+        if k in (E.ACCUSE, E.VOTE) and p in f and t in revealed:
+            kind = "accused" if k == E.ACCUSE else "voted"
             f[p][f"{kind}_{'imposter' if revealed[t] == 'imposter' else 'crew'}"] += 1
-        if k == DEATH:
+        if k == E.DEATH:
             for c, bins in it["bins"].items():
                 if c in f:
                     for b in bins:
                         if b < 3:
                             f[c][f"near{b}"] += 1
-        if k in (REPORTED, CALLED, SAW_KILL, CONTRADICTED) and p in f:
+        if k in (E.REPORTED, E.CALLED, E.SAW_KILL, E.CONTRADICTED) and p in f:
             f[p][k] += 1
-        if k == CONFLICT:
+        if k == E.CONFLICT:
             for x in (p, t):
                 if x in f:
                     f[x]["conflict"] += 1

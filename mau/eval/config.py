@@ -18,7 +18,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from mau import schema as F
 from mau.env.config import WorldConfig
 from mau.harness.backends.base import ModelConfig
-from mau.harness.config import AriaConfig, SeatConfig
+from mau.harness.config import AriaConfig, SeatConfig, known_modules
 from mau.runner import RunConfig
 from mau.wandb_log import WandbLogging
 
@@ -97,12 +97,7 @@ class EvalConfig(RunConfig):
     @field_validator("arm_modules")
     @classmethod
     def _known_modules(cls, v: list[str] | None) -> list[str] | None:
-        from mau.harness.modules import ALL_MODULES
-
-        bad = [m for m in v or [] if m not in ALL_MODULES]
-        if bad:
-            raise ValueError(f"{bad[0]!r} is not a module; use some of {', '.join(ALL_MODULES)}")
-        return v
+        return known_modules(v)
 
     @model_validator(mode="after")
     def _check(self) -> "EvalConfig":

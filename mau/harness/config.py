@@ -97,9 +97,14 @@ class SeatConfig(Model):
     @field_validator("modules")
     @classmethod
     def _known_modules(cls, v: list[str] | None) -> list[str] | None:
-        from mau.harness.modules import ALL_MODULES
+        return known_modules(v)
 
-        bad = [m for m in v or [] if m not in ALL_MODULES]
-        if bad:
-            raise ValueError(f"modules: {bad[0]!r} is not a module; use some of {', '.join(ALL_MODULES)}")
-        return v
+
+def known_modules(v: list[str] | None) -> list[str] | None:
+    """A list of ARIA module names, checked (a config validator's body: harness seats, eval arms)."""
+    from mau.harness.modules import ALL_MODULES
+
+    bad = [m for m in v or [] if m not in ALL_MODULES]
+    if bad:
+        raise ValueError(f"{bad[0]!r} is not a module; use some of {', '.join(ALL_MODULES)}")
+    return v

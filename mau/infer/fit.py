@@ -17,23 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from mau.infer.evidence import (
-    ACCUSE,
-    CALLED,
-    CONFLICT,
-    CONTRADICTED,
-    DEAD,
-    DEATH,
-    EJECTED,
-    FAR,
-    REPORTED,
-    SAW_KILL,
-    VOTE,
-)
+from mau.infer import evidence as E
 from mau.infer.model import ROLE_PAIRS, Params, hypotheses
 
 FIXED = ("saw_kill_error",)
-N_BINS = FAR + 1
+N_BINS = E.FAR + 1
 
 
 @dataclass
@@ -68,7 +56,7 @@ class _Compiled:
             idx = {n: j for j, n in enumerate(sorted(pr.others))}
             for it in pr.items:
                 kind = it["k"]
-                if kind == DEATH:
+                if kind == E.DEATH:
                     rows = np.full((len(idx), MAXJ, N_BINS), 0.0)
                     there = np.zeros(len(idx))
                     for name, bins in it["bins"].items():
@@ -85,27 +73,27 @@ class _Compiled:
                     death_probe.append(i)
                     continue
                 for h_i, h in enumerate(hyps):
-                    if kind == DEAD:
+                    if kind == E.DEAD:
                         if it["p"] in h:
                             self.mask[i, h_i] = -np.inf
-                    elif kind == EJECTED:
+                    elif kind == E.EJECTED:
                         if (it["p"] in h) != (it["role"] == "imposter"):
                             self.mask[i, h_i] = -np.inf
-                    elif kind == SAW_KILL:
+                    elif kind == E.SAW_KILL:
                         if it["p"] not in h:
                             self.F[i, h_i, lin.index("saw_kill_error")] += 1
-                    elif kind in (ACCUSE, VOTE):
+                    elif kind in (E.ACCUSE, E.VOTE):
                         s_imp, t_imp = it["p"] in h, it["target"] in h
                         if s_imp or t_imp:
-                            pref = it["s"] if kind == ACCUSE else "vote"
+                            pref = it["s"] if kind == E.ACCUSE else "vote"
                             self.F[i, h_i, lin.index(f"{pref}_{'i' if s_imp else 'c'}{'i' if t_imp else 'c'}")] += 1
-                    elif kind in (REPORTED, CALLED):
+                    elif kind in (E.REPORTED, E.CALLED):
                         if it["p"] in h:
                             self.F[i, h_i, lin.index(kind)] += 1
-                    elif kind == CONTRADICTED:
+                    elif kind == E.CONTRADICTED:
                         if it["p"] not in h:
                             self.F[i, h_i, lin.index(kind)] += 1
-                    elif kind == CONFLICT:
+                    elif kind == E.CONFLICT:
                         if it["p"] not in h and it["target"] not in h:
                             self.F[i, h_i, lin.index(kind)] += 1
         self.J = min(J, MAXJ)

@@ -34,18 +34,7 @@ from typing import Any
 from pydantic import Field
 
 from mau.config import Model
-from mau.infer.evidence import (
-    ACCUSE,
-    CALLED,
-    CONFLICT,
-    CONTRADICTED,
-    DEAD,
-    DEATH,
-    EJECTED,
-    REPORTED,
-    SAW_KILL,
-    VOTE,
-)
+from mau.infer import evidence as E
 
 ROLE_PAIRS = ("ci", "ic", "ii")
 
@@ -156,29 +145,29 @@ def death_lr(bins: list[int], p: Params, uniform: bool = False) -> float:
 def log_factor(item: dict[str, Any], h: frozenset[str], p: Params) -> float:
     """log P(item | the imposters are h), up to a term that is the same for every h (-inf: impossible)."""
     k = item["k"]
-    if k == DEAD:
+    if k == E.DEAD:
         return -math.inf if item["p"] in h else 0.0
-    if k == EJECTED:
+    if k == E.EJECTED:
         return 0.0 if (item["p"] in h) == (item["role"] == "imposter") else -math.inf
-    if k == SAW_KILL:
+    if k == E.SAW_KILL:
         return 0.0 if item["p"] in h else p.saw_kill_error
-    if k == DEATH:
+    if k == E.DEATH:
         there = [m for m in h if m in item["bins"]]
         if not there:
             return p.saw_kill_error  # no imposter of h could have done it
         uni = bool(item.get("uniform"))
         return math.log(sum(death_lr(item["bins"][m], p, uni) for m in there) / len(there))
-    if k == ACCUSE:
+    if k == E.ACCUSE:
         return _pair(p, item["s"], item["p"] in h, item["target"] in h)
-    if k == VOTE:
+    if k == E.VOTE:
         return _pair(p, "vote", item["p"] in h, item["target"] in h)
-    if k == REPORTED:
+    if k == E.REPORTED:
         return p.reported if item["p"] in h else 0.0
-    if k == CALLED:
+    if k == E.CALLED:
         return p.called if item["p"] in h else 0.0
-    if k == CONTRADICTED:
+    if k == E.CONTRADICTED:
         return 0.0 if item["p"] in h else p.contradicted
-    if k == CONFLICT:
+    if k == E.CONFLICT:
         return 0.0 if item["p"] in h or item["target"] in h else p.conflict
     raise ValueError(f"unknown evidence kind {k!r}")
 

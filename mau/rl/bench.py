@@ -1,5 +1,5 @@
 """Speed of GRPO on the CPU (``mau bench rl``; see mau/commands/bench.py): a few ``mau rl`` steps with the tiny
-Qwen3.5 made to vote in the format (``mau.tiny.build_voter_model``) on the VOTE decisions of a played match."""
+Qwen3.5 made to vote in the format (``mau.models.tiny.build_voter_model``) on the VOTE decisions of a played match."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ def bench_rl(seed: int, steps: int) -> dict[str, Any]:
     import sys
 
     from mau.config import load_config, parse_overrides
+    from mau.models.tiny import build_tiny_model, build_voter_model
     from mau.replay.bench import voted_matches
     from mau.rl.config import RLConfig
     from mau.rl.grpo import train_rl
-    from mau.tiny import build_tiny_model, build_voter_model
 
     Path("runs").mkdir(exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="bench-rl-", dir="runs"))

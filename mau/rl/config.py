@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field
 
 from mau.config import Model
+from mau.replay.decisions import DecisionsSection
 from mau.replay.reward import RewardConfig
 from mau.train.config import ImagesSection, LoggingSection, LoraSection
 
@@ -26,20 +27,6 @@ class PolicySection(Model):
                                                                "is visible.")
     attn_implementation: str | None = Field(None, description="Attention kernel; unset: the transformers "
                                                               "default.")
-
-
-class DecisionsSection(Model):
-    """The prompts: crewmate decision contexts (X, S) recorded in collect (or eval, or play) runs."""
-
-    runs: list[str] = Field(default_factory=list, description="Run folders (their matches/) or match "
-                                                              "folders.")
-    modules: list[str] = Field(default_factory=lambda: ["vote"], description="Decision modules to train "
-                                                                             "(vote first; meeting, report).")
-    role: Literal["crewmate", "imposter"] = Field("crewmate", description="Whose decisions.")
-    exclude_seeds: list[int] = Field(default_factory=list, description="Matches with these seeds are "
-                                                                       "left out (held-out evaluation seeds).")
-    max_decisions: int | None = Field(None, ge=1, description="Use only the first N decisions (in folder "
-                                                              "order).")
 
 
 class GRPOSection(Model):
@@ -69,13 +56,6 @@ class GRPOSection(Model):
                                                                             "share of vLLM.")
     bf16: bool | None = Field(None, description="bfloat16 mixed precision; unset: on when the weights "
                                                 "load as bfloat16.")
-    objective: Literal["completions", "candidates"] = Field(
-        "completions", description="completions: TRL's GRPO on sampled answers, rewards from forks; candidates: the "
-        "text-only student's VOTE as a choice among the candidates, the vote terms read from roles (docs/student.md).")
-    train_last_layers: int = Field(4, ge=1, description="candidates: decoder layers trained (the last N), with the "
-                                   "final norm.")
-    feature_cache: str | None = Field(None, description="candidates: a features.pt of the SFT run (mau train) whose "
-                                      "lower-layer outputs are reused.")
 
 
 class RLOutput(Model):

@@ -14,7 +14,7 @@ from mau.harness.backends.hf import chat_text
 from mau.harness.backends.lm import TextProcessor, first_tokens
 from mau.harness.modules import VOTE_PREFIX
 from mau.harness.prompting import compact_candidates
-from mau.rl.grpo import to_prompt
+from mau.replay.decisions import to_prompt
 
 
 @dataclass

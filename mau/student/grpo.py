@@ -1,4 +1,4 @@
-"""``mau rl`` with ``grpo.objective: candidates``: GRPO of the student's VOTE over its candidates (docs/student.md).
+"""``mau student-rl``: GRPO of the student's VOTE over its candidates (docs/student.md).
 
 The policy at a recorded crewmate VOTE decision is the softmax, at ``grpo.temperature``, of the candidates'
 scores (the ``lm`` backend's read-out); a group is ``num_generations`` candidates sampled from it; each earns
@@ -8,8 +8,9 @@ less the group mean, divided by the group's standard deviation (``scale_rewards:
 ``-mean(A * log pi(c))`` plus ``beta`` times the exact KL from the start policy (the BC student) over the
 candidates. One update per group: on-policy, so GRPO's clipped ratio is 1. ``frac_reward_zero_std`` is the share
 of groups whose rewards were all equal (no signal). The lower layers are frozen: their outputs are read from
-``policy.feature_cache`` (the SFT run's ``features.pt``) where they are there, else computed. The run folder:
-config.yaml, provenance.json, trainer_log.jsonl, model/ and rl.json (written last). Heavy imports inside.
+``grpo.feature_cache`` (a ``mau student-train`` run's ``features.pt``) where they are there, else computed. The
+run folder: config.yaml, provenance.json, trainer_log.jsonl, model/ and rl.json (written last). Heavy imports
+inside.
 """
 
 from __future__ import annotations
@@ -24,17 +25,18 @@ from mau import schema as F
 from mau.config import dump_yaml
 from mau.errors import MauError
 from mau.rundir import RunDir, atomic_write
+from mau.student.config import StudentRLConfig
 
 SUMMARY = "rl.json"
 LOG = "trainer_log.jsonl"
 
 
 def decisions(cfg: Any, tokenizer: Any) -> list[Any]:
-    """Candidate examples of the recorded crewmate VOTE calls of ``cfg.decisions`` (``mau.rl.grpo.decision_rows``:
-    the same runs, seeds left out and ``max_decisions`` as the completions objective); ``meta['roles']``: the
-    match's roles, from its header."""
+    """Candidate examples of the recorded crewmate VOTE calls of ``cfg.decisions``
+    (``mau.replay.decisions.decision_rows``: the same runs, seeds left out and ``max_decisions`` as ``mau rl``);
+    ``meta['roles']``: the match's roles, from its header."""
     from mau.matchdir import read_header
-    from mau.rl.grpo import decision_rows
+    from mau.replay.decisions import decision_rows
     from mau.student.examples import make_example
 
     if cfg.decisions.modules != ["vote"]:
@@ -51,7 +53,7 @@ def decisions(cfg: Any, tokenizer: Any) -> list[Any]:
     return out
 
 
-def train_candidates_rl(cfg: Any, out: Path) -> dict[str, Any]:
+def train_candidates_rl(cfg: StudentRLConfig, out: Path) -> dict[str, Any]:
     import torch
 
     from mau.harness.backends.lm import load_text_model
@@ -71,8 +73,6 @@ def train_candidates_rl(cfg: Any, out: Path) -> dict[str, Any]:
         bad = next(k for k, v in terms.items() if v)
         raise MauError(f"reward.{bad} is {terms[bad]}: the candidate objective forks nothing and rewards the vote "
                        f"terms only; set reward.{bad}: 0")
-    if cfg.policy.adapter:
-        raise MauError("policy.adapter: the candidate objective starts from a full model (mau train's OUT/model)")
     torch.manual_seed(g.seed)
     tokenizer, model = load_text_model(cfg.policy.path, torch.float32)
     split = SplitLM(model, g.train_last_layers)

@@ -1,10 +1,9 @@
-"""``mau train`` with ``training.objective: candidates``: the student learns the expert's VOTE as a choice among
-the candidates (docs/student.md).
+"""``mau student-train``: the student learns the expert's VOTE as a choice among the candidates (docs/student.md).
 
 The loss of one example is the cross-entropy of the expert's choice under the softmax of the candidates' scores
 (the log-probability of each candidate's first answer token after the compact prompt and ``{"vote_target": "``:
 the ``lm`` backend's read-out), skip included. The lower layers stay frozen, so their output is computed once
-per prompt (the feature cache, ``features.pt``, which ``mau rl`` reuses); the last ``train_last_layers`` decoder
+per prompt (the feature cache, ``features.pt``, which ``mau student-rl`` reuses); the last ``train_last_layers`` decoder
 layers and the final norm are trained with AdamW. The run folder: config.yaml, provenance.json,
 trainer_log.jsonl, features.pt, model/ (the whole model and tokenizer: the ``lm`` backend plays it) and
 train.json (written last). Heavy imports inside.
@@ -24,6 +23,7 @@ from typing import Any
 from mau.config import dump_yaml
 from mau.errors import MauError
 from mau.rundir import RunDir
+from mau.student.config import StudentTrainConfig
 from mau.student.examples import CandidateExample
 
 SUMMARY = "train.json"
@@ -128,7 +128,7 @@ def evaluate(split: Any, cache: FeatureCache, examples: list[CandidateExample]) 
             "chance_ce": sum(math.log(len(e.candidates)) for e in examples) / len(examples)}
 
 
-def train_candidates(cfg: Any, out: Path) -> CandidateResult:
+def train_candidates(cfg: StudentTrainConfig, out: Path) -> CandidateResult:
     import torch
     from transformers import get_scheduler
 
@@ -156,8 +156,8 @@ def train_candidates(cfg: Any, out: Path) -> CandidateResult:
     train_rows, eval_rows, header = data.train, data.eval, data.header
     base = cfg.model.path
     if not (Path(base) / "config.json").is_file():
-        raise MauError(f"model.path {base}: not a local model folder; the candidate objective trains the text-only "
-                       "student (mau student --out DIR)")
+        raise MauError(f"model.path {base}: not a local model folder; mau student-train trains the text-only "
+                       "student (make it with mau student --out DIR)")
     tokenizer, model = load_text_model(base, torch.float32)
     model.train()
     split = SplitLM(model, t.train_last_layers)

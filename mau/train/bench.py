@@ -47,7 +47,7 @@ def frame_png(width: int, height: int, rng: random.Random) -> bytes:
 
 def state_text(tokenizer: Any, tokens: int, rng: random.Random) -> str:
     """Game-like state text of about ``tokens`` tokens under ``tokenizer``."""
-    from mau.tiny import game_text
+    from mau.models.tiny import game_text
 
     lines = game_text(rng.randrange(10**6), lines=64)
     text, n = [], 0
@@ -176,7 +176,7 @@ def _bench_inputs(work: Path, layers: int, vision_depth: int, steps: int, text_t
                   width_divisor: int) -> tuple[dict[str, Any], Path, Any, Path]:
     """The model's shape dict, its folder (config + processor only: the weights are built in memory, never
     written), the processor and a synthetic dataset of ``steps`` rows."""
-    from mau.tiny import SPECIAL_TOKENS, build_processor, build_tokenizer
+    from mau.models.tiny import SPECIAL_TOKENS, build_processor, build_tokenizer
     from mau.train import shapes
 
     tok = build_tokenizer(seed)

@@ -29,7 +29,7 @@ class ModelSection(Model):
         "auto", description="cpu: train on the CPU even where a GPU is visible; auto: the launcher's device.")
     build_tiny_model_if_missing: bool = Field(
         False, description="If path does not exist, build the tiny local Qwen3.5 VLM there first "
-        "(mau.tiny.build_tiny_model, seed 0): CPU runs and quickstart need no hub.")
+        "(mau.models.tiny.build_tiny_model, seed 0): CPU runs and quickstart need no hub.")
 
 
 class LoraSection(Model):
@@ -86,11 +86,6 @@ class TrainingSection(Model):
                                    "unset: only at the end (if eval_at_end).")
     eval_at_end: bool = Field(True, description="Evaluation loss on the eval split after training.")
     dataloader_num_workers: int = Field(0, ge=0, description="Worker processes decoding images per process.")
-    objective: Literal["sft", "candidates"] = Field(
-        "sft", description="sft: TRL's SFT, the loss on the answer's tokens; candidates: the text-only student's VOTE "
-        "as a choice among the candidates, cross-entropy over their scores, lower layers frozen (docs/student.md).")
-    train_last_layers: int = Field(4, ge=1, description="candidates: decoder layers trained (the last N), with the "
-                                   "final norm; the rest stay frozen and their output is cached.")
 
 
 class ImagesSection(Model):

@@ -279,7 +279,7 @@ def _processor(cfg: Any) -> tuple[Any, str]:
     try:
         return AutoProcessor.from_pretrained(cfg.model.path), "the model's own"
     except (OSError, ValueError):
-        from mau.tiny import build_processor, build_tokenizer
+        from mau.models.tiny import build_processor, build_tokenizer
 
         return build_processor(build_tokenizer(0)), ("the tiny local BPE (the model's tokenizer is not on this "
                                                      "machine): text counts are an overestimate")

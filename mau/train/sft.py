@@ -92,7 +92,7 @@ def resolve_base(cfg: TrainConfig) -> str:
     if p.exists():
         return str(p.resolve())
     if cfg.model.build_tiny_model_if_missing:
-        from mau.tiny import build_tiny_model
+        from mau.models.tiny import build_tiny_model
 
         with process_state(cfg).main_process_first():  # one process builds, the others then find it
             if not p.exists():

@@ -257,7 +257,7 @@ def save_shaped_model(out: str | Path, text_layers: int = 4, vision_depth: int =
 
     from transformers import GenerationConfig
 
-    from mau.tiny import SPECIAL_TOKENS, build_processor, build_tokenizer
+    from mau.models.tiny import SPECIAL_TOKENS, build_processor, build_tokenizer
 
     tok = build_tokenizer(seed)
     ids = {t: tok.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}

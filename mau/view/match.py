@@ -247,6 +247,7 @@ def build_match(
     data = {
         "kind": "match",
         "id": match_id,
+        "ticks_per_second": F.TICKS_PER_SECOND,  # the viewer turns claimed seconds into track ticks with it
         "folder": str(folder),
         "run_href": run_href,
         "header": {

@@ -220,7 +220,7 @@
       const [x, z] = D.map.stations[w.station];
       g.append(svg("rect", { x: x - 1, y: z - 1, width: 3, height: 3, class: "claimed" + truth, "data-place": `station ${w.station}` }));
     }
-    const lo = (w.from_s - 5) * 20, hi = (w.to_s + 5) * 20;
+    const lo = (w.from_s - 5) * D.ticks_per_second, hi = (w.to_s + 5) * D.ticks_per_second;
     const went = [];
     for (const name of w.subjects) {
       const pts = D.tracks.filter((t) => t.t !== undefined && t.t >= lo && t.t <= hi && t.a !== "meeting" && t.p[name])
@@ -338,7 +338,7 @@
     return el("span", { class: cls, title, "data-verdict": truth ? c.verdict : "",
       on: { click: () => {
         S.claim = S.claim === c ? null : c;
-        if (S.claim && c.t !== null && c.t !== undefined) setStep(stepAt(c.t * 20)); else update();
+        if (S.claim && c.t !== null && c.t !== undefined) setStep(stepAt(c.t * D.ticks_per_second)); else update();
       } } },
       truth ? el("b", { class: "mark", text: MARK[c.verdict] || "" }) : null, c.text,
       truth && c.label ? el("i", { class: "label", text: " " + c.label }) : null);
