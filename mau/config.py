@@ -1,6 +1,7 @@
 """Config layering: model defaults < YAML file < command line. Unknown keys are errors, reported on one line.
 
-Command-line overrides are ``--set dotted.key=value`` (the value is read as YAML: ``--set world.game.max_steps=50``).
+Command-line overrides are ``--set dotted.key=value`` (the value is read as YAML: ``--set
+world.game.max_steps=50``).
 """
 
 from __future__ import annotations
@@ -61,7 +62,9 @@ def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
                 i = int(i)
                 if i >= len(items):
                     raise ConfigError(f"--set {k}.{i}: the list {k} has {len(items)} items (indices from 0)")
-                items[i] = merge(items[i], item) if isinstance(item, dict) and isinstance(items[i], dict) else item
+                items[i] = (
+                    merge(items[i], item) if isinstance(item, dict) and isinstance(items[i], dict) else item
+                )
             out[k] = items
         else:
             out[k] = v
@@ -86,7 +89,8 @@ def validation_message(err: ValidationError, source: str, fix: str | None = None
     e = err.errors()[0]
     loc = ".".join(str(p) for p in e["loc"]) or "(top level)"
     if e["type"] == "extra_forbidden":
-        return f"{source}: {loc}: unknown key; remove it or fix its spelling (keys are listed in docs/config.md)"
+        return (f"{source}: {loc}: unknown key; remove it or fix its spelling (keys are listed in "
+                f"docs/config.md)")
     got = e.get("input")
     shown = f" (got {got!r})" if got is not None and not isinstance(got, (dict, list)) else ""
     return f"{source}: {loc}: {e['msg']}{shown}; {fix or f'fix it in the YAML or with --set {loc}=...'}"

@@ -44,7 +44,8 @@ def table(model: type[BaseModel], prefix: str = "") -> list[str]:
         if isinstance(ann, type) and issubclass(ann, BaseModel):
             rows.append(f"| `{key}` | (section) | {field.description or ''} |")
             rows += table(ann, key + ".")
-        elif len(args) == 2 and isinstance(args[1], type) and issubclass(args[1], BaseModel):  # dict[str, Model]
+        # dict[str, Model]
+        elif len(args) == 2 and isinstance(args[1], type) and issubclass(args[1], BaseModel):
             rows.append(f"| `{key}` | `{_default(field)}` | {field.description or ''} |")
             rows += table(args[1], key + ".<key>.")
         elif len(args) == 1 and isinstance(args[0], type) and issubclass(args[0], BaseModel):  # list[Model]
@@ -74,7 +75,8 @@ def render() -> str:
                 ("mau student-rl", StudentRLConfig), ("mau tiny-model", TinyModelConfig)]
     out = [HEADER]
     for title, model in sections:
-        out += [f"## `{title}`", "", (model.__doc__ or "").strip(), "", "| key | default | meaning |", "|---|---|---|"]
+        out += [f"## `{title}`", "", (model.__doc__ or "").strip(), "", "| key | default | meaning "
+                                                                        "|", "|---|---|---|"]
         out += table(model)
         out.append("")
     return "\n".join(out)

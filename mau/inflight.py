@@ -1,17 +1,19 @@
-"""Matches in flight: a worker plays up to ``matches_in_flight`` matches at once in one event loop, and a run is
-one such loop in this process (``workers: 1``) or one in each of ``workers`` spawned processes fed from one queue.
+"""Matches in flight: a worker plays up to ``matches_in_flight`` matches at once in one event loop, and a run
+is one such loop in this process (``workers: 1``) or one in each of ``workers`` spawned processes fed from
+one queue.
 
 A match with model experts waits on its calls; the sim and the harness need little CPU between them (a step of
-a match that needs the CPU runs between two awaits). So one process keeps hundreds of calls in flight, bounded by
-each endpoint's ``concurrency`` (shared by all the matches of the loop), and processes are left for CPU-bound
-work (local models, frames) and Slurm shards. What a match does depends only on its seed and its own calls'
-answers, never on what else is in flight: its files are the same alone or among 200 (tests/test_inflight.py).
+a match that needs the CPU runs between two awaits). So one process keeps hundreds of calls in flight,
+bounded by each endpoint's ``concurrency`` (shared by all the matches of the loop), and processes are left
+for CPU-bound work (local models, frames) and Slurm shards. What a match does depends only on its seed and
+its own calls' answers, never on what else is in flight: its files are the same alone or among 200
+(tests/test_inflight.py).
 
-The work is generic: ``play(item)`` is a coroutine that plays one item and returns its result; ``close()`` runs
-at the end of each loop (backends close their HTTP clients in the loop that made them). Each worker sends its
-results and, every second, its ``Meter`` totals (calls, calls in flight, tokens, USD) to the parent, which shows
-them in the progress bar. Worker processes are spawned (clean starts: no copied threads or CUDA state) and
-leave Ctrl-C to the parent, which ends them.
+The work is generic: ``play(item)`` is a coroutine that plays one item and returns its result; ``close()``
+runs at the end of each loop (backends close their HTTP clients in the loop that made them). Each worker
+sends its results and, every second, its ``Meter`` totals (calls, calls in flight, tokens, USD) to the
+parent, which shows them in the progress bar. Worker processes are spawned (clean starts: no copied threads
+or CUDA state) and leave Ctrl-C to the parent, which ends them.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ METER_EVERY_S = 1.0
 @dataclass(frozen=True)
 class Engine:
     """Where a worker finds its work, by import path (a spawned process imports it): ``play(item)`` (a
-    coroutine function), ``close()`` (a coroutine function run as the loop ends) and ``meter()`` (the process's
+    coroutine function), ``close()`` (a coroutine function run as the loop ends) and ``meter()`` (the
+    process's
     running totals, a dict)."""
 
     module: str
@@ -64,11 +67,14 @@ class Flight:
 OnDone = Callable[[Any, Any, BaseException | None], None]
 
 
-async def play_many(items: Any, in_flight: int, play: Callable[[Any], Awaitable[Any]], on_done: OnDone) -> None:
-    """Play the items of the async iterable ``items`` in order, at most ``in_flight`` at once (the next item is
-    pulled only when a slot is free, so other workers get the rest of a shared queue), calling
+async def play_many(
+    items: Any, in_flight: int, play: Callable[[Any], Awaitable[Any]], on_done: OnDone
+) -> None:
+    """Play the items of the async iterable ``items`` in order, at most ``in_flight`` at once (the next item
+    is pulled only when a slot is free, so other workers get the rest of a shared queue), calling
     ``on_done(item, result, error)`` as each ends. An exception raised by ``on_done`` (too many failures) or a
-    cancellation (Ctrl-C) cancels the matches still running (each removes its staging folder) and propagates."""
+    cancellation (Ctrl-C) cancels the matches still running (each removes its staging folder) and
+    propagates."""
     source = items.__aiter__()
     running: dict[asyncio.Task, Any] = {}
     exhausted = False
@@ -107,7 +113,8 @@ def run_here(items: list[Any], in_flight: int, engine: Engine, on_done: OnDone,
     start, flight = meter(), Flight()
 
     def report() -> None:
-        if on_meter is not None:  # this run's share of the process's totals (several runs may share a process)
+        # this run's share of the process's totals (several runs may share a process)
+        if on_meter is not None:
             now = meter()
             flight.meters[0] = {k: v if k in LEVELS else v - start.get(k, 0) for k, v in now.items()}
             on_meter(flight.total())
@@ -143,7 +150,8 @@ def _ignore_sigint() -> None:
 
 def worker_main(wid: int, tasks: Any, results: Any, in_flight: int, engine: Engine) -> None:
     """A worker process: pull (k, item) from ``tasks`` (None: no more) while fewer than ``in_flight`` are
-    running, play them in one event loop, send ("done", wid, k, result, error text) and ("meter", wid, totals)."""
+    running, play them in one event loop, send ("done", wid, k, result, error text) and ("meter", wid,
+    totals)."""
     _ignore_sigint()
     play, close, meter = engine.get("play"), engine.get("close"), engine.get("meter")
 
@@ -151,7 +159,8 @@ def worker_main(wid: int, tasks: Any, results: Any, in_flight: int, engine: Engi
         return await play(pair[1])
 
     def done(pair: tuple[int, Any], result: Any, error: BaseException | None) -> None:
-        results.put(("done", wid, pair[0], result, None if error is None else f"{type(error).__name__}: {error}"))
+        results.put(("done", wid, pair[0], result, None if error is None else f"{type(error).__name__}: "
+                                                                              f"{error}"))
 
     async def pulled() -> Any:
         loop = asyncio.get_running_loop()
@@ -209,8 +218,10 @@ def run_workers(items: list[Any], workers: int, in_flight: int, engine: Engine, 
                 if dead and results.empty():
                     from mau.errors import MauError
 
-                    raise MauError(f"worker process {dead[0]} died (exit code {procs[dead[0]].exitcode}) with its "
-                                   "matches in flight; finished matches are kept: rerun with --resume") from None
+                    raise MauError(f"worker process {dead[0]} died (exit code {procs[dead[0]].exitcode}) "
+                                   f"with its "
+                                   "matches in flight; finished matches are kept: rerun with "
+                                   "--resume") from None
                 continue
             if msg[0] == "done":
                 _, _, k, result, error = msg

@@ -81,7 +81,8 @@ def read_header(path: str | Path) -> dict[str, Any]:
 
     return read_versioned_header(
         Path(path) / F.MATCH_HEADER, fmt=F.MATCH_FORMAT, version=F.MATCH_FORMAT_VERSION, what="match",
-        missing=f"{path}: no {F.MATCH_HEADER}; not a match folder (or an unfinished one)", redo="play it again",
+        missing=f"{path}: no {F.MATCH_HEADER}; not a match folder (or an unfinished one)", redo="play it "
+                                                                                                "again",
         other_version="install the mau version that wrote it (see docs/formats.md)")
 
 
@@ -93,13 +94,15 @@ def iter_events(path: str | Path) -> Iterator[dict[str, Any]]:
             try:
                 yield json.loads(line)
             except json.JSONDecodeError:
-                raise MauError(f"{Path(path) / F.EVENTS_FILE}:{n}: not valid JSON; the log is damaged: restore it from "
+                raise MauError(f"{Path(path) / F.EVENTS_FILE}:{n}: not valid JSON; the log is damaged: "
+                               f"restore it from "
                                "where the run was written, or play the match again") from None
 
 
 def count_events(path: str | Path) -> dict[str, int]:
-    """What a match's event log counts (the eval's vote metrics, the collect summary): ejections (of somebody),
-    imposters ejected, kills, missions completed, meetings, and the crewmates' votes: cast (a vote missing at
+    """What a match's event log counts (the eval's vote metrics, the collect summary): ejections (of
+    somebody), imposters ejected, kills, missions completed, meetings, and the crewmates' votes: cast (a vote
+    missing at
     the count is none), skips, and those naming an imposter. Roles from the header."""
     roles = read_header(path)[F.ROLES]
     c = dict.fromkeys(("ejections", "imposters_ejected", "kills", "missions", "meetings", "crew_votes",

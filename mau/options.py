@@ -8,8 +8,8 @@ from pathlib import Path
 
 @dataclass(frozen=True)
 class RunOptions:
-    """Run-time switches of a verb: how it runs, never what it computes (so never part of a config or of a run's
-    identity)."""
+    """Run-time switches of a verb: how it runs, never what it computes (so never part of a config or of a
+    run's identity)."""
 
     progress: bool = True  # show progress bars (off in batch logs)
     source: str | None = None  # the --config file the config came from (names default run folders)

@@ -51,8 +51,10 @@ class ManagedProcess:
     def __enter__(self) -> "ManagedProcess":
         self.log.parent.mkdir(parents=True, exist_ok=True)
         self._log_f = open(self.log, "ab")
-        self.proc = subprocess.Popen(self.cmd, stdout=self._log_f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     start_new_session=True, env=self.env)
+        self.proc = subprocess.Popen(
+            self.cmd, stdout=self._log_f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True, env=self.env,
+        )
         deadline = time.monotonic() + self.timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -90,8 +92,9 @@ def _signal_group(pid: int, sig: int) -> None:
 
 
 def end_process_group(proc: subprocess.Popen, grace_s: float = 5.0) -> None:
-    """End a process started with ``start_new_session=True`` and its whole group: SIGTERM, wait ``grace_s``, then
-    SIGKILL. The group may outlive its leader (xvfb-run's Xvfb, node's workers), so what is left is killed too."""
+    """End a process started with ``start_new_session=True`` and its whole group: SIGTERM, wait ``grace_s``,
+    then SIGKILL. The group may outlive its leader (xvfb-run's Xvfb, node's workers), so what is left is
+    killed too."""
     _signal_group(proc.pid, signal.SIGTERM)
     try:
         proc.wait(timeout=grace_s)

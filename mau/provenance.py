@@ -13,8 +13,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-PACKAGES = ("mau", "numpy", "pydantic", "pyyaml", "pillow", "pettingzoo", "torch", "torchvision", "transformers",
-            "peft", "trl", "datasets", "accelerate", "openai")
+PACKAGES = (
+    "mau", "numpy", "pydantic", "pyyaml", "pillow", "pettingzoo", "torch", "torchvision", "transformers",
+    "peft", "trl", "datasets", "accelerate", "openai",
+)
 
 
 def _git(*args: str) -> str | None:
@@ -40,11 +42,7 @@ def provenance() -> dict[str, Any]:
     commit = _git("rev-parse", "HEAD")
     status = _git("status", "--porcelain", "--untracked-files=no") if commit else None
     return {
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "git_commit": commit,
-        "git_dirty": bool(status) if status is not None else None,
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "argv": list(sys.argv),
-        "packages": package_versions(),
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "git_commit": commit,
+        "git_dirty": bool(status) if status is not None else None, "python": sys.version.split()[0],
+        "platform": platform.platform(), "argv": list(sys.argv), "packages": package_versions(),
     }

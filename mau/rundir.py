@@ -43,8 +43,8 @@ def umask() -> int:
 
 
 def make_staging(final: Path) -> Path:
-    """A hidden sibling folder ``.<name>.partial-XXXX`` for ``final``, with the user's umask (``mkdtemp`` makes
-    folders private: a team on shared storage could not read the runs)."""
+    """A hidden sibling folder ``.<name>.partial-XXXX`` for ``final``, with the user's umask (``mkdtemp``
+    makes folders private: a team on shared storage could not read the runs)."""
     final.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.partial-", dir=final.parent))
     os.chmod(staging, 0o777 & ~umask())
@@ -73,8 +73,8 @@ def first_difference(a: Any, b: Any, path: str = "") -> str:
 
 @contextmanager
 def init_lock(out: Path) -> Iterator[None]:
-    """Hold an exclusive lock on ``out`` while its run folder is created or checked: shards that start together
-    take turns, so exactly one creates the folder and the others join it."""
+    """Hold an exclusive lock on ``out`` while its run folder is created or checked: shards that start
+    together take turns, so exactly one creates the folder and the others join it."""
     out.mkdir(parents=True, exist_ok=True)
     with open(out / LOCK_FILE, "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -107,18 +107,21 @@ class RunDir:
         return not self.path.exists() or (self.path.is_dir() and not any(self.path.iterdir()))
 
     def keep_finished(self, finished: bool, resume: bool, force: bool = False) -> bool:
-        """The guard of single-output verbs (play, dataset, tiny-model, quickstart): True when ``--out`` holds a
-        finished output and ``--resume`` keeps it; an error when it holds one without ``--resume``/``--force``,
+        """The guard of single-output verbs (play, dataset, tiny-model, quickstart): True when ``--out``
+        holds a finished output and ``--resume`` keeps it; an error when it holds one without
+        ``--resume``/``--force``,
         or holds something else. With ``--force`` a finished output is removed and made again."""
         if finished:
             if resume:
                 return True
             if not force:
-                raise MauError(f"--out {self.path}: already holds a finished {self.what}; pass --resume to keep it, "
+                raise MauError(f"--out {self.path}: already holds a finished {self.what}; pass --resume to "
+                               f"keep it, "
                                "--force to replace it, or choose another --out")
             shutil.rmtree(self.path)
         elif not self.is_empty():
-            raise MauError(f"--out {self.path}: exists and is not a {self.what} folder; choose an empty or new folder")
+            raise MauError(f"--out {self.path}: exists and is not a {self.what} folder; choose an empty or "
+                           f"new folder")
         return False
 
     def is_ours(self) -> bool:
@@ -126,8 +129,8 @@ class RunDir:
         return (self.path / F.RESOLVED_CONFIG).is_file()
 
     def write_config(self, config_yaml: str, **provenance_extra: Any) -> None:
-        """The run's resolved config and its provenance (code, versions, host, plus ``provenance_extra``), each
-        written atomically: every run folder describes itself."""
+        """The run's resolved config and its provenance (code, versions, host, plus ``provenance_extra``),
+        each written atomically: every run folder describes itself."""
         from mau.provenance import provenance
 
         self.path.mkdir(parents=True, exist_ok=True)
@@ -143,7 +146,8 @@ class RunDir:
         with init_lock(self.path):
             if (self.path / F.RUN_HEADER).is_file():
                 if not resume:
-                    raise MauError(f"--out {self.path}: already holds a {self.what}; pass --resume to continue it, "
+                    raise MauError(f"--out {self.path}: already holds a {self.what}; pass --resume to "
+                                   f"continue it, "
                                    "or choose another --out")
                 self.check_header(fmt, version, identity)
                 return
@@ -152,17 +156,26 @@ class RunDir:
             self.write_config(config_yaml)
             atomic_write(self.path / F.GRID_FILE, "".join(json.dumps(p) + "\n" for p in planned))
             # The header goes last: a folder with run.json is a complete, resumable run.
-            atomic_write(self.path / F.RUN_HEADER, json.dumps(
-                {F.FORMAT: fmt, F.FORMAT_VERSION: version, "planned_matches": len(planned), "identity": identity},
-                indent=1))
+            atomic_write(
+                self.path / F.RUN_HEADER,
+                json.dumps(
+                    {
+                        F.FORMAT: fmt, F.FORMAT_VERSION: version, "planned_matches": len(planned),
+                        "identity": identity,
+                    },
+                    indent=1,
+                ),
+            )
 
     def _clear_unfinished_creation(self) -> None:
         for p in self.path.iterdir():
             tmp = p.name.startswith(".") and p.name.endswith(".tmp")
             if p.name not in CREATION_FILES and not tmp:
-                raise MauError(f"--out {self.path}: exists and is not a {self.what}; choose an empty or new folder")
+                raise MauError(f"--out {self.path}: exists and is not a {self.what}; choose an empty or new "
+                               f"folder")
             if p.name == F.MATCHES_DIR and any(p.iterdir()):
-                raise MauError(f"--out {self.path}: has matches but no {F.RUN_HEADER}; it is not a {self.what} "
+                raise MauError(f"--out {self.path}: has matches but no {F.RUN_HEADER}; it is not a "
+                               f"{self.what} "
                                "this mau can continue; choose another --out")
         for p in self.path.iterdir():
             if p.name.startswith(".") and p.name.endswith(".tmp"):
@@ -179,6 +192,6 @@ class RunDir:
                            f"(format {header.get(F.FORMAT)!r} v{header.get(F.FORMAT_VERSION)})")
         if header["identity"] != identity:
             key = first_difference(header["identity"], identity)
-            raise ConfigError(f"--resume {self.path}: the config differs from the run's at {key}; use the run's "
-                              f"{F.RESOLVED_CONFIG}")
+            raise ConfigError(f"--resume {self.path}: the config differs from the run's at {key}; use the "
+                              f"run's {F.RESOLVED_CONFIG}")
         return header

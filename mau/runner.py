@@ -1,13 +1,13 @@
 """The match runner shared by every run of matches (collect's grid, eval's arms): one planned-match type, one
 coroutine that plays it into a match folder, one owner of backends, and the run loop with its progress bar:
-each worker (this process, or ``workers`` spawned processes) plays up to ``matches_in_flight`` matches at once in
-one event loop (mau/inflight.py), in an order that keeps matches of one model together (a worker loads a local
-model once, docs/collect.md).
+each worker (this process, or ``workers`` spawned processes) plays up to ``matches_in_flight`` matches at
+once in one event loop (mau/inflight.py), in an order that keeps matches of one model together (a worker
+loads a local model once, docs/collect.md).
 
-How it stops (docs/formats.md, "Stopping and resuming"): Ctrl-C cancels the queued matches at once and ends the
-matches in flight (their staging folders are removed by the next ``--resume``); every finished match folder is
-kept. A match that raises counts as failed: the run stops early once more than ``max_failures`` matches failed,
-and ``--resume`` plays the failed ones again.
+How it stops (docs/formats.md, "Stopping and resuming"): Ctrl-C cancels the queued matches at once and ends
+the matches in flight (their staging folders are removed by the next ``--resume``); every finished match
+folder is kept. A match that raises counts as failed: the run stops early once more than ``max_failures``
+matches failed, and ``--resume`` plays the failed ones again.
 """
 
 from __future__ import annotations
@@ -45,16 +45,16 @@ class RunConfig(Model):
     """The fields every run of matches has (collect, eval): where, resume, which shard, how many workers."""
 
     out: str | None = Field(None, description="Run folder; default runs/<verb>/<date>/<time>_<config name>.")
-    resume: bool = Field(False, description="Continue a run in an existing run folder (plays only the missing "
-                                            "matches; required for every shard after the first).")
+    resume: bool = Field(False, description="Continue a run in an existing run folder (plays only the "
+                                            "missing matches; required for every shard after the first).")
     shard: str | None = Field(None, description="I/N: play only the matches k with k % N == I.")
-    workers: int = Field(1, ge=1, description="Worker processes (1: this process). For CPU-bound matches: local "
-                                              "models, frames; model servers are better served by "
+    workers: int = Field(1, ge=1, description="Worker processes (1: this process). For CPU-bound matches: "
+                                              "local models, frames; model servers are better served by "
                                               "matches_in_flight.")
     matches_in_flight: int = Field(1, ge=1, description="Matches each worker plays at once in one event loop "
-                                                        "(their calls overlap, under each endpoint's concurrency "
-                                                        "limit): tens to hundreds for API or vLLM experts "
-                                                        "(docs/collect.md); 1 for local models.")
+                                                        "(their calls overlap, under each endpoint's "
+                                                        "concurrency limit): tens to hundreds for API or "
+                                                        "vLLM experts (docs/collect.md); 1 for local models.")
 
 
 class MatchDone(NamedTuple):
@@ -86,15 +86,19 @@ class PlayConfig(Model):
 
     seed: int = Field(0, description="Match seed: roles, missions and every scripted choice follow from it.")
     out: str | None = Field(None, description="Match folder; default runs/play/<date>/<time>_seed<N>.")
-    resume: bool = Field(False, description="Allow --out to be a finished match folder (it is kept as it is).")
+    resume: bool = Field(False, description="Allow --out to be a finished match folder (it is kept as it "
+                                            "is).")
     policy: Literal["scripted", "aria"] = Field(
         "scripted", description="scripted: the scripted policy, no harness; aria: ARIA agents calling each "
                                 "seat's model.")
-    state_mode: Literal["ego", "privileged"] = Field("ego", description="scripted policy: observation state mode.")
+    state_mode: Literal["ego", "privileged"] = Field("ego", description="scripted policy: observation state "
+                                                                        "mode.")
     seats: dict[str, SeatConfig] = Field(
         default_factory=_default_seats,
-        description="aria: the model and harness of each side ('crewmate', 'imposter'), or of one player by name.")
-    world: WorldConfig = Field(default_factory=WorldConfig, description="The world: backend, map, rules, frames.")
+        description="aria: the model and harness of each side ('crewmate', 'imposter'), or of one player by "
+                    "name.")
+    world: WorldConfig = Field(default_factory=WorldConfig, description="The world: backend, map, rules, "
+                                                                        "frames.")
 
     @field_validator("seats")
     @classmethod
@@ -109,7 +113,8 @@ class PlayConfig(Model):
         names = {p.name for p in self.world.game.players}
         unknown = [k for k in self.seats if k not in ("crewmate", "imposter") and k not in names]
         if unknown:
-            raise ValueError(f"seats.{unknown[0]}: not a side (crewmate, imposter) nor a player's name; fix the key")
+            raise ValueError(f"seats.{unknown[0]}: not a side (crewmate, imposter) nor a player's name; fix "
+                             f"the key")
         return self
 
 
@@ -120,7 +125,8 @@ _IN_USE: dict[str, int] = {}  # backend key -> matches in flight that use it
 
 def backend_for(model_cfg: Any, workers: int = 1) -> Any:
     """The worker's backend for ``model_cfg`` (made once per process, shared by the matches in flight). The
-    endpoint's concurrency limit is split between the worker processes so that together they never exceed it."""
+    endpoint's concurrency limit is split between the worker processes so that together they never exceed
+    it."""
     from mau.harness.backends import make_backend
 
     key = model_cfg.model_dump_json()
@@ -140,7 +146,8 @@ def release_unused(model_cfgs: Iterable[Any]) -> None:
 
 
 def seat_models(seats: dict[str, SeatConfig]) -> list[Any]:
-    """Every model a match's seats may call: each seat's model, and its rest_model where it answers only some."""
+    """Every model a match's seats may call: each seat's model, and its rest_model where it answers only
+    some."""
     out = [s.model for s in seats.values()]
     out += [s.rest_model for s in seats.values() if s.modules is not None]
     return out
@@ -148,8 +155,10 @@ def seat_models(seats: dict[str, SeatConfig]) -> list[Any]:
 
 def model_order(pm: PlannedMatch) -> list[tuple[str, str]]:
     """Sort key of a run's matches: the local base models they load (hf, lm). Sorted by it (stably), a worker
-    meets each base in one stretch and loads it once; its adapters share that load (mau.harness.backends.hf), so
-    an eval's arms on one base keep their plan order (seed-major), and runs without local models keep theirs."""
+    meets each base in one stretch and loads it once; its adapters share that load (mau.harness.backends.hf),
+    so
+    an eval's arms on one base keep their plan order (seed-major), and runs without local models keep
+    theirs."""
     return sorted({(m.backend, m.model) for m in seat_models(pm.seats) if m.backend in LOCAL_BACKENDS})
 
 
@@ -191,8 +200,9 @@ class Played(NamedTuple):
 
 
 def play_one(cfg: PlayConfig, out: Path, progress: bool = False) -> Played:
-    """Play the match of ``cfg`` into the match folder ``out`` (it appears whole, by one rename): ARIA agents in
-    every seat (``policy: aria``, each seat's backend made for this match and closed after it) or the scripted
+    """Play the match of ``cfg`` into the match folder ``out`` (it appears whole, by one rename): ARIA agents
+    in every seat (``policy: aria``, each seat's backend made for this match and closed after it) or the
+    scripted
     policy. ``mau play`` and every bench that needs a match call this, never the verb."""
     from mau.env.backends import make_world
     from mau.env.runner import play_match, write_match
@@ -213,16 +223,20 @@ def play_one(cfg: PlayConfig, out: Path, progress: bool = False) -> Played:
             extra = match.header_extra()
         else:
             policies = scripted_policies(cfg, world.map)
-            result = play_match(world, policies, cfg.seed, cfg.state_mode, writer, frames=cfg.world.frames.save,
-                                topdown=cfg.world.frames.topdown)
+            result = play_match(
+                world, policies, cfg.seed, cfg.state_mode, writer, frames=cfg.world.frames.save,
+                topdown=cfg.world.frames.topdown,
+            )
         folder = write_match(writer, world, result, cfg, provenance(), extra)
     except BaseException:
         writer.abort()
         getattr(world, "close", lambda: None)()  # a backend with a process (minecraft) ends it now
         raise
     st = world.state
-    summary = {"ejections": len(st.ejections), "kills": sum(1 for p in st.players if p.death_tick is not None),
-               "meetings": st.meetings_held}
+    summary = {
+        "ejections": len(st.ejections), "kills": sum(1 for p in st.players if p.death_tick is not None),
+        "meetings": st.meetings_held,
+    }
     if extra:
         summary.update(calls=extra["calls"]["calls"], fallbacks=extra["calls"]["fallbacks"])
     return Played(result, folder, summary)
@@ -291,8 +305,10 @@ async def _play_job(job: Job) -> MatchDone:
         getattr(world, "close", lambda: None)()  # a backend with a process (minecraft) ends it now
         raise
     calls = match.log.summary()
-    return MatchDone(pm.match_id, result.outcome, calls["calls"], calls["fallbacks"],
-                     calls["prompt_tokens"] + calls["completion_tokens"], calls["cost_usd"], result.wall_seconds)
+    return MatchDone(
+        pm.match_id, result.outcome, calls["calls"], calls["fallbacks"],
+        calls["prompt_tokens"] + calls["completion_tokens"], calls["cost_usd"], result.wall_seconds,
+    )
 
 
 async def close_async() -> None:
@@ -355,9 +371,10 @@ def error_text(error: BaseException) -> str:
 def run_matches(todo: list[PlannedMatch], matches_dir: Path, *, workers: int = 1, max_failures: int = 0,
                 bar: Any = None, postfix: Callable[[RunProgress], dict[str, Any]] | None = None,
                 in_flight: int = 1) -> RunProgress:
-    """Play ``todo`` (in this process with one worker, else in ``workers`` spawned processes), each worker up to
-    ``in_flight`` matches at once, in model order (``model_order``), updating ``bar`` as matches finish and its
-    meter every second. Ctrl-C (KeyboardInterrupt) cancels the queued matches, ends the running ones and
+    """Play ``todo`` (in this process with one worker, else in ``workers`` spawned processes), each worker up
+    to ``in_flight`` matches at once, in model order (``model_order``), updating ``bar`` as matches finish
+    and its meter every second. Ctrl-C (KeyboardInterrupt) cancels the queued matches, ends the running ones
+    and
     propagates; more than ``max_failures`` failed matches stop the run with a MauError naming the last one."""
     from mau.inflight import Engine, run_here, run_workers
 
@@ -370,8 +387,9 @@ def run_matches(todo: list[PlannedMatch], matches_dir: Path, *, workers: int = 1
             prog.failed.append((pm.match_id, text))
             print(f"match {pm.match_id} failed: {text}", file=sys.stderr, flush=True)
             if len(prog.failed) > max_failures:
-                raise MauError(f"{len(prog.failed)} matches failed (--max-failures {max_failures}); the last: "
-                               f"{pm.match_id}: {text}. Finished matches are kept; fix the cause and rerun with "
+                raise MauError(f"{len(prog.failed)} matches failed (--max-failures {max_failures}); the "
+                               f"last: {pm.match_id}: {text}. Finished matches are kept; fix the cause and "
+                               f"rerun with "
                                "--resume") from error
             return
         prog.done.append(result)
@@ -494,7 +512,11 @@ def estimate(todo: list[PlannedMatch], workers: int = 1) -> dict[str, Any]:
             c = n_calls * share
             prompt += c * per_call_prompt
             completion += c * m.max_tokens
-            cost += c * (per_call_prompt * m.price_prompt_per_mtok + m.max_tokens * m.price_completion_per_mtok) / 1e6
+            cost += (
+                c
+                * (per_call_prompt * m.price_prompt_per_mtok + m.max_tokens * m.price_completion_per_mtok)
+                / 1e6
+            )
         calls += n_calls
         disk += n_calls * BYTES_PER_CALL_640X360 * (fr.width * fr.height) / (640 * 360)
     return {"matches": len(todo), "calls_at_most": int(calls), "prompt_tokens_at_most": int(prompt),
@@ -502,8 +524,11 @@ def estimate(todo: list[PlannedMatch], workers: int = 1) -> dict[str, Any]:
             "disk_gb_at_most": round(disk / 1e9, 3), "local_model_loads_at_most": local_loads(todo, workers)}
 
 
-def print_plan(verb: str, out: Path, shard_text: str | None, planned: list[PlannedMatch], workers: int = 1) -> None:
-    """--dry-run: this shard's matches still to play (a resumed run's finished ones excluded), and the estimate."""
+def print_plan(
+    verb: str, out: Path, shard_text: str | None, planned: list[PlannedMatch], workers: int = 1
+) -> None:
+    """--dry-run: this shard's matches still to play (a resumed run's finished ones excluded), and the
+    estimate."""
     import json
 
     shard, n_shards, mine = shard_of(planned, shard_text)

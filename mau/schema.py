@@ -22,16 +22,17 @@ MATCH_HEADER = "match.json"  # header: format, seed, roles, config, outcome, pro
 EVENTS_FILE = "events.jsonl"  # ground-truth event log, one event per line
 FRAMES_DIR = "frames"  # frames/<step:04d>_<agent>.png and frames/<step:04d>_topdown.png
 RESOLVED_CONFIG = "config.yaml"
-# tracks.jsonl (an optional part of match format 1, with its own version in the header's "tracks"): every active
-# player's position after the reset, after each roam step and after each meeting; what `mau view` draws
+# tracks.jsonl (an optional part of match format 1, with its own version in the header's "tracks"): every
+# active player's position after the reset, after each roam step and after each meeting; what `mau view` draws
 TRACKS_FILE = "tracks.jsonl"
 TRACKS = "tracks"  # header: {"version": TRACKS_VERSION, "lines": n}
 TRACKS_VERSION = 1
 TRACK_AFTER = "after"  # "start", "roam" or "meeting"
 TRACK_PLAYERS = "players"  # {name: [x, z, yaw in degrees]} of the active players
 TRACK_BODIES = "bodies"  # [[victim, x, z], ...] bodies lying on the map
-# sights.jsonl (an optional part of match format 1, with its own version in the header's "sights"): between step
-# ends, at the sub-step rate, every change of a player's place and of who has whom in view (docs/formats.md)
+# sights.jsonl (an optional part of match format 1, with its own version in the header's "sights"): between
+# step ends, at the sub-step rate, every change of a player's place and of who has whom in view
+# (docs/formats.md)
 SIGHTS_FILE = "sights.jsonl"
 SIGHTS = "sights"  # header: {"version": SIGHTS_VERSION, "lines": n}
 SIGHTS_VERSION = 1
@@ -43,8 +44,8 @@ SIGHT_PLACES = "at"  # [[player, place or null (dead or ejected)], ...] of the p
 SIGHT_GAINED = "see"  # [[viewer, seen], ...] pairs that came into view
 SIGHT_LOST = "lost"  # [[viewer, seen], ...] pairs that went out of view
 SIGHT_AFTER_MEETING = "meeting"  # true on the sample of the table after a meeting (same tick as the call)
-# claims.jsonl (an optional part of match format 1, with its own version in the header's "claims"): the role-blind
-# checker's verdict on every claim of the match (docs/claims.md, docs/formats.md)
+# claims.jsonl (an optional part of match format 1, with its own version in the header's "claims"): the
+# role-blind checker's verdict on every claim of the match (docs/claims.md, docs/formats.md)
 CLAIMS_FILE = "claims.jsonl"
 CLAIMS_HEADER = "claims"  # header: {"version": CLAIMS_VERSION, "lines": n, "verdicts": {verdict: n}}
 CLAIMS_VERSION = 2  # 2: the issue-30 rules (time forms, cover rule, sightings for claims about others)
@@ -97,8 +98,8 @@ EV_MATCH_END = "match_end"
 CLAIMS = "claims"  # the claims kept (canonical; public)
 CLAIM_INTENT = "intent"  # a private label per kept claim ("lie", "mistake" or null): events.jsonl only
 CLAIMS_DROPPED = "claims_dropped"  # [{claim, reason}] of the claims the grammar refused
-# world.claims.mode free: the claims a scripted speaker said in words (the gold an extractor is scored on), with
-# their INTENT labels; events.jsonl only, never in the transcript or an observation
+# world.claims.mode free: the claims a scripted speaker said in words (the gold an extractor is scored on),
+# with their INTENT labels; events.jsonl only, never in the transcript or an observation
 CLAIMS_GOLD = "gold_claims"
 INTENT_LIE, INTENT_MISTAKE = "lie", "mistake"
 EVENT_TYPES = (
@@ -179,8 +180,9 @@ PHASE = "phase"  # call record
 IMAGE_PATH = "path"  # image part of a recorded user message: "frames/..."
 VOTE_TARGET = "vote_target"  # VOTE answer
 
-# -- eval run folder (format version 1; docs/formats.md, docs/evaluation.md) -------------------------------------
-# run.json (with this format), config.yaml, provenance.json, grid.jsonl and matches/ as in a collect run, plus:
+# -- eval run folder (format version 1; docs/formats.md, docs/evaluation.md) ---------------------------------
+# run.json (with this format), config.yaml, provenance.json, grid.jsonl and matches/ as in a collect run,
+# plus:
 EVAL_FORMAT = "mau.eval"
 EVAL_FORMAT_VERSION = 1
 RESULTS_MD = "results.md"  # the tables (Appendix U shape) and the paired comparisons
@@ -197,8 +199,10 @@ PROBES_FORMAT = "mau.probes"
 OBSERVER_FIT = "observer_fit.json"  # mau beliefs --fit: the ideal observer's fitted likelihoods
 FIT_FORMAT, FIT_VERSION = "mau.observer_fit", 1  # its format (docs/formats.md)
 PROBES_FORMAT_VERSION = 3
-PROBES_READABLE_VERSIONS = (1, 2, 3)  # the metrics read all; the observer's evidence changed in 2 and 3 (formats.md)
-PROBES_FIT_VERSIONS = (2, 3)  # mau beliefs --fit / --params: 3 adds evidence kinds to 2's, same meaning otherwise
+# the metrics read all; the observer's evidence changed in 2 and 3 (formats.md)
+PROBES_READABLE_VERSIONS = (1, 2, 3)
+# mau beliefs --fit / --params: 3 adds evidence kinds to 2's, same meaning otherwise
+PROBES_FIT_VERSIONS = (2, 3)
 PROBES_VERSION_FIELD = "format_version"  # in every probe record
 PROBE_SOURCE = "source"  # "model" or "ideal"
 PROBE_MOMENT = "moment"  # meeting_start, round_end, before_vote, roam
@@ -212,7 +216,7 @@ HEADER_PROBES = "probes"  # match header: the probes' counts and costs
 BELIEFS_MD, BELIEFS_JSON, BELIEFS_CSV = "beliefs.md", "beliefs.json", "beliefs.csv"
 CALIBRATION_PNG, CURVES_PNG = "calibration.png", "belief_curves.png"
 
-# -- declared shapes of the central records (writer and readers share them) ---------------------------------------
+# -- declared shapes of the central records (writer and readers share them) ----------------------------------
 # TypedDicts carry the keys above as literal names (a TypedDict cannot take constants); tests check that the
 # writers produce exactly these keys.
 from typing import Any, TypedDict  # noqa: E402
@@ -291,7 +295,7 @@ class Observation(TypedDict, total=False):
     current_action: dict[str, Any] | None
     last_action_result: dict[str, Any] | None
     meeting: dict[str, Any] | None
-# -- fork folder (format version 1; docs/replay.md, docs/formats.md) ------------------------------------------
+# -- fork folder (format version 1; docs/replay.md, docs/formats.md) -----------------------------------------
 FORK_FORMAT = "mau.fork"
 FORK_FORMAT_VERSION = 1
 FORK_HEADER = "fork.json"  # the decision, every branch's outcome, the summary per answer

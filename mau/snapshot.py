@@ -48,7 +48,9 @@ class Restored:
     def part(self, key: str) -> "Restored":
         """What was nested under ``key``."""
         n = len(key) + 1
-        return Restored(self.changing[key], {k[n:]: v for k, v in self.logs.items() if k.startswith(f"{key}.")})
+        return Restored(
+            self.changing[key], {k[n:]: v for k, v in self.logs.items() if k.startswith(f"{key}.")}
+        )
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,8 @@ def freeze(parts: Parts) -> Snapshot:
     """One pickle of ``parts.changing``, with the shared objects and the logs pinned (not copied)."""
     shared = [x for x in parts.shared if x is not None]
     pins: dict[int, Any] = {id(x): k for k, x in enumerate(shared)}
-    pins.update({id(v): ("log", k) for k, v in parts.logs.items()})  # the lists grow: they come back as copies
+    # the lists grow: they come back as copies
+    pins.update({id(v): ("log", k) for k, v in parts.logs.items()})
     buf = io.BytesIO()
     _Pickler(buf, pins).dump(parts.changing)
     return Snapshot(buf.getvalue(), tuple(shared), {k: tuple(v) for k, v in parts.logs.items()})

@@ -1,6 +1,6 @@
 """Results tables to Weights & Biases for ``mau eval`` and ``mau collect`` (``mau train`` reports through the
-Trainer: ``logging.report_to: wandb``). One run per invocation in the config's project (by default ``mau``, the
-project ``mau train`` uses), its files under the run folder (``OUT/wandb/``); ``WANDB_MODE=offline`` works
+Trainer: ``logging.report_to: wandb``). One run per invocation in the config's project (by default ``mau``,
+the project ``mau train`` uses), its files under the run folder (``OUT/wandb/``); ``WANDB_MODE=offline`` works
 without a network (``wandb sync OUT/wandb/offline-run-*`` uploads later). wandb is imported only when asked
 for; it comes with the ``ml`` extra (``wandb`` extra)."""
 
@@ -20,9 +20,9 @@ from mau.errors import MauError
 class WandbLogging(Model):
     """Where the results tables go besides the run folder (always written)."""
 
-    report_to: Literal["none", "wandb"] = Field("none", description="none, or wandb: log the results tables to "
-                                                "Weights & Biases (needs the wandb package; WANDB_MODE=offline "
-                                                "works without a network).")
+    report_to: Literal["none", "wandb"] = Field("none", description="none, or wandb: log the results tables "
+                                                "to Weights & Biases (needs the wandb package; "
+                                                "WANDB_MODE=offline works without a network).")
     wandb_project: str = Field("mau", description="wandb project (unless WANDB_PROJECT is set); mau train's "
                                "default too, so training curves and results meet in one project.")
     run_name: str | None = Field(None, description="Run name for wandb; default the run folder's name.")
@@ -30,21 +30,26 @@ class WandbLogging(Model):
 
 def require_wandb(field: str = "logging.report_to") -> None:
     if importlib.util.find_spec("wandb") is None:
-        raise MauError(f"{field}=wandb needs the wandb package: pip install -e '.[wandb]' (or set {field}=none)")
+        raise MauError(f"{field}=wandb needs the wandb package: pip install -e '.[wandb]' (or set "
+                       f"{field}=none)")
 
 
-def log_tables(cfg: WandbLogging, out: Path, job_type: str, tables: dict[str, tuple[list[str], list[list[Any]]]],
-               summary: dict[str, Any] | None = None, config: dict[str, Any] | None = None) -> str | None:
-    """Log ``tables`` (name -> (columns, rows)) and ``summary`` scalars as one wandb run of ``job_type`` with its
-    files in ``out/wandb``; returns the run's local folder, or None when reporting is off."""
+def log_tables(
+    cfg: WandbLogging, out: Path, job_type: str, tables: dict[str, tuple[list[str], list[list[Any]]]],
+    summary: dict[str, Any] | None = None, config: dict[str, Any] | None = None,
+) -> str | None:
+    """Log ``tables`` (name -> (columns, rows)) and ``summary`` scalars as one wandb run of ``job_type`` with
+    its files in ``out/wandb``; returns the run's local folder, or None when reporting is off."""
     if cfg.report_to != "wandb":
         return None
     require_wandb()
     import wandb
 
     out.mkdir(parents=True, exist_ok=True)
-    run = wandb.init(project=os.environ.get("WANDB_PROJECT") or cfg.wandb_project, name=cfg.run_name or out.name,
-                     job_type=job_type, dir=str(out), config=config or {}, reinit="finish_previous")
+    run = wandb.init(
+        project=os.environ.get("WANDB_PROJECT") or cfg.wandb_project, name=cfg.run_name or out.name,
+        job_type=job_type, dir=str(out), config=config or {}, reinit="finish_previous",
+    )
     try:
         for name, (columns, rows) in tables.items():
             run.log({name: wandb.Table(columns=columns, data=rows)})

@@ -25,7 +25,8 @@ SYSTEM = "You are {agent}, a crewmate in a game of Among Us. Answer with one JSO
 
 
 def _png(size: int, rng: random.Random) -> bytes:
-    """A small RGB PNG with a random colour and a block in a random place (not blank: the vision tower sees it)."""
+    """A small RGB PNG with a random colour and a block in a random place (not blank: the vision tower sees
+    it)."""
     from PIL import Image, ImageDraw
 
     img = Image.new("RGB", (size, size), tuple(rng.randrange(256) for _ in range(3)))
@@ -45,7 +46,8 @@ def answer(i: int, rng: random.Random) -> dict[str, Any]:
 
 
 def make_row(i: int, rng: random.Random, match: str) -> dict[str, Any]:
-    """One example: kind ``i % 3`` is 0: one 64x64 frame, 1: one or two frames (128x128 [+ 64x64]), 2: none."""
+    """One example: kind ``i % 3`` is 0: one 64x64 frame, 1: one or two frames (128x128 [+ 64x64]), 2:
+    none."""
     kind = i % 3
     sizes = [64] if kind == 0 else ([128, 64] if i % 6 == 1 else [128]) if kind == 1 else []
     images = [{"bytes": _png(s, rng), "path": f"{match}/frames/{i}_{k}.png"} for k, s in enumerate(sizes)]
@@ -56,9 +58,15 @@ def make_row(i: int, rng: random.Random, match: str) -> dict[str, Any]:
     user.append({F.DS_CONTENT_TYPE: "text", F.DS_CONTENT_TEXT: state})
     ans = answer(i, rng)
     messages = [
-        {F.ROLE: "system", F.DS_CONTENT: [{F.DS_CONTENT_TYPE: "text", F.DS_CONTENT_TEXT: SYSTEM.format(agent=agent)}]},
+        {
+            F.ROLE: "system",
+            F.DS_CONTENT: [{F.DS_CONTENT_TYPE: "text", F.DS_CONTENT_TEXT: SYSTEM.format(agent=agent)}],
+        },
         {F.ROLE: "user", F.DS_CONTENT: user},
-        {F.ROLE: "assistant", F.DS_CONTENT: [{F.DS_CONTENT_TYPE: "text", F.DS_CONTENT_TEXT: json.dumps(ans)}]},
+        {
+            F.ROLE: "assistant",
+            F.DS_CONTENT: [{F.DS_CONTENT_TYPE: "text", F.DS_CONTENT_TEXT: json.dumps(ans)}],
+        },
     ]
     return {
         F.DS_MESSAGES: messages, F.DS_IMAGES: images, F.MATCH: match, F.CALL_ID: f"{match}-c{i}",
@@ -79,8 +87,10 @@ def features() -> Any:
     })
 
 
-def build_bc_dataset(out: str | Path, n_train: int = 12, n_validation: int = 3, n_test: int = 3, seed: int = 0,
-                     filter_name: str = "bcwin") -> Path:
+def build_bc_dataset(
+    out: str | Path, n_train: int = 12, n_validation: int = 3, n_test: int = 3, seed: int = 0,
+    filter_name: str = "bcwin",
+) -> Path:
     """Write a BC dataset folder to ``out`` (``save_to_disk`` + ``dataset.json``); returns ``out``."""
     from datasets import Dataset, DatasetDict
 

@@ -37,7 +37,8 @@ def jpeg(color: tuple[int, int, int] = (40, 120, 200), size: tuple[int, int] = (
 def system_prompt(name: str, role: str) -> str:
     who = (f"You are {name}, an Imposter. Your fellow Imposter: {'Olivia' if name == 'James' else 'James'}."
            if role == "imposter" else f"You are {name}, a Crewmate. You do not know who the Imposters are.")
-    return f"You are playing Among Us inside a Minecraft world.\n{who}\nAnswer with one JSON object and nothing else."
+    return (f"You are playing Among Us inside a Minecraft world.\n{who}\nAnswer with one JSON object and "
+            f"nothing else.")
 
 
 @dataclass
@@ -51,7 +52,8 @@ class MatchSpec:
     calls: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     frames: dict[str, bytes] = field(default_factory=dict)
-    raw_lines: dict[int, bytes] = field(default_factory=dict)  # calls.jsonl line number -> bytes written instead
+    # calls.jsonl line number -> bytes written instead
+    raw_lines: dict[int, bytes] = field(default_factory=dict)
     tail: bytes = b""  # bytes appended after the last line (e.g. a truncated record)
 
     def call(self, agent: str, module: str, tick: int, *, text: str = "What do you do next?", images: int = 0,
@@ -74,16 +76,22 @@ class MatchSpec:
                 parsed = json.loads(raw)
             except ValueError:
                 parsed = {}
-        self.calls.append({
-            F.CALL_ID: call_id, F.MATCH: self.match_id, F.SEED: self.seed, F.STEP: tick // 100, F.TICK: tick,
-            F.PHASE: "voting" if module == "vote" else "roam", F.AGENT: agent, F.ROLE: role, F.MODULE: module,
-            F.HARNESS: dict(HARNESS), F.MODEL: "expert-x", F.BACKEND: "scripted",
-            F.MESSAGES: [{"role": "system", "content": system_prompt(agent, role)}, {"role": "user", "content": parts}],
-            F.RAW_OUTPUT: raw, F.PARSED: parsed, F.FALLBACK: fallback,
-            F.FALLBACK_REASON: "bad JSON" if fallback else None, F.ERROR: None if raw is not None else "timeout",
-            F.LATENCY_S: 0.01, F.HARNESS_MS: 0.1, F.PROMPT_TOKENS: 0, F.COMPLETION_TOKENS: 0,
-            "attempts": 1, "temperature": 0.2, "max_tokens": 256,
-        })
+        self.calls.append(
+            {
+                F.CALL_ID: call_id, F.MATCH: self.match_id, F.SEED: self.seed, F.STEP: tick // 100,
+                F.TICK: tick, F.PHASE: "voting" if module == "vote" else "roam", F.AGENT: agent, F.ROLE: role,
+                F.MODULE: module, F.HARNESS: dict(HARNESS), F.MODEL: "expert-x", F.BACKEND: "scripted",
+                F.MESSAGES: [
+                    {"role": "system", "content": system_prompt(agent, role)},
+                    {"role": "user", "content": parts},
+                ],
+                F.RAW_OUTPUT: raw, F.PARSED: parsed, F.FALLBACK: fallback,
+                F.FALLBACK_REASON: "bad JSON" if fallback else None,
+                F.ERROR: None if raw is not None else "timeout", F.LATENCY_S: 0.01, F.HARNESS_MS: 0.1,
+                F.PROMPT_TOKENS: 0, F.COMPLETION_TOKENS: 0, "attempts": 1, "temperature": 0.2,
+                "max_tokens": 256,
+            }
+        )
         return call_id
 
     def vote(self, agent: str, target: str, tick: int, *, fallback: bool = False, event: bool = True) -> str:
@@ -103,11 +111,15 @@ class MatchSpec:
         self.event(tick, F.EV_UTTERANCE, speaker=speaker, round=1, text=text)
 
     def event(self, tick: int, kind: str, **fields: Any) -> None:
-        self.events.append({F.EVENT_INDEX: len(self.events), F.TICK: tick, F.STEP: tick // 100, F.TYPE: kind, **fields})
+        self.events.append(
+            {F.EVENT_INDEX: len(self.events), F.TICK: tick, F.STEP: tick // 100, F.TYPE: kind, **fields}
+        )
 
     def header(self) -> dict[str, Any]:
-        players = [{"name": n, "color": c, "seat": i, "role": self.roles[n]} for i, (n,
-                                                                                     c) in enumerate(DEFAULT_PLAYERS)]
+        players = [
+            {"name": n, "color": c, "seat": i, "role": self.roles[n]}
+            for i, (n, c) in enumerate(DEFAULT_PLAYERS)
+        ]
         last = max([e[F.TICK] for e in self.events] + [c[F.TICK] for c in self.calls] + [0])
         return {F.FORMAT: F.MATCH_FORMAT, F.FORMAT_VERSION: F.MATCH_FORMAT_VERSION, F.SEED: self.seed,
                 F.BACKEND: "sim", F.MAP: "skeld", F.PLAYERS: players, F.ROLES: dict(self.roles),
@@ -175,8 +187,7 @@ def filter_corpus(root: Path) -> dict[str, Any]:
     won.write(matches)
     lost.write(matches)
     return {
-        "run": root / "run",
-        "bcwin": {"won:0", "won:2", "won:4", "won:5"},
+        "run": root / "run", "bcwin": {"won:0", "won:2", "won:4", "won:5"},
         "bcvote": {"won:4", "lost:1", "lost:2"},
         "bcwin+vote": {"won:0", "won:2", "won:4", "won:5", "lost:1", "lost:2"},
     }

@@ -27,14 +27,16 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_adapter_dir(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A LoRA adapter (r=8, language model only, random non-zero B so it changes outputs) on ``tiny_model_dir``,
-    with the processor saved beside it."""
+    """A LoRA adapter (r=8, language model only, random non-zero B so it changes outputs) on
+    ``tiny_model_dir``, with the processor saved beside it."""
     out = tmp_path_factory.mktemp("tiny-adapter")
     build_tiny_adapter(tiny_model_dir, out, seed=1)
     return out
 
 
-def build_tiny_adapter(base: str | Path, out: str | Path, seed: int = 0, r: int = 8, scale: float = 0.5) -> int:
+def build_tiny_adapter(
+    base: str | Path, out: str | Path, seed: int = 0, r: int = 8, scale: float = 0.5
+) -> int:
     """A PEFT LoRA adapter (rank ``r``, language model only) for the model at ``base``, with random non-zero
     ``lora_B`` weights (std ``scale``) so that it changes the model's output; saved with ``save_pretrained``
     into ``out`` beside the base's processor. ``base`` is recorded as an absolute path. Returns the number of

@@ -1,20 +1,20 @@
 """A real single-node Slurm for the tests of ``slurm/*.sbatch``: ``from tests.slurm_cluster import slurm``.
 
-The session fixture ``slurm`` starts munged (as the munge user, its socket in a temporary folder), slurmctld and
-``slurmd -N localhost``, all in the foreground (``-D``/``-F``) as children of pytest, with a slurm.conf of its own
-under that folder (state, spool, pid and log files there too; free ports, so it never meets another cluster),
-waits until the node is ``idle`` and yields a :class:`SlurmCluster`: ``env`` (``SLURM_CONF`` for every client),
-``submit(args) -> job id``, ``wait(job id) -> {task: state}``, ``job(job id)`` and ``logs()`` (the daemons' log
-tails, for assertion messages). Teardown cancels every job, shuts the daemons down, stops munged and then looks
-in /proc for anything still alive that carries this cluster's ``SLURM_CONF`` (a leaked job process): such
-processes are killed and reported as an error.
+The session fixture ``slurm`` starts munged (as the munge user, its socket in a temporary folder), slurmctld
+and ``slurmd -N localhost``, all in the foreground (``-D``/``-F``) as children of pytest, with a slurm.conf
+of its own under that folder (state, spool, pid and log files there too; free ports, so it never meets
+another cluster), waits until the node is ``idle`` and yields a :class:`SlurmCluster`: ``env``
+(``SLURM_CONF`` for every client), ``submit(args) -> job id``, ``wait(job id) -> {task: state}``, ``job(job
+id)`` and ``logs()`` (the daemons' log tails, for assertion messages). Teardown cancels every job, shuts the
+daemons down, stops munged and then looks in /proc for anything still alive that carries this cluster's
+``SLURM_CONF`` (a leaked job process): such processes are killed and reported as an error.
 
 Facts it relies on (found on Slurm 22.05, Debian 12, as root, no systemd): clients need
-``SLURM_CONF``; ``SlurmdParameters=config_overrides`` lets the node advertise more CPUs than it has, so all the
-tasks of a small array start in one scheduling pass; no accounting, so the final states come from
-``scontrol show job`` (kept for ``MinJobAge`` seconds), not ``sacct``; finished processes can linger as zombies,
-so "alive" is read from ``/proc/PID/stat``. Without the daemons installed the fixture skips; it needs root (the
-daemons and munged's user switch).
+``SLURM_CONF``; ``SlurmdParameters=config_overrides`` lets the node advertise more CPUs than it has, so all
+the tasks of a small array start in one scheduling pass; no accounting, so the final states come from
+``scontrol show job`` (kept for ``MinJobAge`` seconds), not ``sacct``; finished processes can linger as
+zombies, so "alive" is read from ``/proc/PID/stat``. Without the daemons installed the fixture skips; it
+needs root (the daemons and munged's user switch).
 """
 
 from __future__ import annotations
@@ -144,8 +144,10 @@ PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
 
     def _spawn(self, name: str, cmd: list[str], **kw) -> None:
         log = open(self.log_dir / f"{name}.stdout", "ab")
-        self.procs[name] = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                            env=self.env, start_new_session=True, **kw)
+        self.procs[name] = subprocess.Popen(
+            cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self.env,
+            start_new_session=True, **kw,
+        )
         log.close()
 
     def start(self, timeout_s: float = 30.0) -> None:
@@ -155,9 +157,14 @@ PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
         mu = pwd.getpwnam("munge")
         os.chown(self.munge_dir, mu.pw_uid, mu.pw_gid)
         m = self.munge_dir
-        self._spawn("munged", ["munged", "-F", f"--socket={m / 'munge.socket'}", f"--pid-file={m / 'munged.pid'}",
-                               f"--seed-file={m / 'munged.seed'}"],
-                    user=mu.pw_uid, group=mu.pw_gid, extra_groups=[])
+        self._spawn(
+            "munged",
+            [
+                "munged", "-F", f"--socket={m / 'munge.socket'}", f"--pid-file={m / 'munged.pid'}",
+                f"--seed-file={m / 'munged.seed'}",
+            ],
+            user=mu.pw_uid, group=mu.pw_gid, extra_groups=[],
+        )
         self._wait_for(lambda: (m / "munge.socket").exists(), timeout_s, "munged to create its socket")
         self._spawn("slurmctld", ["slurmctld", "-D", "-i", "-f", str(self.conf)])
         self._spawn("slurmd", ["slurmd", "-D", "-N", "localhost", "-f", str(self.conf)])
@@ -197,7 +204,8 @@ PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
         return self._reap_leaks()
 
     def _reap_leaks(self, grace_s: float = 5.0) -> list[str]:
-        """Processes still alive that carry this cluster's SLURM_CONF (jobs, steps, stubs): wait, then kill."""
+        """Processes still alive that carry this cluster's SLURM_CONF (jobs, steps, stubs): wait, then
+        kill."""
         marker = f"SLURM_CONF={self.conf}".encode()
 
         def leaked() -> dict[int, str]:
@@ -230,7 +238,8 @@ PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
     def cmd(self, args: list[str], check: bool = True, env: dict[str, str] | None = None, **kw) -> str:
         r = subprocess.run(args, capture_output=True, text=True, env=env or self.env, timeout=30, **kw)
         if check and r.returncode != 0:
-            raise AssertionError(f"{' '.join(args)} failed ({r.returncode}): {r.stderr.strip()}\n" + self.logs())
+            raise AssertionError(f"{' '.join(args)} failed ({r.returncode}): "
+                                 f"{r.stderr.strip()}\n" + self.logs())
         return r.stdout
 
     def sinfo_state(self) -> str:
@@ -238,8 +247,11 @@ PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
                            timeout=10)
         return r.stdout.strip() if r.returncode == 0 else ""
 
-    def submit(self, args: list[str], env: dict[str, str] | None = None, cwd: str | Path | None = None) -> str:
-        """``sbatch --parsable ARGS``; the job id. ``env`` adds to (or overrides) the cluster's environment."""
+    def submit(
+        self, args: list[str], env: dict[str, str] | None = None, cwd: str | Path | None = None
+    ) -> str:
+        """``sbatch --parsable ARGS``; the job id. ``env`` adds to (or overrides) the cluster's
+        environment."""
         full_env = dict(self.env, **(env or {}), SLURM_CONF=str(self.conf))
         out = self.cmd(["sbatch", "--parsable", *map(str, args)], env=full_env, cwd=cwd)
         return out.strip().split(";")[0]
@@ -252,7 +264,9 @@ PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
 
     def states(self, job_id: str) -> dict[str, str]:
         """{array task id (or job id): JobState} for the job now."""
-        return {(j.get("ArrayTaskId") or j.get("JobId", "?")): j.get("JobState", "?") for j in self.job(job_id)}
+        return {
+            (j.get("ArrayTaskId") or j.get("JobId", "?")): j.get("JobState", "?") for j in self.job(job_id)
+        }
 
     def wait(self, job_id: str, timeout: float = 60.0) -> dict[str, str]:
         """Poll until every task of the job has left the queue; returns {task (or job id): final JobState}."""
@@ -268,7 +282,8 @@ PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
             time.sleep(0.2)
 
     def logs(self, n: int = 25) -> str:
-        """The daemons' log tails (a daemon's stdout where it has no log file yet: errors before it opened one)."""
+        """The daemons' log tails (a daemon's stdout where it has no log file yet: errors before it opened
+        one)."""
         parts = []
         for name in ("slurmctld", "slurmd", "munged"):
             path = self.log_dir / f"{name}.log"
@@ -280,7 +295,9 @@ PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
 
 def slurm_cluster(extra_conf: str = "") -> Iterator[SlurmCluster]:
     """The generator behind the fixture (for other scopes: ``yield from slurm_cluster()``)."""
-    missing = [b for b in ("slurmctld", "slurmd", "munged", "sbatch", "squeue", "scontrol") if not shutil.which(b)]
+    missing = [
+        b for b in ("slurmctld", "slurmd", "munged", "sbatch", "squeue", "scontrol") if not shutil.which(b)
+    ]
     # CI sets MAU_REQUIRE_SLURM=1 (.ci/run): there a missing Slurm is a failure, not a skip.
     stop = pytest.fail if os.environ.get("MAU_REQUIRE_SLURM") == "1" else pytest.skip
     if missing:

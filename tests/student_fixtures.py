@@ -7,13 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 
 CHATML = ("{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + "
-          "'<|im_end|>' + '\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}")
+          "'<|im_end|>' + '\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% "
+          "endif %}")
 NAMES = ["James", "Steve", "Jason", "Michael", "Olivia", "Noah", "Ethan", "Martin", "skip"]
 
 
 def name_merges() -> list[str]:
-    """Merges that make each game name (and skip) one token, as in SmolLM2's vocabulary (their first tokens are
-    distinct there), built prefix by prefix."""
+    """Merges that make each game name (and skip) one token, as in SmolLM2's vocabulary (their first tokens
+    are distinct there), built prefix by prefix."""
     out: list[str] = []
     for name in NAMES:
         for i in range(1, len(name)):
@@ -29,7 +30,11 @@ SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 
 def byte_symbols() -> list[str]:
     """GPT-2's printable stand-ins for the 256 bytes."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    bs = (
+        list(range(ord("!"), ord("~") + 1))
+        + list(range(ord("¡"), ord("¬") + 1))
+        + list(range(ord("®"), ord("ÿ") + 1))
+    )
     cs = bs[:]
     n = 0
     for b in range(256):

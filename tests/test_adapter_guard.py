@@ -1,5 +1,5 @@
-"""The adapter guard of ``mau eval`` (mau.eval.guard): an adapter arm that answers the fixed recorded prompts at
-temperature 0 exactly as the baseline stops the eval with one line before any match is played (an OpenAI-
+"""The adapter guard of ``mau eval`` (mau.eval.guard): an adapter arm that answers the fixed recorded prompts
+at temperature 0 exactly as the baseline stops the eval with one line before any match is played (an OpenAI-
 compatible server that ignores the adapter, as vLLM does for a Qwen3.5 adapter without the ``language_model``
 segment, vLLM issue 49354; and a zero LoRA adapter on the hf backend); an arm that answers differently passes;
 the adapters mau writes carry the ``language_model`` segment vLLM maps."""
@@ -118,13 +118,16 @@ def test_the_production_eval_config_serves_the_baseline_without_lora_and_with_a_
     cfg = load_config(EvalConfig, REPO / "configs" / "eval" / "qwen3_5_9b.yaml", {})
     lora_urls = {cfg.arms[a].base_url for a in adapter_arms(cfg)}
     assert adapter_arms(cfg) == ["bcwin", "bcvote", "bcwin+vote"] and cfg.adapter_guard
-    assert cfg.arms["baseline"].base_url not in lora_urls and cfg.imposters["qwen35-9b"].base_url not in lora_urls
+    assert (
+        cfg.arms["baseline"].base_url not in lora_urls
+        and cfg.imposters["qwen35-9b"].base_url not in lora_urls
+    )
     assert {m.api_key_env for m in [*cfg.arms.values(), *cfg.imposters.values()]} == {"VLLM_API_KEY"}
 
 
 def test_a_scripted_baseline_checks_no_arm():
-    """The scripted expert answers observations, not prompts: with it as the baseline there is no base model to
-    compare with (it used to crash the eval on the guard's first prompt)."""
+    """The scripted expert answers observations, not prompts: with it as the baseline there is no base model
+    to compare with (it used to crash the eval on the guard's first prompt)."""
     from mau.config import load_config
     from mau.eval.config import EvalConfig
     from mau.eval.guard import adapter_arms, check_adapter_arms

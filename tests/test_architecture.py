@@ -1,6 +1,7 @@
-"""The import rules of docs/architecture.md hold: every unit of ``mau`` (a subpackage or a top-level module) is on
-the map, imports only what its row allows, and no units import each other (directly or round a longer cycle).
-The graph is read from the source (every import statement, lazy ones inside functions included), and the map
+"""The import rules of docs/architecture.md hold: every unit of ``mau`` (a subpackage or a top-level module)
+is on the map, imports only what its row allows, and no units import each other (directly or round a longer
+cycle). The graph is read from the source (every import statement, lazy ones inside functions included), and
+the map
 from the doc's table, so the doc and this test cannot disagree."""
 
 from __future__ import annotations
@@ -92,7 +93,9 @@ def read_map(text: str) -> tuple[dict[str, set[str]], set[str]]:
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) >= 3 and cells[0].startswith("`"):
             rows.append((re.findall(r"`([\w]+)`", cells[0]), cells[-1]))
-    base = set(next(us for us, _ in rows if BASE in us)) - {BASE} if any(BASE in us for us, _ in rows) else set()
+    base = (
+        set(next(us for us, _ in rows if BASE in us)) - {BASE} if any(BASE in us for us, _ in rows) else set()
+    )
     every = {u for us, _ in rows for u in us if u != BASE}
     allowed: dict[str, set[str]] = {}
     for us, may in rows:
@@ -184,7 +187,8 @@ def test_the_check_sees_a_forbidden_arrow_a_cycle_and_a_unit_off_the_map(tmp_pat
     (pkg / "low" / "c.py").unlink()
     (pkg / "high" / "d.py").write_text("from typing import TYPE_CHECKING\n"
                                        "if TYPE_CHECKING:\n    from mau.high.b import f\n")
-    (pkg / "high" / "b.py").write_text("def f():\n    from mau.high.d import TYPE_CHECKING\n")  # inside a unit
+    (pkg / "high" / "b.py").write_text("def f():\n    from mau.high.d import "
+                                       "TYPE_CHECKING\n")  # inside a unit
     assert violations(pkg, doc) == ["cycle inside high: mau.high.b <-> mau.high.d"]
     (pkg / "high" / "d.py").unlink()
     (pkg / "new.py").write_text("")

@@ -1,5 +1,6 @@
-"""The ``hf`` model backend on the tiny local Qwen3.5 VLM: images reach the prompt, concurrent calls generate as
-one batch (and match the unbatched answers), a LoRA adapter changes the answer, sampling is reproducible, and
+"""The ``hf`` model backend on the tiny local Qwen3.5 VLM: images reach the prompt, concurrent calls generate
+as one batch (and match the unbatched answers), a LoRA adapter changes the answer, sampling is reproducible,
+and
 failures come back as error responses (never exceptions)."""
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ def _request(text: str = "Who is the imposter?", image: bool = True, **kw) -> Mo
         content.insert(0, {"type": "image", "image": 0})
     messages = [{"role": "system", "content": "You are Noah, a crewmate. Answer in JSON."},
                 {"role": "user", "content": content}]
-    return ModelRequest(messages=messages, images=[_frame()] if image else [], module="VOTE", agent="Noah", **kw)
+    return ModelRequest(
+        messages=messages, images=[_frame()] if image else [], module="VOTE", agent="Noah", **kw
+    )
 
 
 def _backend(model: str, **kw):
@@ -83,7 +86,9 @@ def test_concurrent_calls_generate_as_one_batch_with_the_same_answers(backend):
 
     async def go():
         before = len(backend.calls_batched)
-        batched = await asyncio.gather(*[backend.complete(_request(t, image=i % 2 == 0)) for i, t in enumerate(texts)])
+        batched = await asyncio.gather(
+            *[backend.complete(_request(t, image=i % 2 == 0)) for i, t in enumerate(texts)]
+        )
         sizes = backend.calls_batched[before:]
         singles = [await backend.complete(_request(t, image=i % 2 == 0)) for i, t in enumerate(texts[:3])]
         return batched, sizes, singles
@@ -93,12 +98,16 @@ def test_concurrent_calls_generate_as_one_batch_with_the_same_answers(backend):
     assert all(r.error is None for r in batched)
     assert len({r.prompt_tokens for r in batched}) > 1  # mixed lengths: left padding was exercised
     for b, s in zip(batched, singles):  # padding does not change a greedy answer
-        assert (b.text, b.prompt_tokens, b.completion_tokens) == (s.text, s.prompt_tokens, s.completion_tokens)
+        assert (b.text, b.prompt_tokens, b.completion_tokens) == (
+            s.text, s.prompt_tokens, s.completion_tokens,
+        )
 
 
 def test_adapter_is_loaded_on_the_language_model_and_changes_the_answer(tiny_model_dir, tiny_adapter_dir):
-    base, tuned = _backend(tiny_model_dir, max_tokens=12), _backend(tiny_model_dir,
-                                                                    adapter=str(tiny_adapter_dir), max_tokens=12)
+    base, tuned = (
+        _backend(tiny_model_dir, max_tokens=12),
+        _backend(tiny_model_dir, adapter=str(tiny_adapter_dir), max_tokens=12),
+    )
 
     async def go():
         return await asyncio.gather(base.complete(_request()), tuned.complete(_request()))
@@ -207,11 +216,14 @@ def test_score_equals_the_token_by_token_log_probability(tiny_model_dir):
         start = next(i for i in range(len(base)) if full[0, i] != base[i]) if not torch.equal(
             full[0, :len(base)], base) else len(base)
         total = 0.0
-        with torch.inference_mode(), b._active():  # the base as b sees it (another test may have attached adapters)
+        # the base as b sees it (another test may have attached adapters)
+        with torch.inference_mode(), b._active():
             out = b._model(input_ids=full[:, :start], use_cache=True)
             for i in range(start, full.shape[1]):
                 total += float(torch.log_softmax(out.logits[0, -1].float(), -1)[full[0, i]])
-                out = b._model(input_ids=full[:, i:i + 1], past_key_values=out.past_key_values, use_cache=True)
+                out = b._model(
+                    input_ids=full[:, i : i + 1], past_key_values=out.past_key_values, use_cache=True
+                )
         return total
 
     conts = ['Martin"', 'Noah"', 'Olivia Olivia"']  # different lengths: the batch is padded
@@ -234,7 +246,9 @@ def test_concurrent_loads_leave_later_models_tied(tiny_model_dir, tiny_adapter_d
     base, tuned = _backend(tiny_model_dir), _backend(tiny_model_dir, adapter=str(tiny_adapter_dir))
 
     async def go():
-        return await asyncio.gather(base.complete(_request(image=False)), tuned.complete(_request(image=False)))
+        return await asyncio.gather(
+            base.complete(_request(image=False)), tuned.complete(_request(image=False))
+        )
 
     assert all(r.error is None for r in asyncio.run(go()))
     with torch.device("meta"):
@@ -263,8 +277,10 @@ def test_a_worker_keeps_only_the_models_its_next_match_uses(tiny_model_dir):
     """mau.runner.release_unused: before a match, cached backends it does not use free their weights."""
     from mau import runner
 
-    cfg_a, cfg_b = (ModelConfig(backend="hf", model=str(tiny_model_dir), temperature=0.0, max_tokens=4, seed=s)
-                    for s in (11, 12))
+    cfg_a, cfg_b = (
+        ModelConfig(backend="hf", model=str(tiny_model_dir), temperature=0.0, max_tokens=4, seed=s)
+        for s in (11, 12)
+    )
     a, b = runner.backend_for(cfg_a), runner.backend_for(cfg_b)
     try:
         a.load(), b.load()
@@ -290,7 +306,9 @@ def test_arms_on_one_base_share_one_load_and_answer_as_if_loaded_alone(tiny_mode
     saved = dict(hf._SHARED)
     try:
         hf._SHARED.clear()
-        alone_tuned = ask(_backend(tiny_model_dir, adapter=str(tiny_adapter_dir), max_tokens=10, temperature=0.0))
+        alone_tuned = ask(
+            _backend(tiny_model_dir, adapter=str(tiny_adapter_dir), max_tokens=10, temperature=0.0)
+        )
         hf._SHARED.clear()
         alone_base = ask(_backend(tiny_model_dir, max_tokens=10, temperature=0.0))
         hf._SHARED.clear()

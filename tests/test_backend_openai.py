@@ -62,7 +62,9 @@ def test_match_through_the_openai_backend(tmp_path, monkeypatch):
 
 def test_missing_api_key_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.delenv("MAU_TEST_KEY", raising=False)
-    backend = Backend(ModelConfig(backend="openai", base_url="http://127.0.0.1:9/v1", api_key_env="MAU_TEST_KEY"))
+    backend = Backend(
+        ModelConfig(backend="openai", base_url="http://127.0.0.1:9/v1", api_key_env="MAU_TEST_KEY")
+    )
     with pytest.raises(ConfigError, match="MAU_TEST_KEY is not set"):
         backend.client()
     with pytest.raises(ConfigError, match="model.base_url"):
@@ -70,7 +72,9 @@ def test_missing_api_key_is_a_clear_error(tmp_path, monkeypatch):
 
 
 def _request(i: int) -> ModelRequest:
-    return ModelRequest(messages=[{"role": "user", "content": [{"type": "text", "text": f"call {i}"}]}], module="vote")
+    return ModelRequest(
+        messages=[{"role": "user", "content": [{"type": "text", "text": f"call {i}"}]}], module="vote"
+    )
 
 
 async def _burst(backend: Backend, n: int):
@@ -94,7 +98,8 @@ def test_retries_then_gives_up_with_the_reason(tmp_path):
     with mock_server(str(tmp_path / "s.log"), faults="500=1.0") as srv:
         cfg = ModelConfig(backend="openai", base_url=srv.base_url, max_retries=2, backoff_s=0.01)
         (r,) = asyncio.run(_burst(Backend(cfg), 1))
-        assert r.text is None and r.error.startswith("HTTP 500 after 3 attempts") and r.attempts == 3 and r.fatal
+        assert r.text is None and r.error.startswith("HTTP 500 after 3 "
+                                                     "attempts") and r.attempts == 3 and r.fatal
         assert _stats(srv)["requests"] == 3
     # A 429 that says Retry-After is waited out within retry_budget_s, whatever max_retries says.
     with mock_server(str(tmp_path / "r.log"), faults="429=1.0", retry_after_s=0.4) as srv:
@@ -108,13 +113,15 @@ def test_retries_then_gives_up_with_the_reason(tmp_path):
 
 
 def test_faults_never_stop_a_match_and_every_fallback_is_recorded(tmp_path, monkeypatch):
-    """Transport faults (429, 5xx, timeouts) are retried away; bad answers (malformed, empty, wrong types) fall
-    back, each with its reason."""
+    """Transport faults (429, 5xx, timeouts) are retried away; bad answers (malformed, empty, wrong types)
+    fall back, each with its reason."""
     monkeypatch.setenv("MAU_TEST_KEY", "x")
     faults = "429=0.08,500=0.05,503=0.05,timeout=0.03,malformed=0.1,empty=0.08,wrongtype=0.1"
     with mock_server(str(tmp_path / "server.log"), latency_ms=1, faults=faults, hang_s=3) as srv:
-        out = _play(tmp_path, srv.base_url, "seats.crewmate.model.max_retries=8", "seats.imposter.model.max_retries=8",
-                    steps=10)
+        out = _play(
+            tmp_path, srv.base_url, "seats.crewmate.model.max_retries=8",
+            "seats.imposter.model.max_retries=8", steps=10,
+        )
         stats = _stats(srv)
     h = json.loads((out / F.MATCH_HEADER).read_text())
     recs = [json.loads(x) for x in (out / F.CALLS_FILE).read_text().splitlines()]

@@ -9,8 +9,8 @@ processor turns it into image tokens that reach the model (the prompt grows by e
 back as an error response, not an exception.
 
 Facts about ``transformers serve`` 5.24 that the test relies on (checked by hand):
-- ``transformers serve DIR --host 127.0.0.1 --port P --device cpu``: DIR (the positional FORCE_MODEL) is loaded
-  before uvicorn starts, so ``GET /health`` answering 200 means the model is ready (~5 s here).
+- ``transformers serve DIR --host 127.0.0.1 --port P --device cpu``: DIR (the positional FORCE_MODEL) is
+  loaded before uvicorn starts, so ``GET /health`` answering 200 means the model is ready (~5 s here).
 - The server is then pinned to DIR: a request's ``model`` must be exactly ``str(DIR)`` (or absent); any other
   name is ``400 Server is pinned to ...``.
 - ``response_format`` is accepted and ignored (the log says ``Ignoring unsupported fields in the request:
@@ -87,7 +87,9 @@ def _request(frame: Frame | None) -> ModelRequest:
     if frame is not None:
         content.append({"type": "image", "image": 0})
     messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": content}]
-    return ModelRequest(messages=messages, images=[frame] if frame is not None else [], module="VOTE", agent="Noah")
+    return ModelRequest(
+        messages=messages, images=[frame] if frame is not None else [], module="VOTE", agent="Noah"
+    )
 
 
 def _config(server, model_dir: Path, **kw) -> ModelConfig:
@@ -119,7 +121,8 @@ def processor(tiny_model_dir):  # noqa: F811
 
 
 def _image_pads(processor, frame: Frame) -> int:
-    """How many <|image_pad|> tokens the model's processor makes for the frame as the server sees it: the JPEG."""
+    """How many <|image_pad|> tokens the model's processor makes for the frame as the server sees it: the
+    JPEG."""
     decoded = Image.open(io.BytesIO(frame.jpeg)).convert("RGB")
     grid = processor.image_processor(images=[decoded], return_tensors="pt")["image_grid_thw"]
     return int(grid.prod()) // processor.image_processor.merge_size ** 2
@@ -130,9 +133,13 @@ def _local_prompt_tokens(processor, frame: Frame | None) -> int:
     content: list[dict] = [{"type": "text", "text": QUESTION}]
     if frame is not None:
         content.append({"type": "image", "image": Image.open(io.BytesIO(frame.jpeg)).convert("RGB")})
-    messages = [{"role": "system", "content": [{"type": "text", "text": SYSTEM}]}, {"role": "user", "content": content}]
-    out = processor.apply_chat_template(messages, tokenize=True, add_generation_prompt=True, enable_thinking=False,
-                                        return_dict=True)
+    messages = [
+        {"role": "system", "content": [{"type": "text", "text": SYSTEM}]},
+        {"role": "user", "content": content},
+    ]
+    out = processor.apply_chat_template(
+        messages, tokenize=True, add_generation_prompt=True, enable_thinking=False, return_dict=True
+    )
     ids = out["input_ids"]
     return len(ids[0] if ids and isinstance(ids[0], list) else ids)
 
@@ -182,5 +189,7 @@ def test_answers_are_deterministic_at_temperature_zero(server, tiny_model_dir): 
 
 def test_a_client_error_comes_back_as_an_error_response(server, tiny_model_dir):  # noqa: F811
     """A model name the pinned server refuses is a final 400: no retry, no exception."""
-    (r,) = _complete(_config(server, tiny_model_dir, model="not-the-served-model", max_retries=2), _request(None))
+    (r,) = _complete(
+        _config(server, tiny_model_dir, model="not-the-served-model", max_retries=2), _request(None)
+    )
     assert r.text is None and r.error == "HTTP 400" and r.attempts == 1

@@ -40,7 +40,7 @@ def _bel(items: list[dict[str, Any]], dead: tuple[str, ...] = ()) -> dict[str, f
     return infer.beliefs(ME, ROSTER, cands, 2, items, CFG)[0]
 
 
-# -- the ideal observer (mau.infer.model, hand computations: tests/test_infer.py) --------------------------------
+# -- the ideal observer (mau.infer.model, hand computations: tests/test_infer.py) ----------------------------
 def test_observer_prior_is_uniform_over_the_21_pairs():
     b = _bel([])
     assert set(b) == set(ROSTER) - {ME}
@@ -64,7 +64,7 @@ def test_observer_ejection_reveal_by_hand():
     assert all(v == ap(2 / 6) for v in crew.values())  # C(6, 2) = 15 pairs, 5 per player
 
 
-# -- perception from the world: what each crewmate was shown ---------------------------------------------------
+# -- perception from the world: what each crewmate was shown -------------------------------------------------
 @pytest.fixture
 def w():
     world = make_world(WorldConfig.model_validate({"game": {"roles": "paper"}}))
@@ -95,7 +95,8 @@ def test_perception_of_a_witnessed_kill_reaches_only_the_witness(w):
 def test_perception_keeps_who_stood_where_the_victim_lay(w):
     """The paper's radar shows the victim lying where it fell; once the death is known (here: a meeting
     announces it), who stood within reach of that spot at a step end is a death item for every crewmate.
-    (Privileged sight, the default, shows the body itself to whoever has it in line of sight: the next test.)"""
+    (Privileged sight, the default, shows the body itself to whoever has it in line of sight: the next
+    test.)"""
     w.config.observation.privileged = "radar"
     st = w.state
     per = Perception(w, {n: "privileged" for n in ROSTER})
@@ -110,15 +111,17 @@ def test_perception_keeps_who_stood_where_the_victim_lay(w):
     w.rules.do_report(st, st.player("Ethan"), st.bodies[0])  # Ethan reports: a meeting announces it
     per.update()
     death = next(it for it in per.items("Steve") if it["k"] == "death")
-    assert death["victim"] == "Martin" and death["bins"]["Olivia"][0] == 0  # <= 3 blocks at the first step end
+    # <= 3 blocks at the first step end
+    assert death["victim"] == "Martin" and death["bins"]["Olivia"][0] == 0
     steve = infer.beliefs("Steve", ROSTER, [n for n in ROSTER if n not in ("Steve", "Martin")], 2,
                           per.items("Steve"), CFG)[0]
     assert max(steve, key=steve.get) == "Olivia"
 
 
 def test_privileged_sight_sees_the_body_all_round_and_who_stood_by_it(w):
-    """Privileged sight (the default): a crewmate with the body in line of sight, in any direction, knows the death
-    at once, and who stood within reach of it at that step end is a death item; one without it does not."""
+    """Privileged sight (the default): a crewmate with the body in line of sight, in any direction, knows the
+    death at once, and who stood within reach of it at that step end is a death item; one without it does
+    not."""
     st = w.state
     per = Perception(w, {n: "privileged" for n in ROSTER})
     place(w, "Steve", 84.0, 76.0, yaw_deg=0)  # looking away from where Martin dies: behind it, in sight
@@ -152,7 +155,7 @@ def test_ego_perception_does_not_see_a_player_out_of_view(w):
     assert not any(it["k"] == "death" for it in per.items("Steve"))
 
 
-# -- probe answers ------------------------------------------------------------------------------------------------
+# -- probe answers -------------------------------------------------------------------------------------------
 def test_probe_answers_are_checked_and_normalised_to_the_living_imposters():
     cands = ["A", "B", "C", "D"]
     r = parse_probe('{"beliefs": {"a": 0.9, "B": 0.9, "C": 0.1, "D": 0.1}, "top2": ["B", "A"]}', cands, 2)
@@ -164,10 +167,11 @@ def test_probe_answers_are_checked_and_normalised_to_the_living_imposters():
     for bad in ('{"beliefs": {"A": 1.5, "B": 0, "C": 0, "D": 0}}', '{"beliefs": {"A": 0.5}}', "no json"):
         with pytest.raises(ParseError):
             parse_probe(bad, cands, 2)
-    assert parse_probe('{"beliefs": {"A": 0.1, "B": 0.7, "C": 0.2, "D": 0.3}}', cands, 2)["top2"] == ["B", "D"]
+    assert parse_probe('{"beliefs": {"A": 0.1, "B": 0.7, "C": 0.2, "D": '
+                       '0.3}}', cands, 2)["top2"] == ["B", "D"]
 
 
-# -- probes leave the match unchanged ------------------------------------------------------------------------------
+# -- probes leave the match unchanged ------------------------------------------------------------------------
 def _play(tmp: Path, probes: dict[str, Any], seed: int = 3, crew_backend: ModelBackend | None = None,
           max_steps: int = 200) -> tuple[AriaMatch, Path]:
     world = make_world(WorldConfig.model_validate({"game": {"max_steps": max_steps}}))
@@ -203,7 +207,9 @@ def test_probes_leave_the_match_unchanged_and_never_enter_memory_or_prompts(tmp_
     assert marker in json.dumps(model[0][F.MESSAGES])
     # the probe sees the agent's state text as its play calls do, suspicion scores included (issue 9)
     assert all("Suspicion scores (0 to 1):" in json.dumps(r[F.MESSAGES]) for r in model)
-    assert marker not in (d_on / F.CALLS_FILE).read_text() and marker not in (d_on / F.MEMORY_FILE).read_text()
+    assert (
+        marker not in (d_on / F.CALLS_FILE).read_text() and marker not in (d_on / F.MEMORY_FILE).read_text()
+    )
     assert on.probe_summary["model_probes"] == len(model) and not (d_off / F.PROBES_FILE).exists()
 
 
@@ -250,7 +256,8 @@ def test_probe_failures_are_recorded_fallbacks_excluded_from_metrics(tmp_path):
 
 
 class ScoringExpert(ModelBackend):
-    """The scripted expert for play; scores a VOTE read-out as minus the name's length (Ethan, James, ... first)."""
+    """The scripted expert for play; scores a VOTE read-out as minus the name's length (Ethan, James, ...
+    first)."""
 
     name = "scoring"
     can_score = True
@@ -335,19 +342,28 @@ def test_probe_arms_turn_model_probes_off_for_the_other_arms():
         EvalConfig.model_validate({**base, "probe_arms": ["nope"]})
 
 
-# -- the observer's fit and re-scoring from recorded evidence ------------------------------------------------------
+# -- the observer's fit and re-scoring from recorded evidence ------------------------------------------------
 @pytest.fixture(scope="module")
 def aria_run(tmp_path_factory) -> Path:
-    """A run folder of six scripted ARIA matches (the ideal observer writes its evidence at every meeting), with the
-    paper's radar for privileged state: positions near every death, so that their ablation shows in six matches
+    """A run folder of six scripted ARIA matches (the ideal observer writes its evidence at every meeting),
+    with the paper's radar for privileged state: positions near every death, so that their ablation shows in
+    six matches
     (privileged sight gives them only where a crewmate had the spot in sight)."""
     from mau.cli import main
 
     run = tmp_path_factory.mktemp("fitrun")
     for seed in range(1, 7):
-        assert main(["play", "--config", "configs/play/aria_scripted.yaml", "--seed", str(seed), "--out",
-                     str(run / F.MATCHES_DIR / f"m{seed}"), "--set", "seats.crewmate.aria.frames=false",
-                     "--set", "seats.imposter.aria.frames=false", "--set", "world.observation.privileged=radar"]) == 0
+        assert (
+            main(
+                [
+                    "play", "--config", "configs/play/aria_scripted.yaml", "--seed", str(seed), "--out",
+                    str(run / F.MATCHES_DIR / f"m{seed}"), "--set", "seats.crewmate.aria.frames=false",
+                    "--set", "seats.imposter.aria.frames=false", "--set",
+                    "world.observation.privileged=radar",
+                ]
+            )
+            == 0
+        )
     return run
 
 
@@ -409,7 +425,8 @@ def test_beliefs_ablate_compares_the_observer_with_and_without_kinds_of_evidence
 
 def test_beliefs_fit_without_holds_kinds_of_evidence_at_zero_and_the_ablation_names_them(aria_run, tmp_path):
     """--fit --without speech fits an observer that ignores accusations and votes (their ratios stay 0, the
-    others move); --ablate on that fit says which kinds count for nothing in both arms; bad names and groups are
+    others move); --ablate on that fit says which kinds count for nothing in both arms; bad names and groups
+    are
     one-line errors that name the flag."""
     from mau.cli import main
     from mau.infer.model import GROUPS

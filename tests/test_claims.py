@@ -1,5 +1,6 @@
-"""Structured claims: the grammar, the templates and their parser, the world's handling of claims (dropped with a
-reason, public without their labels), claims off byte for byte, sights.jsonl, the role-blind checker on hand-built
+"""Structured claims: the grammar, the templates and their parser, the world's handling of claims (dropped
+with a reason, public without their labels), claims off byte for byte, sights.jsonl, the role-blind checker
+on hand-built
 logs (every kind TRUE and FALSE), a role shuffle, and the scripted speakers' acceptance on a few matches."""
 
 from __future__ import annotations
@@ -27,22 +28,27 @@ SCOPE = Scope(NAMES, "Steve", PLACES, 20, 400.0)
 ON = ClaimsConfig(mode="structured")
 
 
-# -- grammar -------------------------------------------------------------------------------------------------------
+# -- grammar -------------------------------------------------------------------------------------------------
 def test_every_kind_validates_to_its_canonical_form():
-    raws = [{"k": "at", "who": "Steve", "room": "admin", "from_s": 300, "to_s": 345},
-            {"k": "task", "who": "me", "station": 7, "at_s": 330.125},
-            {"k": "saw", "who": "noah", "room": "Storage", "at_s": 310},
-            {"k": "saw", "who": "Noah", "room": "Admin-Storage", "from_s": 300, "to_s": 310},
-            {"k": "with", "who": "Jason", "room": "Admin", "from_s": 300, "to_s": 345},
-            {"k": "saw_kill", "who": "Noah", "victim": "James", "room": "Storage", "at_s": 312},
-            {"k": "body", "victim": "James", "room": "Storage", "at_s": 330, "near": ["Noah", "Ethan", "noah"]},
-            {"k": "accuse", "who": "Noah"}, {"k": "vouch", "who": "Jason"}]
+    raws = [
+        {"k": "at", "who": "Steve", "room": "admin", "from_s": 300, "to_s": 345},
+        {"k": "task", "who": "me", "station": 7, "at_s": 330.125},
+        {"k": "saw", "who": "noah", "room": "Storage", "at_s": 310},
+        {"k": "saw", "who": "Noah", "room": "Admin-Storage", "from_s": 300, "to_s": 310},
+        {"k": "with", "who": "Jason", "room": "Admin", "from_s": 300, "to_s": 345},
+        {"k": "saw_kill", "who": "Noah", "victim": "James", "room": "Storage", "at_s": 312},
+        {"k": "body", "victim": "James", "room": "Storage", "at_s": 330, "near": ["Noah", "Ethan", "noah"]},
+        {"k": "accuse", "who": "Noah"}, {"k": "vouch", "who": "Jason"},
+    ]
     out = [validate(r, SCOPE) for r in raws]
     assert all(why is None for _, why in out), out
     claims = [c for c, _ in out]
-    assert [c["k"] for c in claims] == ["at", "task", "saw", "saw", "with", "saw_kill", "body", "accuse", "vouch"]
+    assert [c["k"] for c in claims] == [
+        "at", "task", "saw", "saw", "with", "saw_kill", "body", "accuse", "vouch",
+    ]
     assert set(c["k"] for c in claims) == set(KINDS)
-    assert claims[0] == {"k": "at", "who": "me", "room": "Admin", "from_s": 300.0, "to_s": 345.0}  # own name: me
+    # own name: me
+    assert claims[0] == {"k": "at", "who": "me", "room": "Admin", "from_s": 300.0, "to_s": 345.0}
     assert claims[1]["at_s"] == 330.12 and claims[2]["who"] == "Noah"
     assert claims[3]["room"] == "corridor Admin-Storage" and claims[6]["near"] == ["Noah", "Ethan"]
 
@@ -61,10 +67,10 @@ def test_every_kind_validates_to_its_canonical_form():
     ({"k": "task", "who": "me", "station": 2, "when": "end"}, "when: unknown field"),
     ({"k": "task", "who": "me", "station": 20, "at_s": 3}, "station: expected a station number from 0 to 19"),
     ({"k": "task", "who": "me", "station": 2, "at_s": 3, "sure": 1}, "sure: unknown field"),
-    ({"k": "saw_kill", "who": "Noah", "victim": "Noah", "room": "Admin", "at_s": 3}, "a player does not kill itself"),
+    ({"k": "saw_kill", "who": "Noah", "victim": "Noah", "room": "Admin", "at_s": 3}, "a player does not kill "
+                                                                                     "itself"),
     ({"k": "body", "victim": "Noah", "room": "Admin", "at_s": 3, "near": ["Noah"]}, "the victim is the body"),
-    ({"k": "lie"}, "k: must be one of at, task"),
-    ({"who": "Noah"}, "k: must be one of"),
+    ({"k": "lie"}, "k: must be one of at, task"), ({"who": "Noah"}, "k: must be one of"),
     ("I was in Admin", "a claim is an object"),
 ])
 def test_a_bad_claim_is_dropped_with_a_one_line_reason(raw, why):
@@ -80,7 +86,7 @@ def test_the_limit_per_utterance_and_a_claims_field_that_is_no_list():
     assert validate_all({"k": "at"}, SCOPE, 6)[2][0]["reason"] == "claims: expected a list of claims"
 
 
-# -- templates -----------------------------------------------------------------------------------------------------
+# -- templates -----------------------------------------------------------------------------------------------
 def _random_claim(rng: random.Random) -> dict:
     k = rng.choice(KINDS)
     t = sorted(round(rng.uniform(0, 400) * 4) / 4 for _ in range(2))
@@ -88,17 +94,23 @@ def _random_claim(rng: random.Random) -> dict:
     other = rng.choice([n for n in NAMES if n != "Steve"])
     window = rng.choice([{"from_s": t[0], "to_s": rng.choice(t)}, {}, {"when": "start"}, {"when": "end"}])
     moment = rng.choice([{"at_s": t[1]}, {"from_s": t[0], "to_s": t[1]}, {}, {"when": "end"}])
-    raw = {"at": {"k": "at", "who": who, "room": rng.choice(PLACES), **window},
-           "task": {"k": "task", "who": who, "station": rng.randrange(20), **rng.choice([{"at_s": t[0]}, {}])},
-           "saw": {"k": "saw", "who": other, "room": rng.choice(PLACES), **moment},
-           "with": {"k": "with", "who": other, "room": rng.choice(PLACES), **window},
-           "saw_kill": {"k": "saw_kill", "who": other, "victim": rng.choice([n for n in NAMES if n not in
-                                                                           (other, "Steve")]),
-                        **rng.choice([{"room": rng.choice(PLACES)}, {}]),
-                        **rng.choice([{"at_s": t[1]}, {"from_s": t[0], "to_s": t[1]}, {}])},
-           "body": {"k": "body", "victim": other, "room": rng.choice(PLACES), **rng.choice([{"at_s": t[1]}, {}]),
-                    "near": rng.sample([n for n in NAMES if n not in (other, "Steve")], rng.randrange(4))},
-           "accuse": {"k": "accuse", "who": other}, "vouch": {"k": "vouch", "who": other}}[k]
+    raw = {
+        "at": {"k": "at", "who": who, "room": rng.choice(PLACES), **window},
+        "task": {"k": "task", "who": who, "station": rng.randrange(20), **rng.choice([{"at_s": t[0]}, {}])},
+        "saw": {"k": "saw", "who": other, "room": rng.choice(PLACES), **moment},
+        "with": {"k": "with", "who": other, "room": rng.choice(PLACES), **window},
+        "saw_kill": {
+            "k": "saw_kill", "who": other,
+            "victim": rng.choice([n for n in NAMES if n not in (other, "Steve")]),
+            **rng.choice([{"room": rng.choice(PLACES)}, {}]),
+            **rng.choice([{"at_s": t[1]}, {"from_s": t[0], "to_s": t[1]}, {}]),
+        },
+        "body": {
+            "k": "body", "victim": other, "room": rng.choice(PLACES), **rng.choice([{"at_s": t[1]}, {}]),
+            "near": rng.sample([n for n in NAMES if n not in (other, "Steve")], rng.randrange(4)),
+        },
+        "accuse": {"k": "accuse", "who": other}, "vouch": {"k": "vouch", "who": other},
+    }[k]
     claim, why = validate(raw, SCOPE)
     assert why is None, (raw, why)
     return claim
@@ -114,21 +126,32 @@ def test_render_then_parse_gives_every_claim_back():
 
 
 def test_the_parser_reads_templates_only():
-    text = ("I was in Electrical doing my missions. I was in Admin. I saw Noah near Storage. Steve was in Admin from "
-            "3 s to 4 s. I saw Noah kill James in Storage at 12 s.")
+    text = ("I was in Electrical doing my missions. I was in Admin. I saw Noah near Storage. Steve was in "
+            "Admin from 3 s to 4 s. I saw Noah kill James in Storage at 12 s.")
     assert parse(text, list(NAMES), list(PLACES), "Steve") == [
         {"k": "at", "who": "me", "room": "Admin", "from_s": 3.0, "to_s": 4.0},
         {"k": "saw_kill", "who": "Noah", "victim": "James", "room": "Storage", "at_s": 12.0}]
-    assert render({"k": "at", "who": "me", "room": "Admin", "from_s": 5.0, "to_s": 5.0}) == "I was in Admin at 5 s."
-    assert render({"k": "at", "who": "me", "room": "Admin"}) == "I was in Admin at some time since the last meeting."
+    assert render({"k": "at", "who": "me", "room": "Admin", "from_s": 5.0, "to_s": 5.0}) == ("I was in Admin "
+                                                                                             "at 5 s.")
+    assert render({"k": "at", "who": "me", "room": "Admin"}) == ("I was in Admin at some time since the last "
+                                                                 "meeting.")
     assert render({"k": "saw", "who": "Noah", "room": "Admin", "when": "end"}) == \
         "I saw Noah in Admin just before the meeting."
-    assert render({"k": "saw_kill", "who": "Noah", "victim": "James"}) == "I saw Noah kill James before this meeting."
-    assert render({"k": "body", "victim": "James", "room": "Admin", "at_s": 302.25, "near": ["Noah", "Ethan", "Jason"]}
-                  ) == "I found the body of James in Admin at 302.25 s, with Noah, Ethan and Jason nearby."
+    assert render({"k": "saw_kill", "who": "Noah", "victim": "James"}) == ("I saw Noah kill James before "
+                                                                           "this "
+                                                                           "meeting.")
+    assert (
+        render(
+            {
+                "k": "body", "victim": "James", "room": "Admin", "at_s": 302.25,
+                "near": ["Noah", "Ethan", "Jason"],
+            }
+        )
+        == "I found the body of James in Admin at 302.25 s, with Noah, Ethan and Jason nearby."
+    )
 
 
-# -- the world -----------------------------------------------------------------------------------------------------
+# -- the world -----------------------------------------------------------------------------------------------
 def _meeting_world(claims: ClaimsConfig = ON) -> SimWorld:
     w = SimWorld(WorldConfig(claims=claims))
     w.reset(0)
@@ -151,8 +174,8 @@ def test_the_world_keeps_good_claims_public_drops_bad_ones_and_keeps_labels_priv
     assert e[F.UTTERANCE_TEXT] == "I was busy. I was in Admin from 150 s to 190 s. I accuse Noah."
     assert e[F.CLAIMS] == [{**good, "from_s": 150.0, "to_s": 190.0}, {"k": "accuse", "who": "Noah"}]
     assert e[F.CLAIM_INTENT] == ["lie", None]
-    assert e[F.CLAIMS_DROPPED] == [{"claim": {"k": "saw", "who": "Nobody"}, "reason": "who: 'Nobody' is not a player "
-                                    "(James, Steve, Jason, Michael, Olivia, Noah, Ethan, Martin)"}]
+    assert e[F.CLAIMS_DROPPED] == [{"claim": {"k": "saw", "who": "Nobody"}, "reason": "who: 'Nobody' is not "
+                                    "a player (James, Steve, Jason, Michael, Olivia, Noah, Ethan, Martin)"}]
     obs = w.observe(st.meeting.order[1], "privileged")
     line = obs["meeting"]["transcript"][0]
     assert line[F.CLAIMS] == e[F.CLAIMS] and "intent" not in json.dumps(obs)
@@ -175,13 +198,15 @@ def test_claims_off_ignores_claims():
     st = w.state
     w.step({st.meeting.speaker: Action("speak", text="Hi.", claims=({"k": "accuse", "who": "Noah"},),
                                        intent=("lie",))})
-    assert st.events[-1] == {F.EVENT_INDEX: st.events[-1][F.EVENT_INDEX], F.TICK: 4000, F.STEP: 0,
-                             F.TYPE: F.EV_UTTERANCE, "speaker": st.events[-1]["speaker"], "text": "Hi.", "round": 1}
+    assert st.events[-1] == {
+        F.EVENT_INDEX: st.events[-1][F.EVENT_INDEX], F.TICK: 4000, F.STEP: 0, F.TYPE: F.EV_UTTERANCE,
+        "speaker": st.events[-1]["speaker"], "text": "Hi.", "round": 1,
+    }
 
 
 class _Claimer(ScriptedPolicy):
-    """A scripted player that always adds claims of its structured speaker to what it says, whatever the world's
-    claims mode (the world decides whether they count)."""
+    """A scripted player that always adds claims of its structured speaker to what it says, whatever the
+    world's claims mode (the world decides whether they count)."""
 
     def __init__(self, *a, **kw):
         super().__init__(*a, **kw)
@@ -212,22 +237,25 @@ def test_claims_off_reproduces_the_events_of_play_without_claims_byte_for_byte(s
     assert _events(off) == _events(plain)
     on = SimWorld(WorldConfig(claims=ON))
     deaf = Params(contradicted=0.0, conflict=0.0)  # crewmates that give claims no weight as evidence
-    play_match(on, {p.name: ScriptedPolicy(p.name, on.map, seed, params=deaf, claims=ON) for p in on.cfg.players},
-               seed)
+    play_match(
+        on, {p.name: ScriptedPolicy(p.name, on.map, seed, params=deaf, claims=ON) for p in on.cfg.players},
+        seed,
+    )
     assert any(F.CLAIMS in e for e in on.state.events)  # the same seed with claims on does carry claims
-    # ... and, with claims given no weight, plays the same match: only what was said differs (the speaker draws
-    # from its own stream); with the shipped weights the crewmates also vote on what the claims reveal
+    # ... and, with claims given no weight, plays the same match: only what was said differs (the speaker
+    # draws from its own stream); with the shipped weights the crewmates also vote on what the claims reveal
     said = (F.UTTERANCE_TEXT, F.CLAIMS, F.CLAIM_INTENT, F.CLAIMS_DROPPED)
     assert [{k: v for k, v in e.items() if k not in said} for e in on.state.events] == \
         [{k: v for k, v in e.items() if k not in said} for e in plain.state.events]
 
 
-# -- sights --------------------------------------------------------------------------------------------------------
+# -- sights --------------------------------------------------------------------------------------------------
 def test_sights_agree_with_what_observations_show_and_stay_small():
     w = SimWorld(WorldConfig(claims=ON))
     seed = 3
     pols = {p.name: ScriptedPolicy(p.name, w.map, seed, claims=ON) for p in w.cfg.players}
-    shown: list[tuple[int, str, str, str]] = []  # (tick, viewer, seen, room) from ego observations at step ends
+    # (tick, viewer, seen, room) from ego observations at step ends
+    shown: list[tuple[int, str, str, str]] = []
 
     def watch(st):
         if st.phase == "roam":
@@ -258,11 +286,16 @@ def test_pairs_in_view_is_sees_for_every_pair():
                 if w.map.is_floor(p.x, p.z):
                     break
             p.yaw = rng.uniform(-7, 7)
-        want = {(v.name, q.name) for v in st.players for q in st.players if q is not v and w.vision.sees(v, q.x, q.z)}
+        want = {
+            (v.name, q.name)
+            for v in st.players
+            for q in st.players
+            if q is not v and w.vision.sees(v, q.x, q.z)
+        }
         assert w.vision.pairs_in_view(st.players) == want
 
 
-# -- the checker on hand-built logs --------------------------------------------------------------------------------
+# -- the checker on hand-built logs --------------------------------------------------------------------------
 class Log:
     """A hand-built match: places and views per player over ticks, and events. Tick 0 to ``end``."""
 
@@ -270,7 +303,9 @@ class Log:
         self.end = end
         self.places: dict[str, list[tuple[int, str | None]]] = {n: [(0, "Admin")] for n in NAMES}
         self.views: list[tuple[int, str, str, bool]] = []
-        self.events: list[dict] = [{F.TYPE: F.EV_MATCH_START, F.TICK: 0, "roles": {n: "crewmate" for n in NAMES}}]
+        self.events: list[dict] = [
+            {F.TYPE: F.EV_MATCH_START, F.TICK: 0, "roles": {n: "crewmate" for n in NAMES}}
+        ]
 
     def at(self, name: str, tick: int, place: str | None) -> "Log":
         self.places[name].append((tick, place))
@@ -289,9 +324,13 @@ class Log:
         scope = Scope(NAMES, speaker, PLACES, 20, tick / 20)
         kept, _, dropped = validate_all(list(claims), scope, 20)
         assert not dropped, dropped
-        self.events.append({F.TYPE: F.EV_UTTERANCE, F.TICK: tick, F.SPEAKER: speaker, "round": 1, F.CLAIMS: kept})
+        self.events.append(
+            {F.TYPE: F.EV_UTTERANCE, F.TICK: tick, F.SPEAKER: speaker, "round": 1, F.CLAIMS: kept}
+        )
         self.events.append({F.TYPE: F.EV_MATCH_END, F.TICK: self.end})
-        events = [dict(e, **{F.EVENT_INDEX: i}) for i, e in enumerate(sorted(self.events, key=lambda e: e[F.TICK]))]
+        events = [
+            dict(e, **{F.EVENT_INDEX: i}) for i, e in enumerate(sorted(self.events, key=lambda e: e[F.TICK]))
+        ]
         return check_match(events, self.sights())
 
     def sights(self) -> list[dict]:
@@ -322,7 +361,8 @@ def _one(records: list[dict]) -> tuple[str, str]:
     ({"k": "at", "who": "me", "room": "Upper Engine", "from_s": 10, "to_s": 40}, FALSE),
     ({"k": "at", "who": "me", "room": "Admin", "from_s": 12, "to_s": 12}, TRUE),  # an instant: within +/- 5 s
     ({"k": "at", "who": "me", "room": "Admin", "from_s": 20, "to_s": 20}, FALSE),
-    ({"k": "at", "who": "Martin", "room": "Admin", "from_s": 80, "to_s": 90}, UNVERIFIABLE),  # Martin was gone
+    # Martin was gone
+    ({"k": "at", "who": "Martin", "room": "Admin", "from_s": 80, "to_s": 90}, UNVERIFIABLE),
 ])
 def test_at(claim, verdict):
     log = Log().at("Steve", 200, "Storage").at("Steve", 800, "Admin").at("Martin", 1000, None)
@@ -331,7 +371,8 @@ def test_at(claim, verdict):
 
 def test_at_epistemic_labels():
     log = Log().at("Steve", 200, "Storage")
-    assert _one(log.say("Steve", 2000, {"k": "at", "who": "me", "room": "Upper Engine", "from_s": 10, "to_s": 40})
+    assert _one(log.say("Steve", 2000, {"k": "at", "who": "me", "room": "Upper "
+                                                                        "Engine", "from_s": 10, "to_s": 40})
                 ) == (FALSE, "known_false")
 
 
@@ -350,8 +391,10 @@ def test_task(claim, verdict):
 @pytest.mark.parametrize("claim, verdict, epistemic", [
     ({"k": "saw", "who": "Noah", "room": "Storage", "at_s": 30}, TRUE, None),
     ({"k": "saw", "who": "Noah", "room": "Storage", "from_s": 0, "to_s": 90}, TRUE, None),
-    ({"k": "saw", "who": "Noah", "room": "Storage", "at_s": 45}, UNSUPPORTED, "fabrication"),  # there, not in view
-    ({"k": "saw", "who": "Noah", "room": "Upper Engine", "at_s": 30}, FALSE, "known_false"),  # in view, elsewhere
+    # there, not in view
+    ({"k": "saw", "who": "Noah", "room": "Storage", "at_s": 45}, UNSUPPORTED, "fabrication"),
+    # in view, elsewhere
+    ({"k": "saw", "who": "Noah", "room": "Upper Engine", "at_s": 30}, FALSE, "known_false"),
     ({"k": "saw", "who": "Noah", "room": "Storage", "at_s": 80}, FALSE, "honest_error"),  # a stale sighting
     ({"k": "saw", "who": "Jason", "room": "Storage", "at_s": 30}, FALSE, "fabrication"),  # never in view
 ])
@@ -366,7 +409,8 @@ def test_saw(claim, verdict, epistemic):
     ({"k": "with", "who": "Jason", "room": "Storage", "from_s": 20, "to_s": 45}, FALSE),
     ({"k": "with", "who": "Noah", "room": "Admin", "from_s": 10, "to_s": 10}, TRUE),  # an instant, +/- 5 s
     ({"k": "with", "who": "Noah", "room": "Storage"}, TRUE),  # untimed: some time since the last meeting
-    ({"k": "with", "who": "Ethan", "room": "Storage", "from_s": 20, "to_s": 45}, UNSUPPORTED),  # never in view
+    # never in view
+    ({"k": "with", "who": "Ethan", "room": "Storage", "from_s": 20, "to_s": 45}, UNSUPPORTED),
 ])
 def test_with(claim, verdict):
     log = (Log().at("Steve", 400, "Storage").at("Noah", 400, "Storage").at("Ethan", 400, "Storage")
@@ -374,15 +418,25 @@ def test_with(claim, verdict):
     assert _one(log.say("Steve", 2000, claim))[0] == verdict
 
 
-@pytest.mark.parametrize("speaker, claim, verdict", [
-    ("Steve", {"k": "saw_kill", "who": "Noah", "victim": "James", "room": "Storage", "at_s": 50}, TRUE),
-    ("Steve", {"k": "saw_kill", "who": "Noah", "victim": "James", "room": "Storage", "from_s": 40, "to_s": 60}, TRUE),
-    ("Jason", {"k": "saw_kill", "who": "Noah", "victim": "James", "room": "Storage", "at_s": 50}, UNSUPPORTED),
-    ("Steve", {"k": "saw_kill", "who": "Ethan", "victim": "James", "room": "Storage", "at_s": 50}, FALSE),
-    ("Steve", {"k": "saw_kill", "who": "Noah", "victim": "James", "room": "Admin", "at_s": 50}, FALSE),
-    ("Steve", {"k": "saw_kill", "who": "Noah", "victim": "James", "room": "Storage", "at_s": 70}, FALSE),
-    ("Steve", {"k": "saw_kill", "who": "Noah", "victim": "Olivia", "room": "Storage", "at_s": 50}, FALSE),
-])
+@pytest.mark.parametrize(
+    "speaker, claim, verdict",
+    [
+        ("Steve", {"k": "saw_kill", "who": "Noah", "victim": "James", "room": "Storage", "at_s": 50}, TRUE),
+        (
+            "Steve",
+            {"k": "saw_kill", "who": "Noah", "victim": "James", "room": "Storage", "from_s": 40, "to_s": 60},
+            TRUE,
+        ),
+        (
+            "Jason", {"k": "saw_kill", "who": "Noah", "victim": "James", "room": "Storage", "at_s": 50},
+            UNSUPPORTED,
+        ),
+        ("Steve", {"k": "saw_kill", "who": "Ethan", "victim": "James", "room": "Storage", "at_s": 50}, FALSE),
+        ("Steve", {"k": "saw_kill", "who": "Noah", "victim": "James", "room": "Admin", "at_s": 50}, FALSE),
+        ("Steve", {"k": "saw_kill", "who": "Noah", "victim": "James", "room": "Storage", "at_s": 70}, FALSE),
+        ("Steve", {"k": "saw_kill", "who": "Noah", "victim": "Olivia", "room": "Storage", "at_s": 50}, FALSE),
+    ],
+)
 def test_saw_kill(speaker, claim, verdict):
     log = Log().event(F.EV_KILL, 1000, killer="Noah", victim="James", room="Storage", witnesses=["Steve"])
     assert _one(log.say(speaker, 2000, claim))[0] == verdict
@@ -421,7 +475,7 @@ def test_nothing_after_the_meeting_counts():
     assert _one(log.say("Steve", 2000, {"k": "saw", "who": "Noah", "room": "Admin", "at_s": 99}))[0] == FALSE
 
 
-# -- played matches ------------------------------------------------------------------------------------------------
+# -- played matches ------------------------------------------------------------------------------------------
 def _played(seed: int, claims: ClaimsConfig = ON) -> SimWorld:
     w = SimWorld(WorldConfig(claims=claims))
     play_match(w, {p.name: ScriptedPolicy(p.name, w.map, seed, claims=claims) for p in w.cfg.players}, seed)
@@ -451,8 +505,8 @@ def test_the_checker_reads_no_role():
 
 @pytest.mark.parametrize("honest_error", [0.0, 0.2])
 def test_scripted_speakers_truth_and_lies(honest_error):
-    """Unlabelled facts are TRUE; every lie is FALSE or UNSUPPORTED; with honest error, every non-TRUE crew fact is
-    labelled a mistake (the acceptance figures on 200 matches are in docs/claims.md)."""
+    """Unlabelled facts are TRUE; every lie is FALSE or UNSUPPORTED; with honest error, every non-TRUE crew
+    fact is labelled a mistake (the acceptance figures on 200 matches are in docs/claims.md)."""
     cfg = ClaimsConfig(mode="structured", honest_error=honest_error)
     n = {"unlabelled": 0, "lie": 0, "mistake": 0}
     for seed in range(4):
@@ -478,7 +532,7 @@ def test_scripted_speakers_truth_and_lies(honest_error):
     assert n["unlabelled"] > 50 and n["lie"] > 5 and (n["mistake"] > 5) == (honest_error > 0)
 
 
-# -- what agents see and what is recorded -------------------------------------------------------------------------
+# -- what agents see and what is recorded --------------------------------------------------------------------
 def test_no_label_or_verdict_in_any_observation():
     seen: list[str] = []
 
@@ -495,8 +549,8 @@ def test_no_label_or_verdict_in_any_observation():
 
 
 def test_an_aria_match_with_claims_labels_its_events_and_records_no_label(tmp_path):
-    """The scripted expert behind the harness: its claims reach the world through the MEETING answer, their labels
-    through the backend's private channel (events.jsonl only): no call record carries them."""
+    """The scripted expert behind the harness: its claims reach the world through the MEETING answer, their
+    labels through the backend's private channel (events.jsonl only): no call record carries them."""
     from mau.cli import main as cli
     from mau.datasets.audit import claim_label_leak
 
@@ -513,13 +567,17 @@ def test_an_aria_match_with_claims_labels_its_events_and_records_no_label(tmp_pa
     said = [e for e in events if e.get(F.CLAIMS)]
     places = tuple(json.loads((out / F.SIGHTS_FILE).read_text().splitlines()[0])["places"])
     assert [e[F.CLAIMS] for e in said] == [
-        [validate(x, Scope(tuple(NAMES), c["agent"], places, 64, c["tick"] / 20))[0] for x in c["parsed"]["claims"]]
-        for c in meeting]
+        [
+            validate(x, Scope(tuple(NAMES), c["agent"], places, 64, c["tick"] / 20))[0]
+            for x in c["parsed"]["claims"]
+        ]
+        for c in meeting
+    ]
 
 
 def test_scripted_crewmates_weigh_a_claim_their_own_sightings_contradict():
-    """With the shipped weights a crewmate whose eyes contradict a speaker's claim suspects that speaker more than
-    the same crewmate giving claims no weight (docs/claims.md, "Detection that uses claims")."""
+    """With the shipped weights a crewmate whose eyes contradict a speaker's claim suspects that speaker more
+    than the same crewmate giving claims no weight (docs/claims.md, "Detection that uses claims")."""
     from mau.infer import model as M
 
     w = SimWorld(WorldConfig(claims=ON))
@@ -536,7 +594,9 @@ def test_scripted_crewmates_weigh_a_claim_their_own_sightings_contradict():
             continue
         k = brain.n_imposters
         with_claims = M.beliefs(brain.name, brain.ev.roster, cands, k, items, M.Params())[0]
-        without = M.beliefs(brain.name, brain.ev.roster, cands, k, items, M.Params(contradicted=0.0, conflict=0.0))[0]
+        without = M.beliefs(
+            brain.name, brain.ev.roster, cands, k, items, M.Params(contradicted=0.0, conflict=0.0)
+        )[0]
         if without[c["speaker"]] < 0.999:  # not sure of it already from other evidence
             assert with_claims[c["speaker"]] > without[c["speaker"]]
             compared += 1
@@ -549,8 +609,9 @@ def test_placement_names_who_a_claim_puts_where_and_when():
 
     assert placement({"k": "at", "who": "me", "room": "Admin", "from_s": 3.0, "to_s": 9.0}, "Noah") == {
         "subjects": ["Noah"], "place": "Admin", "station": None, "from_s": 3.0, "to_s": 9.0}
-    assert placement({"k": "with", "who": "Emma", "room": "O2", "from_s": 1.0, "to_s": 2.0}, "Noah")["subjects"] == [
-        "Noah", "Emma"]
+    assert placement({"k": "with", "who": "Emma", "room": "O2", "from_s": 1.0, "to_s": 2.0}, "Noah")[
+        "subjects"
+    ] == ["Noah", "Emma"]
     kill = placement({"k": "saw_kill", "who": "Emma", "victim": "Liam", "room": "O2", "at_s": 40.0}, "Noah")
     assert kill["subjects"] == ["Emma", "Liam"] and kill["from_s"] == kill["to_s"] == 40.0
     task = placement({"k": "task", "who": "me", "station": 7, "at_s": 5.0}, "Noah")

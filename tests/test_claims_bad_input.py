@@ -1,5 +1,5 @@
-"""Bad input to mau claims and mau judge (issue 30): every damaged or missing file of a match is one line on stderr
-naming the file and the fix, exit code != 0, no traceback; nothing is checked silently wrong."""
+"""Bad input to mau claims and mau judge (issue 30): every damaged or missing file of a match is one line on
+stderr naming the file and the fix, exit code != 0, no traceback; nothing is checked silently wrong."""
 
 from __future__ import annotations
 
@@ -87,8 +87,7 @@ CASES = [(_sights_cut_mid_line, F.SIGHTS_FILE, "not valid JSON"),
          (_sights_bad_index, F.SIGHTS_FILE, "not a pair of indices"),
          (_unknown_kind, F.EVENTS_FILE, "k: must be one of"),
          (_time_not_a_number, F.EVENTS_FILE, "from_s: expected game seconds"),
-         (_claims_file_cut, F.CLAIMS_FILE, "not valid JSON"),
-         (_events_cut, F.EVENTS_FILE, "not valid JSON"),
+         (_claims_file_cut, F.CLAIMS_FILE, "not valid JSON"), (_events_cut, F.EVENTS_FILE, "not valid JSON"),
          (_header_missing, F.MATCH_HEADER, "no match.json")]
 
 
@@ -107,7 +106,10 @@ def test_a_damaged_match_is_one_line_and_a_failure(played, tmp_path, capsys, dam
         m = tmp_path / F.MATCHES_DIR / "m"
     else:
         target = m
-    rc = cli([verb, str(target), "--out", str(tmp_path / "out")] + (["--resamples", "20"] if verb == "claims" else []))
+    rc = cli(
+        [verb, str(target), "--out", str(tmp_path / "out")]
+        + (["--resamples", "20"] if verb == "claims" else [])
+    )
     err = capsys.readouterr().err
     if name == F.MATCH_HEADER:  # an unfinished match is not listed: nothing to report, said in one line
         assert rc == 0 or (rc != 0 and len(err.strip().splitlines()) == 1)

@@ -1,5 +1,6 @@
-"""After the match: ``mau claims`` (verdicts recomputed from files equal the match-end claims.jsonl; the report's
-numbers) and ``mau judge`` (deterministic atoms on hand-built logs, each counted once; the LLM judge's two passes
+"""After the match: ``mau claims`` (verdicts recomputed from files equal the match-end claims.jsonl; the
+report's numbers) and ``mau judge`` (deterministic atoms on hand-built logs, each counted once; the LLM
+judge's two passes
 through the mock server, with cost and cache; agreement). Extraction: tests/test_claims_extract.py."""
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ ON = ClaimsConfig(mode="structured")
 
 def _match(folder, seed: int, claims: ClaimsConfig = ON):
     w = SimWorld(WorldConfig(claims=claims))
-    res = play_match(w, {p.name: ScriptedPolicy(p.name, w.map, seed, claims=claims) for p in w.cfg.players}, seed)
+    res = play_match(
+        w, {p.name: ScriptedPolicy(p.name, w.map, seed, claims=claims) for p in w.cfg.players}, seed
+    )
     return write_match(MatchWriter(folder), w, res, PlayConfig(world=w.config), {}, {F.MATCH_ID: folder.name})
 
 
@@ -42,7 +45,9 @@ def run(tmp_path_factory):
 def test_match_folder_has_sights_and_claims(run):
     m = run / F.MATCHES_DIR / "m3"
     h = json.loads((m / F.MATCH_HEADER).read_text())
-    assert h[F.SIGHTS]["version"] == 1 and h[F.SIGHTS]["lines"] == len((m / F.SIGHTS_FILE).read_text().splitlines())
+    assert h[F.SIGHTS]["version"] == 1 and h[F.SIGHTS]["lines"] == len(
+        (m / F.SIGHTS_FILE).read_text().splitlines()
+    )
     recs = [json.loads(x) for x in (m / F.CLAIMS_FILE).read_text().splitlines()]
     assert h[F.CLAIMS_HEADER]["lines"] == len(recs) > 0
     assert sum(h[F.CLAIMS_HEADER]["verdicts"].values()) == len(recs)
@@ -51,7 +56,11 @@ def test_match_folder_has_sights_and_claims(run):
 def test_claims_off_writes_no_claims_file(tmp_path):
     folder = _match(tmp_path / "off", 3, ClaimsConfig())
     h = json.loads((folder / F.MATCH_HEADER).read_text())
-    assert (folder / F.SIGHTS_FILE).is_file() and not (folder / F.CLAIMS_FILE).exists() and F.CLAIMS_HEADER not in h
+    assert (
+        (folder / F.SIGHTS_FILE).is_file()
+        and not (folder / F.CLAIMS_FILE).exists()
+        and F.CLAIMS_HEADER not in h
+    )
 
 
 def test_mau_claims_recomputes_the_match_end_verdicts(run, tmp_path, capsys):
@@ -80,7 +89,9 @@ def test_a_changed_checker_shows_as_a_mismatch(run, tmp_path, capsys):
     (m / F.CLAIMS_FILE).write_text("".join(json.dumps(x) + "\n" for x in lines))
     try:
         assert cli(["claims", str(m), "--out", str(tmp_path), "--resamples", "50"]) == 0
-        assert json.loads((tmp_path / "claims.json").read_text())["checks"]["identical_to_match_end"] == [0, 1]
+        assert json.loads((tmp_path / "claims.json").read_text())["checks"]["identical_to_match_end"] == [
+            0, 1,
+        ]
         assert "differ from their match-end claims.jsonl" in capsys.readouterr().out
     finally:
         (m / F.CLAIMS_FILE).write_text(saved)
@@ -114,23 +125,28 @@ def test_eval_csv_has_claim_rows_pooled_and_per_arm(run):
     res = {"cells": [], "paired": [], "claims": claims}
     rows = [r for r in csv.DictReader(rows_csv(res).splitlines()) if r["metric"].startswith("claims:")]
     arms = {r["arm"] for r in rows}
-    assert "all" in arms and set(claims["by_crewmate"]) <= arms and len(arms) == 1 + len(claims["by_crewmate"])
+    assert (
+        "all" in arms and set(claims["by_crewmate"]) <= arms and len(arms) == 1 + len(claims["by_crewmate"])
+    )
     crew = next(r for r in rows if r["arm"] == "all" and r["metric"] == "claims:false_share_crewmate")
     assert float(crew["value"]) == 0.0 and crew["method"] == "match_bootstrap" and int(crew["n"]) > 0
 
 
-# -- the judge -------------------------------------------------------------------------------------------------------
+# -- the judge -----------------------------------------------------------------------------------------------
 ROLES = {n: ("imposter" if n in ("James", "Olivia") else "crewmate") for n in NAMES}
 
 
 def _judge_match(log: Log, said: list[tuple[str, dict]] = (), votes: list[tuple[str, str]] = (),
                  meeting_tick: int = 3000) -> J.Match:
-    """A hand-built match with one meeting at ``meeting_tick``: utterances (speaker, claim) in order, then votes."""
+    """A hand-built match with one meeting at ``meeting_tick``: utterances (speaker, claim) in order, then
+    votes."""
     ev = sorted(log.events, key=lambda e: e[F.TICK])
     ev.append({F.TYPE: F.EV_MEETING_START, F.TICK: meeting_tick, "caller": "Noah", "reason": "emergency",
                "announced_dead": []})
-    ev += [{F.TYPE: F.EV_UTTERANCE, F.TICK: meeting_tick, F.SPEAKER: sp, "round": 1, "text": "", F.CLAIMS: [c]}
-           for sp, c in said]
+    ev += [
+        {F.TYPE: F.EV_UTTERANCE, F.TICK: meeting_tick, F.SPEAKER: sp, "round": 1, "text": "", F.CLAIMS: [c]}
+        for sp, c in said
+    ]
     ev += [{F.TYPE: F.EV_VOTE, F.TICK: meeting_tick, "voter": v, "target": t} for v, t in votes]
     ev.append({F.TYPE: F.EV_MATCH_END, F.TICK: log.end})
     events = [dict(e, **{F.EVENT_INDEX: i, F.STEP: e[F.TICK] // 100}) for i, e in enumerate(ev)]
@@ -157,8 +173,10 @@ def test_judge_nonverbal_atoms_on_a_hand_built_log():
            .event(F.EV_REPORT, 2200, reporter="Olivia", body="Jason", room="Admin"))
     got = _atoms(_judge_match(log))
     # E on the killer's own perception: neither killer had a crewmate in view (Noah saw Olivia's kill unseen)
-    assert got == {("A", "James"), ("C", "James"), ("C", "Olivia"), ("D", "James"), ("D", "Olivia"), ("E", "James"),
-                   ("E", "Olivia"), ("F", "James"), ("G", "Olivia"), ("H", "James"), ("I", "Olivia")}
+    assert got == {
+        ("A", "James"), ("C", "James"), ("C", "Olivia"), ("D", "James"), ("D", "Olivia"), ("E", "James"),
+        ("E", "Olivia"), ("F", "James"), ("G", "Olivia"), ("H", "James"), ("I", "Olivia"),
+    }
 
 
 def test_judge_verbal_atoms_on_a_hand_built_log():
@@ -172,8 +190,14 @@ def test_judge_verbal_atoms_on_a_hand_built_log():
                      votes=[("James", "Steve"), ("Olivia", "Steve"), ("Noah", "James")])
     assert _atoms(m) == {("L", "James"), ("N", "James"), ("M", "James"), ("O", "Olivia"), ("Q", "Olivia"),
                          ("O", "James"), ("W", "James"), ("W", "Olivia")}
-    calm = _judge_match(log, [("James", {"k": "at", "who": "me", "room": "Storage", "from_s": 50, "to_s": 140}),
-                              ("James", {"k": "accuse", "who": "Noah"})], votes=[("James", "Noah")])
+    calm = _judge_match(
+        log,
+        [
+            ("James", {"k": "at", "who": "me", "room": "Storage", "from_s": 50, "to_s": 140}),
+            ("James", {"k": "accuse", "who": "Noah"}),
+        ],
+        votes=[("James", "Noah")],
+    )
     assert _atoms(calm) == set()  # a true alibi, a stance kept by the vote, nobody accused first: no atom
 
 
@@ -187,8 +211,13 @@ def test_judge_counts_each_atom_once_per_speaker_meeting_and_claim():
     found = J.deterministic(m)
     assert [f.atom for f in found if f.atom == "L"] == ["L"]
     assert not [f for f in found if f.atom == "M"]  # James accused Noah before Noah accused James: no answer
-    m2 = _judge_match(log, [("Noah", {"k": "accuse", "who": "James"}), ("Ethan", {"k": "accuse", "who": "James"}),
-                            ("James", {"k": "accuse", "who": "Steve"}), ("James", {"k": "accuse", "who": "Noah"})])
+    m2 = _judge_match(
+        log,
+        [
+            ("Noah", {"k": "accuse", "who": "James"}), ("Ethan", {"k": "accuse", "who": "James"}),
+            ("James", {"k": "accuse", "who": "Steve"}), ("James", {"k": "accuse", "who": "Noah"}),
+        ],
+    )
     assert [(f.atom, f.target) for f in J.deterministic(m2) if f.atom == "M"] == [("M", "Noah")]
 
 
@@ -214,9 +243,9 @@ def test_judge_rules_name_every_atom_the_logs_label():
 
 def test_judge_findings_are_parsed_in_the_pass_letters_on_imposters_only():
     m = J.Match(None, "x", dict(ROLES), [], [], [])
-    text = ('<think>…</think>```json\n{"findings": [{"atom": "L", "step": 4, "actor": "James", "evidence": "I was in '
-            'Admin"}, {"atom": "A", "step": 2, "actor": "James"}, {"atom": "N", "actor": "Steve"}, {"atom": "Z", '
-            '"actor": "Olivia"}]}\n```')
+    text = ('<think>…</think>```json\n{"findings": [{"atom": "L", "step": 4, "actor": "James", "evidence": '
+            '"I was in Admin"}, {"atom": "A", "step": 2, "actor": "James"}, {"atom": "N", "actor": "Steve"}, '
+            '{"atom": "Z", "actor": "Olivia"}]}\n```')
     got = J.parse_findings(text, m, J.VERBAL_LETTERS)
     assert [(f.atom, f.step, f.actor) for f in got] == [("L", 4, "James")]
     assert J.parse_findings("no json", m, J.VERBAL_LETTERS) is None
@@ -261,8 +290,8 @@ def test_view_rows_count_false_claims(run, tmp_path):
 
 
 def test_phrasing_command_scores_the_runs_it_is_given(run, capsys):
-    """``python -m mau.eval.phrasing``: the same figure as ``phrasing_report``, fitted on --train or leaving one
-    match out (docs/detection.md, "Role tells in phrasing")."""
+    """``python -m mau.eval.phrasing``: the same figure as ``phrasing_report``, fitted on --train or leaving
+    one match out (docs/detection.md, "Role tells in phrasing")."""
     from mau.eval.phrasing import main, phrasing_report
 
     for train, how in (([str(run)], "fitted on other runs"), (None, "leave one match out")):

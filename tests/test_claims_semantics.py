@@ -1,6 +1,7 @@
 """What claims mean when people say them (docs/claims.md, "The checker"): untimed and relative claims, windows
-that must cover a kill they hold (the alibi exploit of issue 30), claims about others that need a sighting, kills
-anchored to their event; the exploit counted on every kill; ``Foresight`` (what a speaker can know of the verdict)
+that must cover a kill they hold (the alibi exploit of issue 30), claims about others that need a sighting,
+kills anchored to their event; the exploit counted on every kill; ``Foresight`` (what a speaker can know of
+the verdict)
 bounding the checker on played matches; ``mode: off`` as YAML writes it; the free mode's words and gold."""
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def _verdict(log: Log, speaker: str, tick: int, claim: dict) -> tuple[str, str]:
     return rec["verdict"], rec["reason"]
 
 
-# -- untimed and relative ------------------------------------------------------------------------------------------
+# -- untimed and relative ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("claim, verdict", [
     ({"k": "at", "who": "me", "room": "Storage"}, TRUE),  # some time since the last meeting (500)
     ({"k": "at", "who": "me", "room": "Upper Engine"}, FALSE),  # never
@@ -45,10 +46,10 @@ def test_an_untimed_place_before_the_last_meeting_does_not_count():
     assert _verdict(log, "Steve", 2000, {"k": "at", "who": "me", "room": "Storage"})[0] == FALSE
 
 
-# -- the cover rule: the alibi exploit -------------------------------------------------------------------------------
+# -- the cover rule: the alibi exploit -----------------------------------------------------------------------
 def _killer(kill: bool = True, back: int | None = None) -> Log:
-    """Steve in Admin from the start, in Storage from 1552 (77.6 s) where he kills James at 1800 (90 s), back in
-    Admin at ``back``; the meeting at 2020 (101 s)."""
+    """Steve in Admin from the start, in Storage from 1552 (77.6 s) where he kills James at 1800 (90 s), back
+    in Admin at ``back``; the meeting at 2020 (101 s)."""
     log = Log(4000).at("Steve", 1552, "Storage")
     if back is not None:
         log.at("Steve", back, "Admin")
@@ -61,8 +62,8 @@ EXPLOIT = {"k": "at", "who": "me", "room": "Admin", "from_s": 41, "to_s": 101}  
 
 
 def test_the_window_exploit_is_false():
-    """"I was in Admin 41-101 s" while killing in Storage at 90 s: in Admin 61 % of the window, so the majority rule
-    alone passes it; a window holding a kill elsewhere must be covered (issue 30)."""
+    """"I was in Admin 41-101 s" while killing in Storage at 90 s: in Admin 61 % of the window, so the
+    majority rule alone passes it; a window holding a kill elsewhere must be covered (issue 30)."""
     verdict, reason = _verdict(_killer(), "Steve", 2020, EXPLOIT)
     assert verdict == FALSE and "the kill of James in Storage at 90 s" in reason
     assert _verdict(_killer(kill=False), "Steve", 2020, EXPLOIT)[0] == TRUE  # no kill: the majority rule
@@ -71,10 +72,12 @@ def test_the_window_exploit_is_false():
 
 
 def test_a_covered_window_holding_another_players_kill_is_true():
-    log = Log(4000).at("Steve", 1750, "Storage").at("Steve", 1790, "Admin")  # out 40 of 1200 ticks, back by 1800
+    # out 40 of 1200 ticks, back by 1800
+    log = Log(4000).at("Steve", 1750, "Storage").at("Steve", 1790, "Admin")
     log.event(F.EV_KILL, 1800, killer="Noah", victim="James", room="Storage", witnesses=[])
     assert _verdict(log, "Steve", 2020, EXPLOIT)[0] == TRUE
-    half = Log(4000).at("Steve", 1300, "Storage").at("Steve", 1700, "Admin")  # in Admin at the kill, 67 % of it
+    # in Admin at the kill, 67 % of it
+    half = Log(4000).at("Steve", 1300, "Storage").at("Steve", 1700, "Admin")
     half.event(F.EV_KILL, 1800, killer="Noah", victim="James", room="Storage", witnesses=[])
     verdict, reason = _verdict(half, "Steve", 2020, EXPLOIT)
     assert verdict == FALSE and "80% needed" in reason
@@ -94,8 +97,8 @@ def _events(log: Log, meeting: int) -> list[dict]:
 
 
 def test_the_exploit_is_counted_on_every_kill():
-    """mau claims' count: kills whose killer has a majority-rule alibi to the meeting (applies), and of those the
-    ones the checker passes (none)."""
+    """mau claims' count: kills whose killer has a majority-rule alibi to the meeting (applies), and of those
+    the ones the checker passes (none)."""
     log = _killer()
     assert window_exploit(_events(log, 2020), log.sights()) == {"kills": 1, "applies": 1, "passes": 0}
     far = Log(4000).at("Steve", 1780, "Storage").at("Steve", 1820, "Admin")  # away only around the kill
@@ -108,10 +111,11 @@ def test_the_exploit_is_counted_on_every_kill():
     assert _verdict(door, "Steve", 2020, EXPLOIT)[0] == TRUE
 
 
-# -- claims about others need a sighting; kills anchored to their event ---------------------------------------------
+# -- claims about others need a sighting; kills anchored to their event --------------------------------------
 @pytest.mark.parametrize("speaker, claim, verdict", [
     ("Steve", {"k": "at", "who": "Noah", "room": "Storage", "from_s": 25, "to_s": 45}, TRUE),
-    ("Jason", {"k": "at", "who": "Noah", "room": "Storage", "from_s": 25, "to_s": 45}, UNSUPPORTED),  # never seen
+    # never seen
+    ("Jason", {"k": "at", "who": "Noah", "room": "Storage", "from_s": 25, "to_s": 45}, UNSUPPORTED),
     ("Steve", {"k": "at", "who": "Noah", "room": "Upper Engine", "from_s": 25, "to_s": 45}, FALSE),
     ("Steve", {"k": "at", "who": "Noah", "room": "Storage"}, TRUE),
     ("Steve", {"k": "saw", "who": "Noah", "room": "Storage"}, TRUE),
@@ -123,7 +127,8 @@ def test_a_claim_placing_another_player_needs_a_sighting(speaker, claim, verdict
 
 
 @pytest.mark.parametrize("speaker, claim, verdict", [
-    ("Steve", {"k": "saw_kill", "who": "Noah", "victim": "James", "room": "Storage"}, TRUE),  # untimed: the event
+    # untimed: the event
+    ("Steve", {"k": "saw_kill", "who": "Noah", "victim": "James", "room": "Storage"}, TRUE),
     ("Steve", {"k": "saw_kill", "who": "Noah", "victim": "James"}, TRUE),  # no room said
     ("Steve", {"k": "saw_kill", "who": "Noah", "victim": "James", "room": "Admin"}, FALSE),
     ("Steve", {"k": "saw_kill", "who": "Noah", "victim": "James", "at_s": 95}, FALSE),  # 45 s off
@@ -131,18 +136,22 @@ def test_a_claim_placing_another_player_needs_a_sighting(speaker, claim, verdict
     ("Jason", {"k": "saw_kill", "who": "Noah", "victim": "James", "room": "Storage"}, UNSUPPORTED),
 ])
 def test_a_kill_seen_is_anchored_to_the_kill(speaker, claim, verdict):
-    """"I saw Noah kill James in Storage", said by a witness 50 s later, is the kill of James: TRUE (the default
-    window of the old extractor made it FALSE)."""
-    log = Log().event(F.EV_MEETING_END, 100).event(F.EV_KILL, 1000, killer="Noah", victim="James", room="Storage",
-                                                    witnesses=["Steve"])
+    """"I saw Noah kill James in Storage", said by a witness 50 s later, is the kill of James: TRUE (the
+    default window of the old extractor made it FALSE)."""
+    log = (
+        Log()
+        .event(F.EV_MEETING_END, 100)
+        .event(F.EV_KILL, 1000, killer="Noah", victim="James", room="Storage", witnesses=["Steve"])
+    )
     assert _verdict(log, speaker, 2000, claim)[0] == verdict
 
 
 @pytest.mark.parametrize("claim, verdict", [
-    ({"k": "body", "victim": "James", "room": "Storage", "near": ["Noah"]}, TRUE),  # near: from my first sight on
-    ({"k": "body", "victim": "James", "room": "Storage", "at_s": 60, "near": ["Noah"]}, UNSUPPORTED),  # not then
-    ({"k": "task", "who": "me", "station": 3}, TRUE),
-    ({"k": "task", "who": "me", "station": 4}, FALSE),
+    # near: from my first sight on
+    ({"k": "body", "victim": "James", "room": "Storage", "near": ["Noah"]}, TRUE),
+    # not then
+    ({"k": "body", "victim": "James", "room": "Storage", "at_s": 60, "near": ["Noah"]}, UNSUPPORTED),
+    ({"k": "task", "who": "me", "station": 3}, TRUE), ({"k": "task", "who": "me", "station": 4}, FALSE),
 ])
 def test_untimed_bodies_and_tasks(claim, verdict):
     log = (Log().event(F.EV_KILL, 1000, killer="Noah", victim="James", room="Storage", witnesses=[])
@@ -152,14 +161,15 @@ def test_untimed_bodies_and_tasks(claim, verdict):
     assert _verdict(log, "Steve", 2000, claim)[0] == verdict
 
 
-# -- what a speaker can foresee ----------------------------------------------------------------------------------------
+# -- what a speaker can foresee ------------------------------------------------------------------------------
 ON = ClaimsConfig(mode="structured")
 
 
 @pytest.mark.parametrize("seed", [1, 3])
 def test_foresight_bounds_the_checker_on_played_matches(seed):
-    """For every scripted speaker at every meeting, candidate claims (its own place in every room and time form,
-    sightings, tasks): the checker's verdict is always among those ``Foresight`` allows, and many are certain."""
+    """For every scripted speaker at every meeting, candidate claims (its own place in every room and time
+    form, sightings, tasks): the checker's verdict is always among those ``Foresight`` allows, and many are
+    certain."""
     w = SimWorld(WorldConfig(claims=ON))
     pols = {p.name: ScriptedPolicy(p.name, w.map, seed, claims=ON) for p in w.cfg.players}
     play_match(w, pols, seed)
@@ -175,11 +185,14 @@ def test_foresight_bounds_the_checker_on_played_matches(seed):
             other = rng.choice([n for n in pols if n != name])
             for room in w.map.room_names:
                 a = rng.randint(start, now) / 20
-                for c in ({"k": "at", "who": "me", "room": room}, {"k": "at", "who": "me", "room": room, "when": "end"},
-                          {"k": "at", "who": "me", "room": room, "from_s": start / 20, "to_s": now / 20},
-                          {"k": "at", "who": "me", "room": room, "from_s": a, "to_s": a},
-                          {"k": "saw", "who": other, "room": room, "at_s": a},
-                          {"k": "task", "who": "me", "station": rng.randrange(20)}):
+                for c in (
+                    {"k": "at", "who": "me", "room": room},
+                    {"k": "at", "who": "me", "room": room, "when": "end"},
+                    {"k": "at", "who": "me", "room": room, "from_s": start / 20, "to_s": now / 20},
+                    {"k": "at", "who": "me", "room": room, "from_s": a, "to_s": a},
+                    {"k": "saw", "who": other, "room": room, "at_s": a},
+                    {"k": "task", "who": "me", "station": rng.randrange(20)},
+                ):
                     allowed = fs.possible(c)
                     assert ch.check(c, name, now).verdict in allowed, (c, allowed)
                     checked += 1
@@ -187,7 +200,7 @@ def test_foresight_bounds_the_checker_on_played_matches(seed):
     assert checked > 500 and sure > checked / 3
 
 
-# -- config ------------------------------------------------------------------------------------------------------------
+# -- config --------------------------------------------------------------------------------------------------
 def test_mode_off_is_accepted_as_written():
     """YAML reads an unquoted off as false: --set world.claims.mode=off means off; on names no mode."""
     cfg = load_config(WorldConfig, None, {"claims": parse_overrides(["mode=off"])})
@@ -196,7 +209,7 @@ def test_mode_off_is_accepted_as_written():
         load_config(WorldConfig, None, {"claims": parse_overrides(["mode=on"])})
 
 
-# -- free mode: claims in words, gold kept private ------------------------------------------------------------
+# -- free mode: claims in words, gold kept private -----------------------------------------------------------
 def test_free_mode_says_claims_in_words_and_keeps_their_gold_private():
     from mau.eval.claims_extract import Context, match_key, spot
 
@@ -209,7 +222,9 @@ def test_free_mode_says_claims_in_words_and_keeps_their_gold_private():
     assert any(e.get(F.CLAIM_INTENT) for e in gold)  # the lies are labelled, in the event log only
     names, places = [p.name for p in w.cfg.players], list(w.sights.lines[0][F.SIGHT_PLACE_NAMES])
     for e in gold:
-        read = spot(e[F.UTTERANCE_TEXT], Context(e[F.SPEAKER], tuple(names), tuple(places), e[F.TICK] / 20, 0.0))
+        read = spot(
+            e[F.UTTERANCE_TEXT], Context(e[F.SPEAKER], tuple(names), tuple(places), e[F.TICK] / 20, 0.0)
+        )
         assert sorted(map(match_key, read)) == sorted(map(match_key, e[F.CLAIMS_GOLD])), e[F.UTTERANCE_TEXT]
 
 

@@ -1,7 +1,8 @@
-"""Scripted imposters label a fabrication ``lie`` only when it is false by the checker's rules (issue 21: "every
-lie-labelled claim FALSE or UNSUPPORTED"): an alibi in a room the speaker was in within the checker's +/- 5 s, and a
-"false" sighting of a player who really was in that room in its view, are replaced by false ones (docs/claims.md,
-"Where claims come from"). Hand-built situations checked by the role-blind checker, the speaker's line-of-sight
+"""Scripted imposters label a fabrication ``lie`` only when it is false by the checker's rules (issue 21:
+"every lie-labelled claim FALSE or UNSUPPORTED"): an alibi in a room the speaker was in within the checker's
++/- 5 s, and a "false" sighting of a player who really was in that room in its view, are replaced by false
+ones (docs/claims.md, "Where claims come from"). Hand-built situations checked by the role-blind checker, the
+speaker's line-of-sight
 bound against the world's, and the scripted matches where the speaker used to lie with a true claim."""
 
 from __future__ import annotations
@@ -47,10 +48,16 @@ def _meeting(tick: int, xz: tuple[float, float], fake: tuple[int, ...] = ()) -> 
 
 def _sights(changes: list[tuple[int, bool, dict[str, str], list, list]]) -> list[dict]:
     """sights.jsonl lines: (tick, the table after a meeting, {player: place}, pairs gained, pairs lost)."""
-    lines = [{F.SIGHTS_VERSION_FIELD: F.SIGHTS_VERSION, F.SIGHT_PLAYERS: PLAYERS, F.SIGHT_PLACE_NAMES: PLACES}]
+    lines = [
+        {F.SIGHTS_VERSION_FIELD: F.SIGHTS_VERSION, F.SIGHT_PLAYERS: PLAYERS, F.SIGHT_PLACE_NAMES: PLACES}
+    ]
     for tick, after, places, gained, lost in changes:
-        line: dict = {F.SIGHT_TICK: tick, F.SIGHT_PLACES: [[PLAYERS.index(n), None if p is None else PLACES.index(p)]
-                                                          for n, p in places.items()]}
+        line: dict = {
+            F.SIGHT_TICK: tick,
+            F.SIGHT_PLACES: [
+                [PLAYERS.index(n), None if p is None else PLACES.index(p)] for n, p in places.items()
+            ],
+        }
         if gained:
             line[F.SIGHT_GAINED] = [[PLAYERS.index(v), PLAYERS.index(s)] for v, s in gained]
         if lost:
@@ -77,8 +84,9 @@ def _verdicts(claims: list[dict], sights: list[dict], meetings: list[int], now: 
 
 
 def test_an_alibi_in_the_room_i_left_just_before_the_last_meeting_is_not_told():
-    """A cautious imposter's alibi is its fake mission's room when it was not there at any step end of the window.
-    Here it stood there until the last meeting was called, 10 s before this one: within the checker's +/- 5 s of
+    """A cautious imposter's alibi is its fake mission's room when it was not there at any step end of the
+    window. Here it stood there until the last meeting was called, 10 s before this one: within the checker's
+    +/- 5 s of
     the window's start, so that alibi would be TRUE. The speaker tells another room, false by the checker."""
     reactor = GMAP.room_centers["Reactor"]
     station = GMAP.station_rooms.index("Reactor")
@@ -107,7 +115,8 @@ def test_an_alibi_in_the_room_i_left_just_before_the_last_meeting_is_not_told():
 def test_a_false_sighting_of_a_player_i_had_in_view_there_is_not_told():
     """An imposter backs its accusation with a sighting in the room of its kill, at its last sighting of the
     accused. Here that moment is 5 s after the last meeting, and when the meeting was called the accused stood
-    in that very room, in the speaker's view: within +/- 5 s, so the "false" sighting would be TRUE. The speaker
+    in that very room, in the speaker's view: within +/- 5 s, so the "false" sighting would be TRUE. The
+    speaker
     names a room where, by its own track and its sightings of the accused, it cannot have seen the accused."""
     sp = ClaimSpeaker("Noah", GMAP, 7, "accusatory", ON)
     steve_le = (LOWER[0] + 2, LOWER[1])
@@ -125,20 +134,25 @@ def test_a_false_sighting_of_a_player_i_had_in_view_there_is_not_told():
                       (1500, False, {"Noah": "Lower Engine", "Jason": "Lower Engine"}, [], []),
                       (1600, False, {"Jason": None}, [], [])])
     drawn = {"k": "saw", "who": "Steve", "room": "Lower Engine", "at_s": 55.0}
-    assert _verdicts([drawn], sights, [1000], now, (1600, "Jason", "Lower Engine")) == [TRUE]  # the trap is real
+    assert _verdicts([drawn], sights, [1000], now, (1600, "Jason", "Lower "
+                                                                   "Engine")) == [TRUE]  # the trap is real
     saw = [(c, i) for c, i in zip(claims, intent) if c["k"] == "saw"]
     assert len(saw) == 1 and saw[0][1] == "lie" and saw[0][0]["room"] != "Lower Engine"
-    assert _verdicts([saw[0][0]], sights, [1000], now, (1600, "Jason", "Lower Engine"))[0] in (FALSE, UNSUPPORTED)
+    assert _verdicts([saw[0][0]], sights, [1000], now, (1600, "Jason", "Lower "
+                                                                       "Engine"))[0] in (FALSE, UNSUPPORTED)
     assert {"k": "accuse", "who": "Steve"} in claims
 
 
 def test_the_same_speaker_says_the_same_thing_twice():
-    """Deterministic: the same observations give the same claims and labels (the side stream is seeded too)."""
+    """Deterministic: the same observations give the same claims and labels (the side stream is seeded
+    too)."""
     def speak() -> tuple[list, list]:
         sp = ClaimSpeaker("Noah", GMAP, 7, "accusatory", ON)
-        for obs in (_roam(900, LOWER, seen={"Steve": LOWER}), _meeting(1000, LOWER),
-                    _roam(1000, TABLE[0], seen={"Steve": TABLE[1]}), _roam(1100, TABLE[0], seen={"Steve": TABLE[1]}),
-                    _roam(1600, LOWER, killed="Jason")):
+        for obs in (
+            _roam(900, LOWER, seen={"Steve": LOWER}), _meeting(1000, LOWER),
+            _roam(1000, TABLE[0], seen={"Steve": TABLE[1]}), _roam(1100, TABLE[0], seen={"Steve": TABLE[1]}),
+            _roam(1600, LOWER, killed="Jason"),
+        ):
             sp.observe(obs)
         return sp.claims(_meeting(1700, LOWER), "Steve")
 
@@ -173,7 +187,8 @@ def test_the_cells_that_may_see_into_a_room_hold_every_line_of_sight_of_the_worl
         checked += 1
         assert (math.floor(qx), math.floor(qz)) in cells[room], ((qx, qz), room, (px, pz))
     assert checked > 3000
-    assert all(len(c) < 0.4 * sum(len(v) for v in cells.values()) for c in cells.values())  # and it does bound
+    # and it does bound
+    assert all(len(c) < 0.4 * sum(len(v) for v in cells.values()) for c in cells.values())
 
 
 # Scripted matches (ego state) in which the speaker before issue 21's fix labelled a TRUE fact a lie: (seed,
@@ -196,8 +211,8 @@ def test_scripted_lies_are_false_where_they_used_to_be_true(seed, imposter, crew
 
 
 def test_the_speakers_default_movement_rules_are_the_worlds():
-    """The speaker reads the walking speed and view distance from the observation; its fallbacks are GameConfig's
-    defaults (claims may not import the world's config: docs/architecture.md)."""
+    """The speaker reads the walking speed and view distance from the observation; its fallbacks are
+    GameConfig's defaults (claims may not import the world's config: docs/architecture.md)."""
     from mau.claims.speaker import DEFAULT_VIEW, DEFAULT_WALK_SPEED
     from mau.env.config import GameConfig, WorldConfig
     from mau.env.observation import observe

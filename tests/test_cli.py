@@ -79,7 +79,8 @@ def test_help_is_fast_and_lists_verbs():
     assert time.perf_counter() - t < 5  # generous; the figure itself is for `mau bench`, not a test
     assert "play" in r.stdout and "bench" in r.stdout
     heavy = subprocess.run([sys.executable, "-c", "import sys, mau.cli; mau.cli.build_parser(); "
-                            "print(sorted(m for m in ('numpy','pydantic','yaml','torch') if m in sys.modules))"],
+                            "print(sorted(m for m in ('numpy','pydantic','yaml','torch') if m in "
+                            "sys.modules))"],
                            capture_output=True, text=True, check=True)
     assert heavy.stdout.strip() == "[]"
 
@@ -111,5 +112,6 @@ def test_unknown_backend_is_refused():
     from mau.config import load_config, parse_overrides
 
     cfg = load_config(PlayConfig, None, parse_overrides(["world.backend=bedrock", "out=/nonexistent/x"]))
-    with pytest.raises(MauError, match=r"world.backend: 'bedrock' is unknown; use one of \['minecraft', 'sim'\]"):
+    with pytest.raises(MauError, match=r"world.backend: 'bedrock' is unknown; use one of \['minecraft', "
+                                       r"'sim'\]"):
         play_main(cfg)

@@ -39,10 +39,13 @@ def test_grid_has_every_pairing_and_case_once_per_repetition():
 
 
 def test_a_grid_can_name_who_plays_each_side():
-    """The imposter ladder against the teacher's temperaments: imposters and crewmates from named pool entries."""
+    """The imposter ladder against the teacher's temperaments: imposters and crewmates from named pool
+    entries."""
     g = _grid(imposters=["a", "b"], crewmates=["c"], repetitions=2)
     specs = enumerate_grid(g)
-    assert {(s.imposter_model, s.crewmate_model) for s in specs} == {("a", "c"), ("b", "c")} and len(specs) == 4
+    assert {(s.imposter_model, s.crewmate_model) for s in specs} == {("a", "c"), ("b", "c")} and len(
+        specs
+    ) == 4
     with pytest.raises(ValueError, match="imposters: 'z' is not a pool name"):
         _grid(imposters=["z"])
 
@@ -132,10 +135,17 @@ def test_wilson_interval():
 
 def test_shards_starting_together_create_the_run_once(tmp_path):
     run = tmp_path / "run"
-    procs = [subprocess.Popen([sys.executable, "-m", "mau", "collect", "--config", SMOKE, "--out", str(run),
-                               "--shard", f"{i}/4", "--resume", "--workers", "1", "--set", "world.game.max_steps=3",
-                               "--set", "grid.repetitions=1", "--no-progress"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(4)]
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable, "-m", "mau", "collect", "--config", SMOKE, "--out", str(run), "--shard",
+                f"{i}/4", "--resume", "--workers", "1", "--set", "world.game.max_steps=3", "--set",
+                "grid.repetitions=1", "--no-progress",
+            ],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for i in range(4)
+    ]
     for p in procs:
         out, err = p.communicate(timeout=300)
         assert p.returncode == 0, err

@@ -32,7 +32,9 @@ def test_bad_value_names_field_and_fix():
 
 def test_bad_roles_combination():
     with pytest.raises(ConfigError, match="roles: 'paper' needs 2 imposters"):
-        load_config(PlayConfig, None, parse_overrides(["world.game.roles=paper", "world.game.num_imposters=1"]))
+        load_config(
+            PlayConfig, None, parse_overrides(["world.game.roles=paper", "world.game.num_imposters=1"])
+        )
 
 
 def test_missing_config_file():

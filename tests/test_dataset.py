@@ -1,5 +1,6 @@
-"""mau dataset: filters, splits by match, the role-leak audit, damaged inputs, the format header, and an end-to-end
-build from a real ARIA match that renders through a Qwen3.5 processor with TRL's vision collator."""
+"""mau dataset: filters, splits by match, the role-leak audit, damaged inputs, the format header, and an
+end-to-end build from a real ARIA match that renders through a Qwen3.5 processor with TRL's vision
+collator."""
 
 from __future__ import annotations
 
@@ -41,8 +42,10 @@ def call_ids(out: Path) -> set[str]:
 
 def test_bcvote_without_skips_keeps_only_votes_for_an_imposter(tmp_path):
     corpus = filter_corpus(tmp_path)
-    out = build(tmp_path, [corpus["run"]], "bcvote", "ds", "--set", "vote_skips=false", "--set", "split.train=1",
-                "--set", "split.validation=0", "--set", "split.test=0")
+    out = build(
+        tmp_path, [corpus["run"]], "bcvote", "ds", "--set", "vote_skips=false", "--set", "split.train=1",
+        "--set", "split.validation=0", "--set", "split.test=0",
+    )
     assert call_ids(out) == corpus["bcvote"] - {"lost:2"}
 
 
@@ -50,8 +53,10 @@ def test_bcvote_without_skips_keeps_only_votes_for_an_imposter(tmp_path):
 def test_filters_select_exactly_the_expected_calls(tmp_path, filt, capsys):
     corpus = filter_corpus(tmp_path)
     # every example in one split, so that every example is checked whatever the hash says
-    out = build(tmp_path, [corpus["run"]], filt, "ds", "--set", "split.train=1", "--set", "split.validation=0",
-                "--set", "split.test=0")
+    out = build(
+        tmp_path, [corpus["run"]], filt, "ds", "--set", "split.train=1", "--set", "split.validation=0",
+        "--set", "split.test=0",
+    )
     line = capsys.readouterr().out.strip()
     assert "\n" not in line and line.endswith(f"-> {out}")
     assert call_ids(out) == corpus[filt]
@@ -63,7 +68,9 @@ def test_filters_select_exactly_the_expected_calls(tmp_path, filt, capsys):
         r = train["won:4"]
         assert json.loads(r[F.DS_PARSED_JSON])[F.VOTE_TARGET] == "Olivia"
         assert r[F.DS_FILTERS] == (["bcwin", "bcvote"] if filt == "bcwin+vote" else [filt])
-        assert r[F.OUTCOME] == "CREWMATE WIN" and r[F.DS_CREW_WON] is True and r[F.DS_RUN] == str(corpus["run"])
+        assert (
+            r[F.OUTCOME] == "CREWMATE WIN" and r[F.DS_CREW_WON] is True and r[F.DS_RUN] == str(corpus["run"])
+        )
         assert r["prompt_style"] == "minimal" and r[F.MODEL] == "expert-x" and r[F.MODULE] == "vote"
         record = json.loads(r[F.DS_RECORD_JSON])
         assert record["temperature"] == 0.2 and record[F.CALL_ID] == "won:4" and F.MESSAGES not in record
@@ -73,8 +80,10 @@ def test_rows_are_trl_conversational_vision_examples(tmp_path):
     from datasets import load_from_disk
 
     corpus = filter_corpus(tmp_path)
-    out = build(tmp_path, [corpus["run"]], "bcwin", "ds", "--set", "split.train=1", "--set", "split.validation=0",
-                "--set", "split.test=0")
+    out = build(
+        tmp_path, [corpus["run"]], "bcwin", "ds", "--set", "split.train=1", "--set", "split.validation=0",
+        "--set", "split.test=0",
+    )
     ds = load_from_disk(str(out))["train"]
     r = next(r for r in ds if r[F.CALL_ID] == "won:2")
     system, user, assistant = r[F.DS_MESSAGES]
@@ -89,9 +98,14 @@ def test_rows_are_trl_conversational_vision_examples(tmp_path):
     raw = ds.cast_column(F.DS_IMAGES, List(Image(decode=False)))
     rec = next(x for x in raw if x[F.CALL_ID] == "won:2")
     frame = rec[F.DS_IMAGES][0]
-    assert frame["bytes"] == (corpus["run"] / F.MATCHES_DIR / "won" / frame["path"].split("/", 1)[1]).read_bytes()
+    assert (
+        frame["bytes"]
+        == (corpus["run"] / F.MATCHES_DIR / "won" / frame["path"].split("/", 1)[1]).read_bytes()
+    )
     text_only = next(r for r in ds if r[F.CALL_ID] == "won:4")
-    assert text_only[F.DS_IMAGES] == [] and [p["type"] for p in text_only[F.DS_MESSAGES][1]["content"]] == ["text"]
+    assert text_only[F.DS_IMAGES] == [] and [p["type"] for p in text_only[F.DS_MESSAGES][1]["content"]] == [
+        "text"
+    ]
 
 
 def test_text_only_examples_can_be_left_out(tmp_path, capsys):
@@ -108,7 +122,7 @@ def test_unknown_filter_is_one_line(tmp_path, capsys):
     assert "\n" not in err and "unknown filter 'bcfoo'" in err and "bcwin+vote" in err
 
 
-# -- splits ---------------------------------------------------------------------------------------------------
+# -- splits --------------------------------------------------------------------------------------------------
 
 def test_splits_are_by_match_and_deterministic(tmp_path):
     matches = tmp_path / "many"
@@ -143,13 +157,18 @@ def test_split_of_is_a_pure_function_of_seed_and_match():
 
 
 def test_fractions_must_sum_to_one(tmp_path, capsys):
-    assert main(["dataset", "--runs", str(tmp_path), "--out", str(tmp_path / "x"), "--set", "split.train=0.5"]) == 2
+    assert (
+        main(["dataset", "--runs", str(tmp_path), "--out", str(tmp_path / "x"), "--set", "split.train=0.5"])
+        == 2
+    )
     assert "train + validation + test must be 1" in capsys.readouterr().err
 
 
-# -- the role-leak audit ----------------------------------------------------------------------------------------
+# -- the role-leak audit -------------------------------------------------------------------------------------
 
-def leak_match(text: str, tick: int, *, agent: str = "Steve", say: tuple[str, str] | None = None) -> MatchSpec:
+def leak_match(
+    text: str, tick: int, *, agent: str = "Steve", say: tuple[str, str] | None = None
+) -> MatchSpec:
     m = MatchSpec("leaky", outcome="CREWMATE WIN")
     m.call("Noah", "plan", 0)
     m.eject("Olivia", 500)
@@ -178,18 +197,22 @@ def test_planted_leak_fails_the_build_with_one_line_and_writes_nothing(tmp_path,
     ("I think that james is the imposter.", 600, "Steve", None, True),
     ("Steve is a Crewmate.", 300, "Steve", None, False),  # the caller's own role
     ("Noah is a Crewmate.", 300, "Steve", None, True),
-    ('Meeting: Noah reported.\nNoah: "Olivia is the Imposter, I saw her."\nVote now.', 300, "Steve", None, False),
+    ('Meeting: Noah reported.\nNoah: "Olivia is the Imposter, I saw her."\nVote '
+     'now.', 300, "Steve", None, False),
     ('Meeting:\nNoah: "Listen.\nJames was an Imposter before."\nVote now.', 300, "Steve",
      ("Noah", 'Listen.\nJames was an Imposter before.'), False),  # speech over two lines (known from the log)
     ("Your fellow Imposter: Olivia.", 600, "Steve", None, True),
     ('roles: {"James": "imposter", "Steve": "crewmate"}', 300, "Steve", None, True),
     ("Beliefs: James: suspicion 0.40", 300, "Steve", None, False),
-    ("Ejected: Olivia (was an Imposter).", 300, "James", None, None),  # an imposter's call: no example, no audit
-    # claims (docs/claims.md): a private label or a verdict in the harness's text is a leak; in speech it is words
+    # an imposter's call: no example, no audit
+    ("Ejected: Olivia (was an Imposter).", 300, "James", None, None),
+    # claims (docs/claims.md): a private label or a verdict in the harness's text is a leak; in speech it is
+    # words
     ('James: "I was in Admin." (verdict: FALSE)', 300, "Steve", None, True),
     ('Claims: [{"k": "at", "who": "me", "intent": "lie"}]', 300, "Steve", None, True),
     ("Noah's sighting is UNSUPPORTED.", 300, "Steve", None, True),
-    ('Meeting: Noah reported.\nNoah: "Your alibi is UNSUPPORTED, verdict: FALSE."\nVote now.', 300, "Steve", None,
+    ('Meeting: Noah reported.\nNoah: "Your alibi is UNSUPPORTED, verdict: FALSE."\nVote '
+     'now.', 300, "Steve", None,
      False),
     ("James: I was in Admin from 300 s to 345 s. I accuse Noah.", 300, "Steve", None, False),
 ])
@@ -209,12 +232,18 @@ def test_audit_phrases(tmp_path, text, tick, agent, say, leaks):
     assert (found is not None) == leaks, found
 
 
-@pytest.mark.parametrize("parsed, leaks", [
-    ({"response_text": "Hi.", "claims": [{"k": "accuse", "who": "Noah"}], "suspicion_cast_on": "Noah"}, False),
-    ({"response_text": "Hi.", "claims": [{"k": "accuse", "who": "Noah", "intent": "lie"}]}, True),
-    ({"response_text": "Hi.", "_private": {"intent": ["lie"]}}, True),
-    ({"vote_target": "Noah", "verdict": "FALSE"}, True),
-])
+@pytest.mark.parametrize(
+    "parsed, leaks",
+    [
+        (
+            {"response_text": "Hi.", "claims": [{"k": "accuse", "who": "Noah"}], "suspicion_cast_on": "Noah"},
+            False,
+        ),
+        ({"response_text": "Hi.", "claims": [{"k": "accuse", "who": "Noah", "intent": "lie"}]}, True),
+        ({"response_text": "Hi.", "_private": {"intent": ["lie"]}}, True),
+        ({"vote_target": "Noah", "verdict": "FALSE"}, True),
+    ],
+)
 def test_audit_refuses_claim_labels_in_answers(tmp_path, parsed, leaks):
     """A call record whose answer (raw or parsed) carries a claim's private label or a verdict is refused, for
     either role (the audit of collected runs checks imposters' calls for these too)."""
@@ -262,7 +291,7 @@ def test_real_aria_prompts_pass_the_audit(aria_match):
     assert n > 50
 
 
-# -- damaged inputs ---------------------------------------------------------------------------------------------
+# -- damaged inputs ------------------------------------------------------------------------------------------
 
 def test_corrupt_and_truncated_lines_and_missing_frames_are_reported_and_counted(tmp_path, capsys):
     runs = tmp_path / "runs"
@@ -317,7 +346,7 @@ def test_inputs_are_found_recursively_once_and_staging_folders_skipped(tmp_path)
         find_matches([runs / "r1" / F.MATCHES_DIR / "a" / F.FRAMES_DIR])
 
 
-# -- the folder: header, resume -----------------------------------------------------------------------------------
+# -- the folder: header, resume ------------------------------------------------------------------------------
 
 def test_header_card_config_and_resume(tmp_path, capsys):
     from mau.datasets.build import read_dataset_header
@@ -326,7 +355,9 @@ def test_header_card_config_and_resume(tmp_path, capsys):
     out = build(tmp_path, [corpus["run"]], "bcwin+vote")
     h = read_dataset_header(out)
     assert h[F.FORMAT] == "mau.dataset" and h[F.FORMAT_VERSION] == 1 and h["filters"] == ["bcwin", "bcvote"]
-    assert sum(h["examples"].values()) == len(corpus["bcwin+vote"]) and h["provenance"]["packages"]["datasets"]
+    assert (
+        sum(h["examples"].values()) == len(corpus["bcwin+vote"]) and h["provenance"]["packages"]["datasets"]
+    )
     assert (out / F.RESOLVED_CONFIG).read_text().startswith("runs:")
     card = (out / F.DATASET_CARD).read_text()
     assert "BCwin: every crewmate call" in card and "BCvote" in card and "whitespace-separated words" in card
@@ -353,7 +384,7 @@ def test_reader_refuses_unknown_dataset_version(tmp_path):
         read_dataset_header(tmp_path)
 
 
-# -- end to end: a real ARIA match -> dataset -> Qwen3.5 processor through TRL's collator ----------------------
+# -- end to end: a real ARIA match -> dataset -> Qwen3.5 processor through TRL's collator --------------------
 
 @pytest.fixture(scope="module")
 def aria_match(tmp_path_factory) -> Path:
@@ -413,7 +444,9 @@ def test_bcclaims_keeps_votes_on_an_imposter_whose_claim_the_voter_contradicted(
     from mau.datasets.filters import FILTERS
     from mau.datasets.sources import MatchInfo
 
-    match = MatchInfo(Path("."), "m", "r", {}, {"A": "imposter", "B": "crewmate", "Me": "crewmate"}, "CREWMATE WIN")
+    match = MatchInfo(
+        Path("."), "m", "r", {}, {"A": "imposter", "B": "crewmate", "Me": "crewmate"}, "CREWMATE WIN"
+    )
     line = "- Meeting 1: A placed themself in Admin from 95 s to 125 s; I saw A in Storage at 100 s."
 
     def call(target: str, evidence: str) -> dict:
@@ -422,6 +455,7 @@ def test_bcclaims_keeps_votes_on_an_imposter_whose_claim_the_voter_contradicted(
 
     keep = FILTERS["bcclaims"].keep
     assert keep(call("A", line), match)
-    assert not keep(call("A", "- Meeting 1: A reported the body of D; no accusation."), match)  # no contradiction
+    assert not keep(call("A", "- Meeting 1: A reported the body of D; no "
+                              "accusation."), match)  # no contradiction
     assert not keep(call("B", line.replace("A ", "B ")), match)  # a crewmate: not a liar caught
     assert not keep(call("skip", line), match)

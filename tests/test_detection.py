@@ -18,13 +18,15 @@ def ap(x: float):
     return pytest.approx(x, abs=1e-6)  # beliefs are written with 6 decimals
 
 
-# -- metrics on a hand-made probe file -----------------------------------------------------------------------------
+# -- metrics on a hand-made probe file -----------------------------------------------------------------------
 def _probe(seq: int, tick: int, beliefs: dict[str, float] | None, top2: list[str] | None,
            source: str = "model") -> dict[str, Any]:
-    return {F.PROBES_VERSION_FIELD: 1, F.MATCH: "m", F.STEP: 0, F.TICK: tick, F.PROBE_MOMENT: "meeting_start",
-            F.PROBE_SEQ: seq, F.AGENT: "X", F.ROLE: "crewmate", F.PROBE_SOURCE: source,
-            F.PROBE_CANDIDATES: sorted(beliefs) if beliefs else ["A", "B", "C", "D"], F.PROBE_BELIEFS: beliefs,
-            F.PROBE_TOP2: top2, F.FALLBACK: beliefs is None}
+    return {
+        F.PROBES_VERSION_FIELD: 1, F.MATCH: "m", F.STEP: 0, F.TICK: tick, F.PROBE_MOMENT: "meeting_start",
+        F.PROBE_SEQ: seq, F.AGENT: "X", F.ROLE: "crewmate", F.PROBE_SOURCE: source,
+        F.PROBE_CANDIDATES: sorted(beliefs) if beliefs else ["A", "B", "C", "D"], F.PROBE_BELIEFS: beliefs,
+        F.PROBE_TOP2: top2, F.FALLBACK: beliefs is None,
+    }
 
 
 def _hand_match(folder: Path, probes: list[dict[str, Any]]) -> Path:
@@ -32,8 +34,15 @@ def _hand_match(folder: Path, probes: list[dict[str, Any]]) -> Path:
     roles = {"X": "crewmate", "A": "imposter", "B": "imposter", "C": "crewmate", "D": "crewmate"}
     (folder / F.MATCH_HEADER).write_text(json.dumps({F.FORMAT: F.MATCH_FORMAT, F.FORMAT_VERSION: 1, F.SEED: 1,
                                                      F.ROLES: roles, F.TICKS: 1000}))
-    (folder / F.EVENTS_FILE).write_text(json.dumps({F.EVENT_INDEX: 0, F.TICK: 500, F.STEP: 5, F.TYPE: F.EV_EJECTION,
-                                                    "ejected": "A", "role": "imposter"}) + "\n")
+    (folder / F.EVENTS_FILE).write_text(
+        json.dumps(
+            {
+                F.EVENT_INDEX: 0, F.TICK: 500, F.STEP: 5, F.TYPE: F.EV_EJECTION, "ejected": "A",
+                "role": "imposter",
+            }
+        )
+        + "\n"
+    )
     (folder / F.PROBES_FILE).write_text("".join(json.dumps(p) + "\n" for p in probes))
     return folder
 
@@ -66,8 +75,9 @@ def test_metrics_on_a_hand_made_probe_file(tmp_path):
 
 
 def test_the_knows_nothing_row_is_chance_within_each_probe_but_not_pooled(tmp_path):
-    """k/n for every candidate: within each probe every pair ties (AUROC exactly 0.5) and the expected top-2 hit
-    is the combinatorial chance; pooled over probes, later probes with fewer candidates and a larger imposter
+    """k/n for every candidate: within each probe every pair ties (AUROC exactly 0.5) and the expected top-2
+    hit is the combinatorial chance; pooled over probes, later probes with fewer candidates and a larger
+    imposter
     share lift its AUROC above 0.5: the pooled figure's chance level is not 0.5."""
     d = _hand_match(tmp_path / "m", [
         {**_probe(1, 100, {"A": 0.5, "B": 0.5, "C": 0.5, "D": 0.5}, ["A", "B"], "ideal"), "n_imposters": 2},
@@ -75,7 +85,8 @@ def test_the_knows_nothing_row_is_chance_within_each_probe_but_not_pooled(tmp_pa
     ])
     c = B.cell([m for m in B.load_run(d) if m.row == B.KNOWS_NOTHING_ROW], resamples=50)
     assert c["auroc_within"].value == ap(0.5) and c["auroc_within"].n == 2
-    assert c["auroc"].value > 0.5  # k/n is 0.5 in the first probe, 1/3 in the second (imposter share 1/3 there)
+    # k/n is 0.5 in the first probe, 1/3 in the second (imposter share 1/3 there)
+    assert c["auroc"].value > 0.5
     # top-2 with ties at random: probe 1: 1 - C(2,2)/C(4,2) = 5/6; probe 2: 1 - C(2,2)/C(3,2) = 2/3
     assert c["top2_hit_rate"].value == ap((5 / 6 + 2 / 3) / 2)
     det = B.evaluate(B.load_run(d), resamples=20)
@@ -115,11 +126,17 @@ def test_summary_table_puts_detection_next_to_win_rate_with_the_observer_row():
     vote = {"crew_win_rate": e, "ejection_precision": none, "fallback_share": e}
     det = {"auroc_within": e, "brier_within": e, "top2_hit_rate": e, "probe_fallback_share": e}
     rows = ("a", B.IDEAL_ROW, B.KNOWS_NOTHING_ROW)
-    res = {"arms": ["a"], "columns": ["imp"], "cells": [{"arm": "a", "imposter": "imp", "metrics": vote}],
-           "detection": {"rows": list(rows), "cells": [{"row": r, "imposter": "imp", "metrics": det} for r in rows]}}
+    res = {
+        "arms": ["a"], "columns": ["imp"], "cells": [{"arm": "a", "imposter": "imp", "metrics": vote}],
+        "detection": {
+            "rows": list(rows), "cells": [{"row": r, "imposter": "imp", "metrics": det} for r in rows],
+        },
+    }
     lines = summary_table(res).splitlines()
-    assert lines[2] == "| a | 50 [25, 75] | n/a (n=0) | 50 [25, 75] | 0.50 [0.25, 0.75] | 0.50 [0.25, 0.75] | " \
-                       "50 [25, 75] | 50 [25, 75] |"
+    assert (
+        lines[2] == "| a | 50 [25, 75] | n/a (n=0) | 50 [25, 75] | 0.50 [0.25, 0.75] | 0.50 [0.25, 0.75] | "
+        "50 [25, 75] | 50 [25, 75] |"
+    )
     assert lines[3].startswith(f"| {B.IDEAL_ROW} | - | - | - | 0.50")
     assert lines[4].startswith(f"| {B.KNOWS_NOTHING_ROW} | - | - | - | 0.50")  # the chance reference row
     # An arm without a usable answer is marked failed, not scored (its fallback share stays visible).
@@ -146,7 +163,7 @@ def test_every_probe_version_is_read_and_the_fit_takes_versions_2_and_3(tmp_path
     assert F.PROBES_FORMAT_VERSION == 3
 
 
-# -- the baselines, the figures by moment, leave one imposter out (issue 29) ----------------------------------------
+# -- the baselines, the figures by moment, leave one imposter out (issue 29) ---------------------------------
 def _ideal(seq: int, meeting: int, moment: str, evidence: list[dict[str, Any]], beliefs: dict[str, float]):
     return {**_probe(seq, 100 * seq, beliefs, None, source="ideal"), F.PROBES_VERSION_FIELD: 3,
             "meeting": meeting, F.PROBE_MOMENT: moment, "evidence": evidence, "n_imposters": 2}
@@ -173,7 +190,8 @@ def test_baselines_read_the_recorded_evidence_at_the_observers_probes(tmp_path):
     roster = ["X", "A", "B", "C", "D"]
     pub, quiet = public_only(rec, roster, Params()), no_speech(rec, roster, Params())
     cands = sorted(flat)
-    assert pub == beliefs("X", roster, cands, 2, [c_accuses_b, d_votes_b], Params())[0]  # the window is private
+    # the window is private
+    assert pub == beliefs("X", roster, cands, 2, [c_accuses_b, d_votes_b], Params())[0]
     assert quiet == beliefs("X", roster, cands, 2, [near_a], Params())[0]  # speech counts for nothing
     assert quiet["A"] > quiet["B"] == quiet["C"] and pub != quiet
     acc = most_accused(rec)
@@ -212,8 +230,13 @@ def test_the_linear_baseline_never_scores_a_match_with_a_fit_that_saw_it(monkeyp
 def test_by_moment_groups_probes_by_meeting_and_moment(tmp_path):
     good = {"A": 0.9, "B": 0.8, "C": 0.1, "D": 0.2}
     bad = {"A": 0.1, "B": 0.2, "C": 0.9, "D": 0.8}
-    m = _hand_match(tmp_path / "m", [_ideal(1, 1, "meeting_start", [], bad), _ideal(2, 1, "before_vote", [], good),
-                                     _ideal(3, 2, "meeting_start", [], good), _ideal(4, 2, "before_vote", [], good)])
+    m = _hand_match(
+        tmp_path / "m",
+        [
+            _ideal(1, 1, "meeting_start", [], bad), _ideal(2, 1, "before_vote", [], good),
+            _ideal(3, 2, "meeting_start", [], good), _ideal(4, 2, "before_vote", [], good),
+        ],
+    )
     det = B.evaluate(B.load_run(m), resamples=50)
     mo = det["by_moment"][B.IDEAL_ROW]
     assert mo[B.MOMENTS[0]]["value"] == 0.0 and mo[B.MOMENTS[1]]["value"] == 1.0
@@ -232,13 +255,20 @@ def test_leave_one_out_never_fits_on_the_imposter_model_it_scores(tmp_path, monk
         for i in range(3):
             f = run / f"{g}{i}"
             f.mkdir(parents=True)
-            (f / F.MATCH_HEADER).write_text(json.dumps({F.FORMAT: F.MATCH_FORMAT, F.FORMAT_VERSION: 1, F.SEED: i,
-                                                        F.ROLES: r, F.TICKS: 1000, F.GRID: {F.EVAL_IMPOSTER: g}}))
+            (f / F.MATCH_HEADER).write_text(
+                json.dumps(
+                    {
+                        F.FORMAT: F.MATCH_FORMAT, F.FORMAT_VERSION: 1, F.SEED: i, F.ROLES: r, F.TICKS: 1000,
+                        F.GRID: {F.EVAL_IMPOSTER: g},
+                    }
+                )
+            )
             (f / F.EVENTS_FILE).write_text("")
             imp = [n for n, x in r.items() if x == "imposter"]
             ev = [{"k": "accuse", "p": "X", "target": imp[0], "s": "weak"}]
-            (f / F.PROBES_FILE).write_text(json.dumps(_ideal(1, 1, "before_vote", ev, {n: 0.5 for n in "ABCD"}))
-                                           + "\n")
+            (f / F.PROBES_FILE).write_text(
+                json.dumps(_ideal(1, 1, "before_vote", ev, {n: 0.5 for n in "ABCD"})) + "\n"
+            )
     fits: list[set[frozenset]] = []
     orig = observer_fit.fit
 

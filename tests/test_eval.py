@@ -1,5 +1,6 @@
 """mau eval: metrics by hand on hand-made match folders, the intervals, the paired comparison, the config, an
-end-to-end smoke eval (report files, cells, resume, shards, report-only), the tiny hf arm, and slurm/eval.sbatch
+end-to-end smoke eval (report files, cells, resume, shards, report-only), the tiny hf arm, and
+slurm/eval.sbatch
 on a real single-node Slurm (skipped without it)."""
 
 from __future__ import annotations
@@ -52,8 +53,10 @@ def make_match(run: Path, arm: str, imp: str, seed: int, outcome: str, ejected: 
     folder.mkdir(parents=True)
     roles = {p: ("imposter" if p in IMPOSTERS else "crewmate") for p in PLAYERS}
     spec = EvalMatch(0, mid, seed, 0, arm, imp).to_dict()
-    header = {F.FORMAT: F.MATCH_FORMAT, F.FORMAT_VERSION: F.MATCH_FORMAT_VERSION, F.SEED: seed, F.ROLES: roles,
-              F.OUTCOME: outcome, F.MATCH_ID: mid, F.GRID: spec, F.ARM: arm}
+    header = {
+        F.FORMAT: F.MATCH_FORMAT, F.FORMAT_VERSION: F.MATCH_FORMAT_VERSION, F.SEED: seed, F.ROLES: roles,
+        F.OUTCOME: outcome, F.MATCH_ID: mid, F.GRID: spec, F.ARM: arm,
+    }
     events = [{"type": F.EV_MATCH_START, "seed": seed, "roles": roles}]
     events += [{"type": F.EV_KILL, "killer": "James", "victim": PLAYERS[4 + k % 4]} for k in range(kills)]
     events += [{"type": F.EV_MISSION_COMPLETE, "player": "Steve", "station": k} for k in range(missions)]
@@ -97,7 +100,10 @@ def test_cell_metrics_by_hand(hand_run):
     # imposters ejected: 2 + 0 + 1 + 0 = 3 of 4 x 2 fielded; ejections: 2 + 2 + 2 + 0 = 6
     assert m["ejection_recall"].value == pytest.approx(3 / 8) and m["ejection_recall"].n == 8
     assert m["ejection_precision"].value == pytest.approx(3 / 6) and m["ejection_precision"].n == 6
-    assert m["imposters_ejected_per_game"].value == pytest.approx(0.75) and m["imposters_ejected_per_game"].n == 4
+    assert (
+        m["imposters_ejected_per_game"].value == pytest.approx(0.75)
+        and m["imposters_ejected_per_game"].n == 4
+    )
     assert m["kills_per_game"].value == pytest.approx(7 / 4)
     assert m["missions_per_game"].value == pytest.approx(27 / 4)
     assert m["meetings_per_game"].value == pytest.approx((2 + 2 + 3 + 1) / 4)
@@ -110,7 +116,8 @@ def test_cell_metrics_by_hand(hand_run):
     assert {k: e.method for k, e in m.items()}["crew_win_rate"] == "wilson"
     assert {e.method for k, e in m.items() if k != "crew_win_rate"} == {"bootstrap"}
     res = evaluate(load_matches(hand_run), ["base"], ["imp"], "base")
-    assert res["cells"][0]["endings"] == {"IMPOSTER WIN": 1, "TIMEOUT": 1, "CREWMATE WIN": 1, "MISSION WIN": 1}
+    assert res["cells"][0]["endings"] == {"IMPOSTER WIN": 1, "TIMEOUT": 1, "CREWMATE WIN": 1, "MISSION "
+                                                                                              "WIN": 1}
 
 
 def test_wilson_interval_values():
@@ -119,7 +126,7 @@ def test_wilson_interval_values():
     e = proportion(9, 16)
     assert e.value == 0.5625 and (round(e.ci_low, 4), round(e.ci_high, 4)) == (0.3318, 0.7690)
     zero = proportion(0, 10)
-    assert zero.value == 0 and zero.ci_low == 0 and zero.ci_high == pytest.approx(1.96 ** 2 / (10 + 1.96 ** 2))
+    assert zero.value == 0 and zero.ci_low == 0 and zero.ci_high == pytest.approx(1.96**2 / (10 + 1.96**2))
     assert proportion(0, 0).value is None and proportion(0, 0).n == 0
 
 
@@ -157,7 +164,9 @@ def test_paired_comparison_on_hand_made_seeds(tmp_path):
         make_match(run, "tuned", "imp", seed, "MISSION WIN" if seed in arm_wins else "TIMEOUT")
     res = evaluate(load_matches(run), ["base", "tuned"], ["imp"], "base")
     (p,) = res["paired"]
-    assert (p["arm"], p["baseline"], p["n_pairs"], p["arm_wins"], p["baseline_wins"]) == ("tuned", "base", 8, 5, 2)
+    assert (p["arm"], p["baseline"], p["n_pairs"], p["arm_wins"], p["baseline_wins"]) == (
+        "tuned", "base", 8, 5, 2,
+    )
     assert (p["arm_better"], p["baseline_better"], p["ties"]) == (3, 0, 5)
     assert p["diff"] == pytest.approx(3 / 8)
     assert 0 <= p["ci_low"] <= 3 / 8 <= p["ci_high"] <= 1  # no seed favours the baseline: never below 0
@@ -169,7 +178,7 @@ def test_paired_comparison_on_hand_made_seeds(tmp_path):
     assert evaluate(load_matches(run), ["base", "tuned"], ["imp"], "base")["paired"][0]["n_pairs"] == 8
 
 
-# -- the config ------------------------------------------------------------------------------------------------
+# -- the config ----------------------------------------------------------------------------------------------
 def _cfg(**kw) -> EvalConfig:
     base = {"arms": {"a": {}, "b": {"seed": 1}}, "imposters": {"x": {}}, "seeds": [3, 4]}
     return EvalConfig.model_validate({**base, **kw})
@@ -179,7 +188,9 @@ def test_plan_covers_every_arm_imposter_and_seed_once():
     cfg = _cfg(imposters={"x": {}, "y": {}}, seeds=None, n_seeds=3, seed=10)
     ms = plan(cfg)
     assert len(ms) == 2 * 2 * 3 and len({m.match_id for m in ms}) == len(ms)
-    assert {(m.arm, m.imposter, m.seed) for m in ms} == {(a, i, s) for a in "ab" for i in "xy" for s in (10, 11, 12)}
+    assert {(m.arm, m.imposter, m.seed) for m in ms} == {
+        (a, i, s) for a in "ab" for i in "xy" for s in (10, 11, 12)
+    }
     assert [m.index for m in ms] == list(range(len(ms)))
     assert ms[0].to_dict()[F.CREWMATE_MODEL] == "a" and ms[0].to_dict()[F.IMPOSTER_MODEL] == "x"
     assert cfg.baseline_arm == "a"
@@ -189,12 +200,10 @@ def test_plan_covers_every_arm_imposter_and_seed_once():
 
 
 @pytest.mark.parametrize("kw, msg", [
-    ({"baseline": "zzz"}, "baseline: 'zzz' is not an arm"),
-    ({"seeds": [1, 1]}, "seeds: 1 is listed twice"),
+    ({"baseline": "zzz"}, "baseline: 'zzz' is not an arm"), ({"seeds": [1, 1]}, "seeds: 1 is listed twice"),
     ({"seeds": None}, "give the list of seeds, or n_seeds"),
     ({"imposters": {"all": {}}}, "reserved for the pooled column"),
-    ({"arms": {"a.b": {}}}, "use letters, digits"),
-    ({"arms": [{"name": "a"}, {"name": "a"}]}, "used twice"),
+    ({"arms": {"a.b": {}}}, "use letters, digits"), ({"arms": [{"name": "a"}, {"name": "a"}]}, "used twice"),
 ])
 def test_bad_configs_are_refused_with_the_field(kw, msg):
     with pytest.raises(ValueError, match=re.escape(msg)):
@@ -208,7 +217,7 @@ def test_identity_ignores_where_a_model_is_served():
     assert a.identity() == b.identity() != c.identity()
 
 
-# -- end to end ------------------------------------------------------------------------------------------------
+# -- end to end ----------------------------------------------------------------------------------------------
 def _finished(run: Path) -> list[str]:
     return sorted(p.name for p in (run / F.MATCHES_DIR).iterdir() if (p / F.MATCH_HEADER).is_file())
 
@@ -235,7 +244,9 @@ def test_smoke_eval_end_to_end(tmp_path, capsys):
     # the table has every arm x imposter cell with the right n (4 seeds; the pooled column 8)
     res = json.loads((run / F.RESULTS_JSON).read_text())
     cells = {(c["arm"], c["imposter"]): c for c in res["cells"]}
-    assert set(cells) == {(a, i) for a in ("baseline", "scripted-b") for i in ("scripted-i1", "scripted-i2", "all")}
+    assert set(cells) == {
+        (a, i) for a in ("baseline", "scripted-b") for i in ("scripted-i1", "scripted-i2", "all")
+    }
     for (a, i), c in cells.items():
         n = 8 if i == "all" else 4
         assert c["matches"] == n and c["metrics"]["crew_win_rate"]["n"] == n
@@ -258,7 +269,9 @@ def test_smoke_eval_end_to_end(tmp_path, capsys):
     stamps = {m: (run / F.MATCHES_DIR / m / F.MATCH_HEADER).stat().st_mtime_ns for m in _finished(run)}
     assert main(["eval", "--config", SMOKE, "--out", str(run), "--resume", *FAST]) == 0
     assert "0 played now of 16" in capsys.readouterr().out
-    assert {m: (run / F.MATCHES_DIR / m / F.MATCH_HEADER).stat().st_mtime_ns for m in _finished(run)} == stamps
+    assert {
+        m: (run / F.MATCHES_DIR / m / F.MATCH_HEADER).stat().st_mtime_ns for m in _finished(run)
+    } == stamps
     assert main(["eval", "--out", str(run), "--report-only", "--no-progress"]) == 0
     assert "report recomputed" in capsys.readouterr().out
     assert json.loads((run / F.RESULTS_JSON).read_text())["cells"] == res["cells"]
@@ -313,32 +326,40 @@ def test_arm_modules_send_the_other_modules_to_the_rest_model(tmp_path, capsys):
         assert h["seats"]["crewmate"]["modules"] == ["vote"]
         calls = [json.loads(x) for x in (p / F.CALLS_FILE).read_text().splitlines()]
         crew = [(c["module"], c["model"]) for c in calls if c["role"] == "crewmate"]
-        assert crew and all(model == ("rest" if module != "vote" else h["seats"]["crewmate"]["model"]["model"])
-                            for module, model in crew)
+        assert crew and all(
+            model == ("rest" if module != "vote" else h["seats"]["crewmate"]["model"]["model"])
+            for module, model in crew
+        )
     with pytest.raises(ValueError, match="'vot' is not a module"):
         _cfg(arm_modules=["vot"])
 
 
-# -- the tiny local model as an arm (hf backend) --------------------------------------------------------------
+# -- the tiny local model as an arm (hf backend) -------------------------------------------------------------
 def test_tiny_hf_arms_play_end_to_end(tmp_path, request, capsys):
-    """The quickstart's eval (configs/eval/tiny.yaml) on two seeds of one roam step: about 20-40 s on 2 CPUs. One
-    worker plays the arms alternately (seed-major: base, adapter, base, adapter) and loads the base once."""
+    """The quickstart's eval (configs/eval/tiny.yaml) on two seeds of one roam step: about 20-40 s on 2 CPUs.
+    One worker plays the arms alternately (seed-major: base, adapter, base, adapter) and loads the base
+    once."""
     pytest.importorskip("torch")
     tiny_model_dir = request.getfixturevalue("tiny_model_dir")  # after the skip: building it needs torch
     tiny_adapter_dir = request.getfixturevalue("tiny_adapter_dir")
     from mau import runner
     from mau.harness.backends import hf
 
-    for b in runner.BACKENDS.values():  # nothing loaded by earlier tests of the session: count this run's loads
+    # nothing loaded by earlier tests of the session: count this run's loads
+    for b in runner.BACKENDS.values():
         b.release()
     runner.BACKENDS.clear()
     hf._SHARED.clear()
     run = tmp_path / "eval"
-    sets = {"arms.baseline.model": tiny_model_dir, "arms.adapter.model": tiny_model_dir,
-            "arms.adapter.adapter": tiny_adapter_dir, "arms.baseline.max_tokens": 4, "arms.adapter.max_tokens": 4,
-            "arms.baseline.device": "cpu", "arms.adapter.device": "cpu", "seeds": "[1, 2]",
-            "world.game.max_steps": 1}
-    argv = ["eval", "--config", str(REPO / "configs" / "eval" / "tiny.yaml"), "--out", str(run), "--no-progress"]
+    sets = {
+        "arms.baseline.model": tiny_model_dir, "arms.adapter.model": tiny_model_dir,
+        "arms.adapter.adapter": tiny_adapter_dir, "arms.baseline.max_tokens": 4, "arms.adapter.max_tokens": 4,
+        "arms.baseline.device": "cpu", "arms.adapter.device": "cpu", "seeds": "[1, 2]",
+        "world.game.max_steps": 1,
+    }
+    argv = [
+        "eval", "--config", str(REPO / "configs" / "eval" / "tiny.yaml"), "--out", str(run), "--no-progress",
+    ]
     for k, v in sets.items():
         argv += ["--set", f"{k}={v}"]
     assert main(argv) == 0
@@ -357,7 +378,7 @@ def test_tiny_hf_arms_play_end_to_end(tmp_path, request, capsys):
     assert json.loads((run / F.RESULTS_JSON).read_text())["paired"][0]["n_pairs"] == 2
 
 
-# -- slurm/eval.sbatch on a real single-node Slurm -----------------------------------------------------------------
+# -- slurm/eval.sbatch on a real single-node Slurm -----------------------------------------------------------
 
 
 def test_eval_sbatch_array_plays_every_match_once_then_reports(slurm, tmp_path):  # noqa: F811 - the fixture
@@ -369,11 +390,14 @@ def _eval_sbatch(slurm, tmp_path: Path) -> None:
     logs.mkdir()
     script = REPO / "slurm" / "eval.sbatch"
     extra = ["--set", "world.game.max_steps=10", "--set", "seeds=[1,2,3]", "--workers", "1"]
-    args = ["--array=0-1", "--cpus-per-task=1", "--time=5", f"--chdir={REPO}", f"--output={logs}/%x-%A_%a.out",
-            script, SMOKE, run, *extra]
+    args = [
+        "--array=0-1", "--cpus-per-task=1", "--time=5", f"--chdir={REPO}", f"--output={logs}/%x-%A_%a.out",
+        script, SMOKE, run, *extra,
+    ]
 
     def text() -> str:
-        return "\n".join(f"--- {p.name} ---\n{p.read_text(errors='replace')}" for p in sorted(logs.glob("*.out")))
+        return "\n".join(f"--- {p.name} "
+                         f"---\n{p.read_text(errors='replace')}" for p in sorted(logs.glob("*.out")))
 
     states = slurm.wait(slurm.submit(args), timeout=120)
     assert states == {"0": "COMPLETED", "1": "COMPLETED"}, f"{states}\n{text()}"
@@ -392,7 +416,9 @@ def _eval_sbatch(slurm, tmp_path: Path) -> None:
     assert set(states.values()) == {"COMPLETED"}, f"{states}\n{text()}"
     assert "12/12 matches (report recomputed" in text()
     res = json.loads((run / F.RESULTS_JSON).read_text())
-    assert res["matches"] == 12 and all(c["matches"] == (6 if c["imposter"] == "all" else 3) for c in res["cells"])
+    assert res["matches"] == 12 and all(
+        c["matches"] == (6 if c["imposter"] == "all" else 3) for c in res["cells"]
+    )
 
 
 def test_sampled_hf_arms_are_a_function_of_the_seed_not_of_the_order(tmp_path, request):
@@ -418,8 +444,11 @@ def test_sampled_hf_arms_are_a_function_of_the_seed_not_of_the_order(tmp_path, r
         out = {}
         for p in (run / F.MATCHES_DIR).iterdir():
             recs = [json.loads(x) for x in (p / F.CALLS_FILE).read_text().splitlines()]
-            out[read_header(p)[F.SEED]] = [(r["agent"], r["module"], r["step"], r["raw_output"], r["fallback"])
-                                          for r in recs if r["backend"] == "hf"]
+            out[read_header(p)[F.SEED]] = [
+                (r["agent"], r["module"], r["step"], r["raw_output"], r["fallback"])
+                for r in recs
+                if r["backend"] == "hf"
+            ]
         return out
 
     a, b = calls_by_seed(runs[(7, 8)]), calls_by_seed(runs[(8, 7)])

@@ -1,5 +1,6 @@
 """The configs of the CPU GRPO experiment (docs/experiments.md) load, and its chain is consistent: the GRPO
-stage starts from the BC stage's output and reads the collection, and no evaluation seed is a training seed."""
+stage starts from the BC stage's output and reads the collection, and no evaluation seed is a training
+seed."""
 
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ def test_grpo_cpu_chain() -> None:
     train = load_config(TrainConfig, C.format("train"))
     rl = load_config(RLConfig, C.format("rl"))
     ev = load_config(EvalConfig, C.format("eval"))
-    assert train.lora.full_finetune and rl.policy.path == OUT["train"] + "/model" and rl.policy.adapter is None
+    assert (
+        train.lora.full_finetune and rl.policy.path == OUT["train"] + "/model" and rl.policy.adapter is None
+    )
     assert rl.decisions.runs == [OUT["collect"]] and rl.decisions.modules == ["vote"]
     assert ev.arms["bc"].model == OUT["train"] + "/model" and ev.arms["grpo"].model == OUT["rl"] + "/model"
     assert ev.arm_modules == ["vote"] and ev.crewmate_aria.module_temperature["vote"] == 0
@@ -28,8 +31,8 @@ def test_grpo_cpu_chain() -> None:
 
 
 def test_detect_cpu_chain() -> None:
-    """The detection experiment: train reads the collection's BCvote, eval compares the untrained model with the
-    trained one, both read out by the vote read-out, on seeds never collected."""
+    """The detection experiment: train reads the collection's BCvote, eval compares the untrained model with
+    the trained one, both read out by the vote read-out, on seeds never collected."""
     d = "configs/{}/detect_cpu.yaml"
     collect = load_config(CollectConfig, d.format("collect"))
     train = load_config(TrainConfig, d.format("train"))
@@ -45,8 +48,9 @@ def test_detect_cpu_chain() -> None:
 
 
 def test_student_cpu_chain() -> None:
-    """The CPU student's experiment (docs/student.md): the student's compact VOTE prompts are collected, trained on
-    and evaluated on; train, GRPO and eval read each other's outputs; no evaluation seed was collected."""
+    """The CPU student's experiment (docs/student.md): the student's compact VOTE prompts are collected,
+    trained on and evaluated on; train, GRPO and eval read each other's outputs; no evaluation seed was
+    collected."""
     from mau.student.config import StudentRLConfig, StudentTrainConfig
 
     collect = load_config(CollectConfig, "configs/collect/student.yaml")
@@ -56,10 +60,16 @@ def test_student_cpu_chain() -> None:
     assert all(c.crewmate.prompt_profile == {"vote": "compact"} for c in collect.grid.cases)
     assert ev.crewmate_aria.prompt_profile == {"vote": "compact"}
     assert train.data.dataset == "runs/student/bcvote" and rl.policy.path == "runs/student/train/model"
-    assert rl.grpo.feature_cache == "runs/student/train/features.pt" and rl.decisions.runs == ["runs/student/collect"]
-    assert ev.arms["untrained"].model == train.model.path and ev.arms["bc"].model == "runs/student/train/model"
+    assert rl.grpo.feature_cache == "runs/student/train/features.pt" and rl.decisions.runs == [
+        "runs/student/collect"
+    ]
+    assert (
+        ev.arms["untrained"].model == train.model.path and ev.arms["bc"].model == "runs/student/train/model"
+    )
     assert ev.arms["grpo"].model == "runs/student/rl/model"
-    assert all(ev.arms[a].backend == "lm" and ev.arms[a].answer == "candidates" for a in ("untrained", "bc", "grpo"))
+    assert all(
+        ev.arms[a].backend == "lm" and ev.arms[a].answer == "candidates" for a in ("untrained", "bc", "grpo")
+    )
     assert ev.baseline_arm == "untrained" and ev.arm_modules == ["vote"]
     assert ev.crewmate_aria.probes.enabled and ev.crewmate_aria.probes.readout in ("vote", "auto")
     n = len(collect.grid.pool) ** 2 * len(collect.grid.cases) * collect.grid.repetitions

@@ -100,7 +100,7 @@ def test_aria_matches_are_deterministic(tmp_path):
     assert (outs[0] / F.EVENTS_FILE).read_text() == (outs[1] / F.EVENTS_FILE).read_text()
 
 
-# -- one agent under test, with a backend whose answers the test chooses --------------------------------------
+# -- one agent under test, with a backend whose answers the test chooses -------------------------------------
 class FixedBackend(ModelBackend):
     """Answers each module with a fixed JSON text (or the scripted expert's, for modules not given)."""
 
@@ -226,8 +226,15 @@ def test_skill_memory_is_fifo_and_retrieves_the_most_recent():
 
 def test_reflection_off_makes_no_reflect_calls(tmp_path):
     out = tmp_path / "m"
-    assert main(["play", "--config", ARIA, "--seed", "3", "--out", str(out),
-                 "--set", "seats.crewmate.aria.reflection=off", "--set", "seats.imposter.aria.reflection=off"]) == 0
+    assert (
+        main(
+            [
+                "play", "--config", ARIA, "--seed", "3", "--out", str(out), "--set",
+                "seats.crewmate.aria.reflection=off", "--set", "seats.imposter.aria.reflection=off",
+            ]
+        )
+        == 0
+    )
     recs = _records(out)
     assert not any(r[F.MODULE] == "reflect" for r in recs)
     assert all("Lessons from earlier meetings" not in json.dumps(r[F.MESSAGES]) for r in recs)
@@ -235,8 +242,15 @@ def test_reflection_off_makes_no_reflect_calls(tmp_path):
 
 def test_hierarchical_planning_sets_a_strategy_every_five_steps(tmp_path):
     out = tmp_path / "m"
-    assert main(["play", "--config", ARIA, "--seed", "4", "--out", str(out), "--set", "world.game.max_steps=21",
-                 "--set", "seats.crewmate.aria.planning=hierarchical"]) == 0
+    assert (
+        main(
+            [
+                "play", "--config", ARIA, "--seed", "4", "--out", str(out), "--set",
+                "world.game.max_steps=21", "--set", "seats.crewmate.aria.planning=hierarchical",
+            ]
+        )
+        == 0
+    )
     recs = _records(out)
     h = json.loads((out / F.MATCH_HEADER).read_text())
     crew = [n for n, r in h["roles"].items() if r == "crewmate"]
@@ -249,8 +263,8 @@ def test_hierarchical_planning_sets_a_strategy_every_five_steps(tmp_path):
 
 
 def test_no_crewmate_prompt_depends_on_hidden_roles():
-    """Swap the roles of two unrevealed players at many points of many matches: every crewmate's prompts (built
-    from its observation) must stay exactly the same, so none can carry a hidden role."""
+    """Swap the roles of two unrevealed players at many points of many matches: every crewmate's prompts
+    (built from its observation) must stay exactly the same, so none can carry a hidden role."""
     from mau.env.scripted import ScriptedPolicy
 
     checked = 0
@@ -284,9 +298,13 @@ def test_no_crewmate_prompt_depends_on_hidden_roles():
 def _all_prompts(builder: PromptBuilder, world, name: str, mode: str) -> list[Any]:
     obs = world.observe(name, mode)
     others = [n["name"] for n in obs["roster"] if n["name"] != name]
-    return [builder.messages(module, obs, memory="", others=others) for module in
-            ("surveillance", "emergency", "report", "plan", "plan_short", "strategy", "mission", "move", "meeting",
-             "vote", "reflect")]
+    return [
+        builder.messages(module, obs, memory="", others=others)
+        for module in (
+            "surveillance", "emergency", "report", "plan", "plan_short", "strategy", "mission", "move",
+            "meeting", "vote", "reflect",
+        )
+    ]
 
 
 @pytest.mark.parametrize("text, reason", [
@@ -311,7 +329,8 @@ def test_bad_answers_fall_back_and_say_why(world, text, reason):
 
 def test_good_answers_are_normalised(world):
     ctx = Context(world.observe("Jason"), list(world.map.room_names))
-    answer, why = decide("plan", '```json\n{"mode": "MISSION", "target": "none", "reasoning": "go"}\n```', None, ctx)
+    answer, why = decide("plan", '```json\n{"mode": "MISSION", "target": "none", "reasoning": '
+                                 '"go"}\n```', None, ctx)
     assert why is None and answer["mode"] == "mission"
     answer, why = decide("mission", json.dumps({"station": str(ctx.stations[0])}), None, ctx)
     assert why is None and answer["station"] == ctx.stations[0]
@@ -362,7 +381,7 @@ def test_call_records_and_observations_have_their_declared_shapes(tmp_path):
     for p in w.state.players:
         for mode in ("ego", "privileged"):
             assert set(w.observe(p.name, mode)) <= set(F.Observation.__annotations__)
-# -- suspicion: BELIEF calls, the state text, VOTE's fallback, KILL's DEFER ------------------------------------
+# -- suspicion: BELIEF calls, the state text, VOTE's fallback, KILL's DEFER ----------------------------------
 def _meeting_world(memory: str, **aria: Any):
     """A meeting under way (Steve reported), everyone parked; returns world, seat, a crewmate listener."""
     world, seat = _aria_world(memory=memory, **aria)
@@ -397,7 +416,9 @@ def test_semantic_memory_updates_beliefs_after_each_utterance_with_clamped_delta
     # window memory makes no BELIEF call
     world_w, seat_w, me_w = _meeting_world("window")
     backend_w = FixedBackend({"belief": answer})
-    asyncio.run(_agent(world_w, seat_w, me_w, backend_w).listen(world_w.observe(me_w, "privileged"), target, "x"))
+    asyncio.run(
+        _agent(world_w, seat_w, me_w, backend_w).listen(world_w.observe(me_w, "privileged"), target, "x")
+    )
     assert not backend_w.requests
 
 
@@ -434,7 +455,9 @@ def test_vote_fallback_is_the_highest_suspicion_above_zero_and_never_a_teammate(
     assert M.fallback_vote(ctx)["vote_target"] == crew[1]
     ctx = M.Context(obs, list(world.map.room_names), suspicion={mate: 0.9, crew[0]: 0.0})
     assert M.fallback_vote(ctx)["vote_target"] == "skip"
-    ans, why = M.decide("vote", "garbage", None, M.Context(obs, list(world.map.room_names), suspicion={crew[2]: 0.5}))
+    ans, why = M.decide(
+        "vote", "garbage", None, M.Context(obs, list(world.map.room_names), suspicion={crew[2]: 0.5})
+    )
     assert why and ans["vote_target"] == crew[2]
 
 

@@ -1,5 +1,6 @@
-"""mau's lean HTTP client (mau/harness/http.py) against small servers on loopback: a chunked answer, a kept-alive
-connection the server closed while it was idle (sent again, once, on a new one), an error status with its
+"""mau's lean HTTP client (mau/harness/http.py) against small servers on loopback: a chunked answer, a
+kept-alive connection the server closed while it was idle (sent again, once, on a new one), an error status
+with its
 headers, a body that runs to the end of the connection, and a timeout."""
 
 from __future__ import annotations
@@ -64,10 +65,12 @@ def test_error_status_body_to_the_end_and_timeout():
         while True:  # keep-alive: requests on one connection until one says otherwise
             line, body = await _read_request(reader)
             if body["kind"] == "limited":
-                writer.write(b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 3\r\nContent-Length: 2\r\n\r\n{}")
+                writer.write(b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 3\r\nContent-Length: "
+                             b"2\r\n\r\n{}")
                 await writer.drain()
             elif body["kind"] == "close":
-                writer.write(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + json.dumps({"ok": True}).encode())
+                writer.write(b"HTTP/1.1 200 OK\r\nConnection: "
+                             b"close\r\n\r\n" + json.dumps({"ok": True}).encode())
                 await writer.drain()
                 writer.close()
                 return

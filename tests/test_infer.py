@@ -62,8 +62,9 @@ def test_an_accusation_by_a_revealed_imposter_lowers_its_targets_suspicion():
     assert after["A"] == pytest.approx(1.0)
     assert after["B"] < before["B"]  # imposters accuse crewmates: the revealed imposter's word clears B
     # and the same accusation by a player not known to be an imposter raises it
-    plain = M.marginals(M.posterior(others, 2, [{"k": "accuse", "p": "C", "target": "B", "s": "strong"}], p)[0],
-                        others)
+    plain = M.marginals(
+        M.posterior(others, 2, [{"k": "accuse", "p": "C", "target": "B", "s": "strong"}], p)[0], others
+    )
     assert plain["B"] > 2 / 5
 
 
@@ -76,14 +77,16 @@ def test_knows_nothing_is_k_over_n():
     assert M.knows_nothing(["A", "B", "C", "D"], 2) == {"A": 0.5, "B": 0.5, "C": 0.5, "D": 0.5}
 
 
-# -- evidence from observations --------------------------------------------------------------------------------
+# -- evidence from observations ------------------------------------------------------------------------------
 def test_evidence_log_keeps_who_was_near_where_the_victim_lay():
     log = EvidenceLog("Me", ROSTER)
     far = (200.0, 200.0)
     log.observe(_obs(100, {"A": (10, 10), "B": (50, 50), "C": far, "D": (30, 30)}))
-    log.observe(_obs(200, {"A": (12, 10), "B": (40, 40), "C": far, "D": (31, 30)}))  # D comes to lie at (31, 30)
+    # D comes to lie at (31, 30)
+    log.observe(_obs(200, {"A": (12, 10), "B": (40, 40), "C": far, "D": (31, 30)}))
     log.observe(_obs(300, {"A": (32, 30), "B": (36, 30), "C": far, "D": (31, 30)}))  # A 1 block, B 5 blocks
-    log.observe(_obs(400, {"A": (60, 60), "B": (45, 30), "C": (29, 30), "D": (31, 30)}))  # C comes by: 2 blocks
+    # C comes by: 2 blocks
+    log.observe(_obs(400, {"A": (60, 60), "B": (45, 30), "C": (29, 30), "D": (31, 30)}))
     log.observe(_obs(500, {"A": (60, 60), "B": (45, 30), "C": (30.5, 30)}, known_dead=["D"],
                      meeting={"caller": "C", "reason": "report", "body": "D", "transcript": []}))
     death = next(it for it in log.items() if it["k"] == DEATH)
@@ -152,9 +155,11 @@ def _simulated_probes(true: M.Params, n: int, seed: int) -> list[Probe]:
 
 
 def test_the_fit_recovers_known_parameters_from_simulated_evidence():
-    true = M.Params(near_0=2.0, near_1=1.0, near_2=0.3, kill_decay=0.5, strong_ci=1.5, strong_ic=-1.0,
-                    strong_ii=-0.5, weak_ci=0.5, weak_ic=1.0, weak_ii=-1.0, vote_ci=0.8, vote_ic=0.4, vote_ii=0.0,
-                    reported=-1.0, called=0.0)
+    true = M.Params(
+        near_0=2.0, near_1=1.0, near_2=0.3, kill_decay=0.5, strong_ci=1.5, strong_ic=-1.0, strong_ii=-0.5,
+        weak_ci=0.5, weak_ic=1.0, weak_ii=-1.0, vote_ci=0.8, vote_ic=0.4, vote_ii=0.0, reported=-1.0,
+        called=0.0,
+    )
     res = fit(_simulated_probes(true, 3000, seed=1), l2=0.0, iters=80)
     got = res["params"]
     for name in ("near_0", "strong_ci", "strong_ic", "weak_ic", "vote_ci", "reported"):
@@ -177,14 +182,16 @@ def test_vectorised_prediction_equals_the_exact_posterior():
 
 def _ego(tick: int, in_view: dict[str, tuple[float, float]], bodies=(), room: str = "Admin") -> dict:
     obs = _obs(tick, {}, bodies=bodies)
-    obs.update(state_mode="ego", players_in_view=[{"name": n, "position": list(xy)} for n, xy in in_view.items()])
+    obs.update(
+        state_mode="ego", players_in_view=[{"name": n, "position": list(xy)} for n, xy in in_view.items()]
+    )
     del obs["players"]
     return {**obs, "room": room, "alive": True}
 
 
 def test_in_ego_state_a_body_i_find_gives_a_window_weighed_alike():
-    """Ego state shows no body as a player: the window is the step ends after my last sight of the victim alive
-    until I found it, each as likely the kill's (``uniform``), and the prompt says so."""
+    """Ego state shows no body as a player: the window is the step ends after my last sight of the victim
+    alive until I found it, each as likely the kill's (``uniform``), and the prompt says so."""
     from mau.infer.learnability import parse_items
 
     log = EvidenceLog("Me", ROSTER)
@@ -204,9 +211,9 @@ def test_in_ego_state_a_body_i_find_gives_a_window_weighed_alike():
     assert got["uniform"] is True and got["bins"]["A"] == death["bins"]["A"]
 
 
-# -- vote learnability ----------------------------------------------------------------------------------------
-DEATH_LINE = ("- D is dead in Storage. Within 12 blocks of where D lay, from 20 s to 35 s (blocks at step ends): "
-              "A 2.5 at 20 s, 8 at 25 s; C 10 at 35 s.")
+# -- vote learnability ---------------------------------------------------------------------------------------
+DEATH_LINE = ("- D is dead in Storage. Within 12 blocks of where D lay, from 20 s to 35 s (blocks at step "
+              "ends): A 2.5 at 20 s, 8 at 25 s; C 10 at 35 s.")
 PROMPT = """Beliefs about the others:
 - A: last seen step 3 in Admin
 Evidence:
@@ -217,7 +224,9 @@ DEATH_LINE
 Meeting: B pressed the emergency button. Round 1 of 3. Speaking order: B, A.
 B: "I suspect A, they were acting strange."
 Vote now.
-Answer: {"vote_target": "<one of: A, B, skip>", "reasoning": "<one sentence>"}""".replace("DEATH_LINE", DEATH_LINE)
+Answer: {"vote_target": "<one of: A, B, skip>", "reasoning": "<one sentence>"}""".replace(
+    "DEATH_LINE", DEATH_LINE
+)
 
 
 def test_vote_features_are_parsed_from_the_prompt_text():
@@ -251,7 +260,8 @@ def test_learnability_finds_a_rule_the_votes_follow_and_none_in_random_votes():
 
 
 def test_the_evidence_block_reads_back_into_the_same_posterior():
-    """parse_items(lines()) gives the model what items() gives it: the prompt holds the evidence, not a summary."""
+    """parse_items(lines()) gives the model what items() gives it: the prompt holds the evidence, not a
+    summary."""
     from mau.infer.learnability import parse_items
 
     log = EvidenceLog("Me", ROSTER)
@@ -264,10 +274,18 @@ def test_the_evidence_block_reads_back_into_the_same_posterior():
                                "round": 1},
                               {"speaker": "A", "text": "I suspect C, they were acting strange.", "round": 1}]}
     log.observe(_obs(400, {}, known_dead=["D"], meeting=meeting))
-    log.observe(_obs(500, {"A": (60, 60)}, meetings_public=[{"n": 1, "caller": "C", "reason": "report", "body": "D",
-                                                             "votes": {"A": "C", "B": "A", "Me": "A"},
-                                                             "ejected": "A"}],
-                     ejections=[{"name": "A", "role": "imposter"}]))
+    log.observe(
+        _obs(
+            500, {"A": (60, 60)},
+            meetings_public=[
+                {
+                    "n": 1, "caller": "C", "reason": "report", "body": "D",
+                    "votes": {"A": "C", "B": "A", "Me": "A"}, "ejected": "A",
+                }
+            ],
+            ejections=[{"name": "A", "role": "imposter"}],
+        )
+    )
     log.flag(250, "A", "I saw A kill D in Admin.")
     prompt = "Evidence:\n" + "\n".join(f"- {x}" for x in log.lines())
     items = log.items() + [{"k": "saw_kill", "p": "A", "victim": "D"}]  # the flag stands for the sighting
@@ -275,8 +293,9 @@ def test_the_evidence_block_reads_back_into_the_same_posterior():
     want = M.beliefs("Me", ROSTER, cands, 2, items, M.Params())[0]
     got = M.beliefs("Me", ROSTER, cands, 2, parse_items(prompt, "Me", ROSTER), M.Params())[0]
     assert got == pytest.approx(want, abs=1e-6)
-    assert {it["k"] for it in parse_items(prompt, "Me", ROSTER)} >= {"dead", "death", "accuse", "vote", "ejected",
-                                                                    "reported", "saw_kill"}
+    assert {it["k"] for it in parse_items(prompt, "Me", ROSTER)} >= {
+        "dead", "death", "accuse", "vote", "ejected", "reported", "saw_kill",
+    }
 
 
 # -- claims as evidence (issue 21) --------------------------------------------------------------------------
@@ -285,12 +304,25 @@ def test_posterior_with_a_contradiction_and_a_conflict_equals_the_hand_computed_
     others = ["A", "B", "C", "D"]
     post, ok = M.posterior(others, 1, [{"k": "contradicted", "p": "A"}], p)
     # H = {A}: 1; {B}, {C}, {D}: 0.1 each (a crewmate's claim my eyes contradict is unlikely)
-    assert ok and post[frozenset("A")] == pytest.approx(1 / 1.3) and post[frozenset("B")] == pytest.approx(0.1 / 1.3)
+    assert (
+        ok
+        and post[frozenset("A")] == pytest.approx(1 / 1.3)
+        and post[frozenset("B")] == pytest.approx(0.1 / 1.3)
+    )
     post, _ = M.posterior(others, 1, [{"k": "conflict", "p": "A", "target": "B"}], p)
     # {A}, {B}: 1 (one of the two lies); {C}, {D}: 0.25 (two crewmates' claims clash)
-    assert post[frozenset("A")] == pytest.approx(1 / 2.5) and post[frozenset("C")] == pytest.approx(0.25 / 2.5)
-    got = predict([Probe([{"k": "contradicted", "p": "A"}, {"k": "conflict", "p": "A", "target": "B"}], others, 1,
-                         frozenset("A"), others)], p)[0]
+    assert post[frozenset("A")] == pytest.approx(1 / 2.5) and post[frozenset("C")] == pytest.approx(
+        0.25 / 2.5
+    )
+    got = predict(
+        [
+            Probe(
+                [{"k": "contradicted", "p": "A"}, {"k": "conflict", "p": "A", "target": "B"}], others, 1,
+                frozenset("A"), others,
+            )
+        ],
+        p,
+    )[0]
     want = M.marginals(M.posterior(others, 1, [{"k": "contradicted", "p": "A"},
                                                {"k": "conflict", "p": "A", "target": "B"}], p)[0], others)
     assert got == pytest.approx(want)
@@ -322,7 +354,8 @@ def test_a_claim_my_own_sightings_contradict_counts_against_its_speaker_and_read
     items = log.items()
     assert sorted(it["p"] for it in items if it["k"] == "contradicted") == ["A", "C"]
     lines = log.lines()
-    assert any("A placed themself in Admin from 95 s to 125 s; I saw A in Storage at 100 s" in x for x in lines)
+    assert any("A placed themself in Admin from 95 s to 125 s; I saw A in Storage at 100 "
+               "s" in x for x in lines)
     assert any("C placed me in Admin" in x and "I was in Cafeteria at 110 s" in x for x in lines)
     # A's own "at Admin" against D's sighting of A in Storage: a public conflict between A and D
     assert [(it["p"], it["target"]) for it in items if it["k"] == "conflict"] == [("A", "D")]
@@ -336,7 +369,8 @@ def test_a_claim_my_own_sightings_contradict_counts_against_its_speaker_and_read
 def test_claims_i_could_not_check_and_malformed_claims_count_for_nothing():
     log = EvidenceLog("Me", ROSTER)
     log.observe(_placed(2000, {"A": "Storage"}))
-    claims = [("A", [{"k": "at", "who": "me", "room": "Admin", "from_s": 300.0, "to_s": 320.0}]),  # not seen then
+    # not seen then
+    claims = [("A", [{"k": "at", "who": "me", "room": "Admin", "from_s": 300.0, "to_s": 320.0}]),
               ("B", [{"k": "at", "who": "me", "room": "Admin"}, "not a claim", {"k": "vouch", "who": "A"}])]
     log.observe({**_obs(2500, {}, meeting=_claims_meeting(claims)), "room": "Cafeteria"})
     assert not [it for it in log.items() if it["k"] in ("contradicted", "conflict")]
@@ -351,8 +385,10 @@ def test_claims_of_earlier_meetings_read_as_said_in_memory_only_when_asked():
     log.observe({**_obs(2500, {}, meeting=_claims_meeting(first)), "room": "Cafeteria"})
     assert log.claim_lines(12) == []  # the current meeting's claims are in its transcript already
     log.observe({**_obs(2600, {}), "room": "Cafeteria"})
-    second = {**_claims_meeting([("C", [{"k": "at", "who": "me", "room": "Medbay", "from_s": 130, "to_s": 140}])]),
-              "caller": "C"}
+    second = {
+        **_claims_meeting([("C", [{"k": "at", "who": "me", "room": "Medbay", "from_s": 130, "to_s": 140}])]),
+        "caller": "C",
+    }
     log.observe({**_obs(3000, {}, meeting=second), "room": "Cafeteria"})
     said = log.claim_lines(12)
     assert said == ["Meeting 1: A placed themself in Admin from 95 s to 125 s.",

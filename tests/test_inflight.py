@@ -1,6 +1,7 @@
-"""Matches in flight (mau/inflight.py, mau/runner.py): a match's files are the same whether it ran alone or among
-many in one event loop; rate limits (429 + Retry-After, a burst) are waited out; a server that dies mid-run
-fails the matches in flight loudly and --resume completes them; the cost meter is the sum of the calls' tokens
+"""Matches in flight (mau/inflight.py, mau/runner.py): a match's files are the same whether it ran alone or
+among many in one event loop; rate limits (429 + Retry-After, a burst) are waited out; a server that dies
+mid-run fails the matches in flight loudly and --resume completes them; the cost meter is the sum of the
+calls' tokens
 at their prices. Every model here is mau's mock OpenAI server on loopback (started by the test)."""
 
 from __future__ import annotations
@@ -26,9 +27,11 @@ TIMING = {F.LATENCY_S, F.HARNESS_MS}  # the only fields of a call record that de
 
 def _config(tmp: Path, base_url: str, matches: int, steps: int = 5, **model: object) -> Path:
     """A collect config: one mock-served model on both sides, ``matches`` matches of their own seeds."""
-    m = {"backend": "openai", "model": "mock", "base_url": base_url, "timeout_s": 5, "backoff_s": 0.05,
-         "max_backoff_s": 2, "concurrency": 256, "price_prompt_per_mtok": 2.0, "price_completion_per_mtok": 8.0,
-         **model}
+    m = {
+        "backend": "openai", "model": "mock", "base_url": base_url, "timeout_s": 5, "backoff_s": 0.05,
+        "max_backoff_s": 2, "concurrency": 256, "price_prompt_per_mtok": 2.0,
+        "price_completion_per_mtok": 8.0, **model,
+    }
     cfg = {"grid": {"pool": [{"name": "mock", "model": m}], "cases": [{"name": "c"}], "repetitions": matches,
                     "seed_scheme": "per_match", "seed": 40},
            "world": {"game": {"max_steps": steps}, "frames": {"width": 64, "height": 36}}}
@@ -57,7 +60,10 @@ def _files(match: Path) -> dict[str, object]:
                 h.get(F.HEADER_PROBES, {}).pop(k, None)
             out[rel] = h
         elif rel == F.CALLS_FILE:
-            out[rel] = [{k: v for k, v in json.loads(x).items() if k not in TIMING} for x in f.read_text().splitlines()]
+            out[rel] = [
+                {k: v for k, v in json.loads(x).items() if k not in TIMING}
+                for x in f.read_text().splitlines()
+            ]
         else:
             out[rel] = f.read_bytes()
     return out

@@ -1,5 +1,6 @@
-"""The imposter ladder (issue 29; docs/game.md, "The imposter ladder"): each rung's rules on hand-built scenes, the
-no-peeking check for every rung, speech without a role tell, and the framer's claims under the checker."""
+"""The imposter ladder (issue 29; docs/game.md, "The imposter ladder"): each rung's rules on hand-built
+scenes, the no-peeking check for every rung, speech without a role tell, and the framer's claims under the
+checker."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ LADDER = ("accusatory", "expert", "mission", "cautious", "quiet", "framer", "adv
 NAMES = ["James", "Steve", "Jason", "Michael", "Olivia", "Noah", "Ethan", "Martin"]
 
 
-# -- the phrasing both roles share -------------------------------------------------------------------------------
+# -- the phrasing both roles share ---------------------------------------------------------------------------
 @pytest.mark.parametrize("kind", sorted(POOLS))
 def test_every_paraphrase_reads_back_as_its_act_and_accuses_only_when_it_should(kind):
     act = Act(kind, who="Noah", victim="Steve", room="Admin", dist=2.5, at=90, to="Ethan")
@@ -67,7 +68,10 @@ def test_quiet_declines_a_kill_a_crewmate_it_perceives_could_see(monkeypatch):
     monkeypatch.setattr(imposters, "RISK_MAX", 1.0)  # the witnesses it perceives only (exposure: below)
     w = _scene()
     # privileged sight: James perceives Jason behind him, who could see the spot: no kill
-    assert _imposter_brain(w, "James", "quiet", "privileged").kill(w.observe("James", "privileged"))[0] == "DEFER"
+    assert (
+        _imposter_brain(w, "James", "quiet", "privileged").kill(w.observe("James", "privileged"))[0]
+        == "DEFER"
+    )
     # ego: Jason is out of James's view and James has not seen him lately: it cannot know, and kills
     assert _imposter_brain(w, "James", "quiet", "ego").kill(w.observe("James", "ego"))[0] == "KILL"
     # the habit (accusatory) kills with a crewmate in view: one watcher is fine by it
@@ -106,8 +110,8 @@ def test_framer_kills_only_where_a_crewmate_stood_and_says_the_truth_of_it(monke
 
 
 def test_careful_rungs_weigh_the_crewmates_they_cannot_see():
-    """Exposure: a crewmate never seen may stand anywhere; one seen a moment ago far away cannot be watching. The
-    quiet imposter declines while the chance of an unseen watcher is over RISK_MAX."""
+    """Exposure: a crewmate never seen may stand anywhere; one seen a moment ago far away cannot be watching.
+    The quiet imposter declines while the chance of an unseen watcher is over RISK_MAX."""
     w = _scene()
     place(w, "Jason", 120.5, 62.5)  # Shields
     w.step({})  # a step end: what privileged sight shows now, and the last sightings before it
@@ -124,16 +128,18 @@ def test_careful_rungs_weigh_the_crewmates_they_cannot_see():
     assert b.kill(obs)[0] == ("KILL" if never <= imposters.RISK_MAX else "DEFER")
 
 
-# -- no peeking ---------------------------------------------------------------------------------------------------
+# -- no peeking ----------------------------------------------------------------------------------------------
 def _perturb_hidden(world: SimWorld, imposter: str, mode: str, rng: random.Random) -> SimWorld:
-    """A copy of ``world`` in which every crewmate outside the imposter's perception has moved elsewhere outside
-    it, turned, and had its missions changed; the imposter's observation must be the same in both."""
+    """A copy of ``world`` in which every crewmate outside the imposter's perception has moved elsewhere
+    outside it, turned, and had its missions changed; the imposter's observation must be the same in both."""
     other = SimWorld(world.config)
     other.restore(world.snapshot())
     obs = world.observe(imposter, mode)
     seen = {p["name"] for p in obs["players_in_view"]} | {p["name"] for p in obs.get("players") or []
                                                           if p["seen_s_ago"] == 0}
-    spots = [(78.5, 65.5), (96.5, 86.5), (120.5, 60.5), (106.5, 94.5), (97.5, 39.5), (127.5, 73.5), (81.5, 55.5)]
+    spots = [
+        (78.5, 65.5), (96.5, 86.5), (120.5, 60.5), (106.5, 94.5), (97.5, 39.5), (127.5, 73.5), (81.5, 55.5),
+    ]
     me = other.state.player(imposter)
     for p in other.state.players:
         if p.name == imposter or p.is_imposter or p.name in seen or not p.active:
@@ -151,15 +157,19 @@ _ACTING: list[SimWorld] = []  # the world a decision is taken in (only a planted
 
 @pytest.mark.parametrize("rung", LADDER)
 def test_no_rung_reads_what_lies_outside_its_perception(rung):
-    """At every roam step of a match, each living imposter's decision from its observation of the real world and
-    of a world whose crewmates outside its perception were moved, turned and given other missions: the same
+    """At every roam step of a match, each living imposter's decision from its observation of the real world
+    and of a world whose crewmates outside its perception were moved, turned and given other missions: the
+    same
     observation, and the same action and internal state (its brain is a function of what it perceived)."""
     mode = "privileged"
     w = make_world()
     rng = random.Random(7)
     seed = 11
     w.reset(seed)
-    pols = {p.name: ScriptedPolicy(p.name, w.map, seed, rung if p.is_imposter else "expert") for p in w.state.players}
+    pols = {
+        p.name: ScriptedPolicy(p.name, w.map, seed, rung if p.is_imposter else "expert")
+        for p in w.state.players
+    }
     checked = 0
     for _ in range(60):
         st = w.state
@@ -224,7 +234,7 @@ def test_the_no_peeking_check_catches_a_peek(monkeypatch):
         test_no_rung_reads_what_lies_outside_its_perception("quiet")
 
 
-# -- speech without a role tell -------------------------------------------------------------------------------------
+# -- speech without a role tell ------------------------------------------------------------------------------
 def _grid(seeds: range, mode: str = "ego") -> list:
     out = []
     for rung in LADDER:
@@ -239,8 +249,9 @@ def _grid(seeds: range, mode: str = "ego") -> list:
 
 
 def test_phrasing_alone_does_not_tell_the_role_on_a_held_out_grid():
-    """A naive Bayes over masked sentence templates, fitted on one grid of the ladder (every rung against expert
-    crewmates, ego state) and scored within each meeting of a held-out grid: at most 0.60 (issue 29); the same
+    """A naive Bayes over masked sentence templates, fitted on one grid of the ladder (every rung against
+    expert crewmates, ego state) and scored within each meeting of a held-out grid: at most 0.60 (issue 29);
+    the same
     classifier finds a planted tell (imposters' alibis in words of their own) at once."""
     train, test = _grid(range(500, 512)), _grid(range(600, 612))
     nb = NaiveBayes(train)
@@ -263,8 +274,9 @@ def test_templates_mask_names_places_and_numbers():
 
 @pytest.mark.parametrize("rung", ["framer", "quiet"])
 def test_the_upper_rungs_claims_are_never_false_under_the_checker(rung):
-    """With structured claims on, the framer's and the quiet imposter's claims (alibis, sightings) are all TRUE,
-    UNSUPPORTED or UNVERIFIABLE by the role-blind checker: they never lie, they leave out (docs/claims.md); a habit
+    """With structured claims on, the framer's and the quiet imposter's claims (alibis, sightings) are all
+    TRUE, UNSUPPORTED or UNVERIFIABLE by the role-blind checker: they never lie, they leave out
+    (docs/claims.md); a habit
     imposter's are not (a positive control: it fabricates alibis)."""
     from mau.claims.check import check_match
     from mau.env.config import WorldConfig

@@ -1,5 +1,5 @@
-"""Failures cannot pass as results (issue 9, part 5): the preflight check, fallback shares that count an arm's own
-calls, failed arms, a non-zero exit; and `mau dataset` with the same call twice."""
+"""Failures cannot pass as results (issue 9, part 5): the preflight check, fallback shares that count an
+arm's own calls, failed arms, a non-zero exit; and `mau dataset` with the same call twice."""
 
 from __future__ import annotations
 
@@ -27,8 +27,16 @@ def test_a_missing_adapter_fails_the_eval_at_start_up_in_one_line(tmp_path, caps
     model.mkdir()
     (model / "config.json").write_text("{}")
     out = tmp_path / "eval"
-    assert main(["eval", "--config", SMOKE, "--out", str(out), *FAST, "--set", "arms.baseline.backend=hf",
-                 "--set", f"arms.baseline.model={model}", "--set", f"arms.baseline.adapter={tmp_path / 'nope'}"]) == 2
+    assert (
+        main(
+            [
+                "eval", "--config", SMOKE, "--out", str(out), *FAST, "--set", "arms.baseline.backend=hf",
+                "--set", f"arms.baseline.model={model}", "--set",
+                f"arms.baseline.adapter={tmp_path / 'nope'}",
+            ]
+        )
+        == 2
+    )
     err = _one_line_error(capsys)
     assert "arm baseline" in err and "adapter" in err and "does not exist" in err
     assert not out.exists()  # stopped before the run folder
@@ -47,12 +55,15 @@ def test_a_dead_server_fails_the_eval_and_the_collect_at_start_up(tmp_path, caps
 
 
 def test_fallback_share_counts_the_arms_own_calls_and_fails_the_eval(tmp_path, capsys):
-    """arm_modules: [vote] with an arm whose every answer is malformed: the share is 100 % of the arm's own (vote)
-    calls, not ~1 % of all calls; the eval warns, marks the arm and exits 1 unless --allow-fallbacks."""
+    """arm_modules: [vote] with an arm whose every answer is malformed: the share is 100 % of the arm's own
+    (vote) calls, not ~1 % of all calls; the eval warns, marks the arm and exits 1 unless
+    --allow-fallbacks."""
     with mock_server(str(tmp_path / "server.log"), faults="malformed=1.0") as srv:
-        argv = ["eval", "--config", SMOKE, *FAST, "--set", "arm_modules=[vote]",
-                "--set", "arms.scripted-b.backend=openai", "--set", f"arms.scripted-b.base_url={srv.base_url}",
-                "--set", "world.game.max_steps=40"]
+        argv = [
+            "eval", "--config", SMOKE, *FAST, "--set", "arm_modules=[vote]", "--set",
+            "arms.scripted-b.backend=openai", "--set", f"arms.scripted-b.base_url={srv.base_url}", "--set",
+            "world.game.max_steps=40",
+        ]
         assert main([*argv, "--out", str(tmp_path / "a")]) == 1
         err = capsys.readouterr().err
         assert "arm scripted-b failed: every one of its" in err and "own calls fell back" in err
@@ -76,7 +87,9 @@ def test_arm_health_marks_an_arm_that_never_answered_as_failed():
         return MatchStats("m", arm, "i", 0, "TIMEOUT", 2, 0, 0, 0, 0, arm_calls=calls, arm_fallbacks=fb,
                           arm_answered=answered)
 
-    h = arm_health([ms("dead", 10, 10, 0), ms("ok", 10, 1, 10), ms("bad", 10, 6, 10), ms("all", 10, 10, 10)], 0.5)
+    h = arm_health(
+        [ms("dead", 10, 10, 0), ms("ok", 10, 1, 10), ms("bad", 10, 6, 10), ms("all", 10, 10, 10)], 0.5
+    )
     assert h["dead"]["failed"] and h["dead"]["over"]
     assert h["all"]["failed"] and h["all"]["over"]  # it answered, but every answer fell back: not scored
     assert not h["ok"]["over"] and h["ok"]["share"] == 0.1
@@ -105,5 +118,7 @@ def test_dataset_keeps_a_call_seen_twice_once_and_refuses_a_clash(tmp_path, caps
     assert json.loads((out / F.DATASET_HEADER).read_text())["skipped"]["duplicate_calls"] == 3
     calls = b / "dup" / F.CALLS_FILE
     calls.write_text(calls.read_text().replace("What do you do next?", "Something else?"))
-    assert main(["dataset", "--runs", str(a), str(b), "--filter", "bcwin", "--out", str(tmp_path / "ds2")]) == 2
+    assert (
+        main(["dataset", "--runs", str(a), str(b), "--filter", "bcwin", "--out", str(tmp_path / "ds2")]) == 2
+    )
     assert "other content" in _one_line_error(capsys)

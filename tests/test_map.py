@@ -1,4 +1,5 @@
-"""The map file: the paper's coordinates, the derived doorways and navigation, and clear refusals of bad files."""
+"""The map file: the paper's coordinates, the derived doorways and navigation, and clear refusals of bad
+files."""
 
 from __future__ import annotations
 
@@ -10,11 +11,15 @@ import yaml
 from mau.env.map import MAPS_DIR, GameMap, load_map, load_map_spec
 from mau.errors import ConfigError
 
-PAPER_STATIONS = [(81, 65), (101, 89), (107, 125), (118, 114), (106, 94), (123, 62), (97, 39), (91, 116), (97, 125),
-                  (107, 87), (119, 82), (111, 79), (102, 35), (98, 61), (86, 56), (81, 55), (106, 60), (127, 73),
-                  (114, 51), (126, 67)]
-ROOMS = {"Cafeteria", "Weapons", "O2", "Navigation", "Shields", "Communications", "Storage", "Admin", "Electrical",
-         "Lower Engine", "Upper Engine", "Reactor", "Security", "Medbay"}
+PAPER_STATIONS = [
+    (81, 65), (101, 89), (107, 125), (118, 114), (106, 94), (123, 62), (97, 39), (91, 116), (97, 125),
+    (107, 87), (119, 82), (111, 79), (102, 35), (98, 61), (86, 56), (81, 55), (106, 60), (127, 73), (114, 51),
+    (126, 67),
+]
+ROOMS = {
+    "Cafeteria", "Weapons", "O2", "Navigation", "Shields", "Communications", "Storage", "Admin", "Electrical",
+    "Lower Engine", "Upper Engine", "Reactor", "Security", "Medbay",
+}
 
 
 def test_skeld_has_the_papers_layout():

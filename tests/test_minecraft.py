@@ -440,7 +440,8 @@ def test_a_reused_host_plays_the_match_a_fresh_one_plays(played):
     from mau.env.scripted import ScriptedPolicy
 
     class Silent(ScriptedPolicy):
-        """Never reports a body, and (temperament mission) never presses the button: the bodies lie to the end."""
+        """Never reports a body, and (temperament mission) never presses the button: the bodies lie to the
+        end."""
 
         def act(self, obs):
             a = super().act(obs)
@@ -478,7 +479,8 @@ def test_an_idle_host_in_the_pool_is_ended():
     mine = _host_pids() - before
     assert mine and host.matches == 0
     pool.release(host)
-    assert host.proc is not None and pool.acquire(w._host_config(), frames=False) is host  # taken again at once
+    # taken again at once
+    assert host.proc is not None and pool.acquire(w._host_config(), frames=False) is host
     pool.release(host)
     deadline = time.monotonic() + 15
     while (_host_pids() & mine or host.proc is not None) and time.monotonic() < deadline:
@@ -509,12 +511,14 @@ def test_eval_runs_on_minecraft_with_only_the_backend_changed(tmp_path, capsys):
         assert json.loads((folder / F.MATCH_HEADER).read_text())["backend"] == "minecraft"
         assert json.loads((folder / "events.jsonl").read_text().splitlines()[-1])["type"] == "match_end"
         logs.append((folder / "logs" / "minecraft-host.log").read_text())
-    assert sum("match reset" in log for log in logs) == 3  # one host, started once, reset for each later match
+    # one host, started once, reset for each later match
+    assert sum("match reset" in log for log in logs) == 3
 
 
 def test_minecraft_records_sights_through_the_shared_substep_loop(played):
-    """sights.jsonl on minecraft (docs/claims.md): the shared sub-step loop samples places and views of the bodies
-    the host moved; at the end (after a meeting: the table, one tick on), every active player is where the world
+    """sights.jsonl on minecraft (docs/claims.md): the shared sub-step loop samples places and views of the
+    bodies the host moved; at the end (after a meeting: the table, one tick on), every active player is where
+    the world
     has it."""
     from mau.claims.sights import Timeline
 

@@ -1,4 +1,5 @@
-"""What a crewmate may know (issue 9, part 1): kills are perceived, never told; no list reveals an unseen death.
+"""What a crewmate may know (issue 9, part 1): kills are perceived, never told; no list reveals an unseen
+death.
 
 The audit reads prompts as a model would. Three checks over real ARIA matches: no engine-given statement of a
 kill's author by default (and the witness_text ablation does state them: the audit sees it); the "vanished
@@ -33,8 +34,7 @@ def _play(root, seeds, *extra: str) -> None:
 
 @pytest.mark.parametrize("text,tick,leaks", [
     ("You saw James kill Noah in Admin at 150 s.", 300, True),
-    ("Notes:\n- I saw James kill Noah in Admin.", 300, True),
-    ("James killed Noah in Admin.", 300, True),
+    ("Notes:\n- I saw James kill Noah in Admin.", 300, True), ("James killed Noah in Admin.", 300, True),
     ("Noah was killed by James.", 300, True),
     ("You saw James kill Noah in Admin at 150 s.", 100, False),  # before that kill: not about it
     ('Meeting: Steve reported.\nSteve: "I saw James kill Noah."\nVote now.', 300, False),  # a player's speech
@@ -53,8 +53,9 @@ def test_audit_fails_on_an_engine_given_kill_author(tmp_path, text, tick, leaks)
 
 
 def _kill_out_of_sight(privileged: str):
-    """A world in which a crewmate (the watcher, in Shields) had the victim in sight, then lost it, and the victim
-    was killed out of its sight; returns (world, victim, watcher, the watcher's list before the kill)."""
+    """A world in which a crewmate (the watcher, in Shields) had the victim in sight, then lost it, and the
+    victim was killed out of its sight; returns (world, victim, watcher, the watcher's list before the
+    kill)."""
     w = make_world()
     w.config.observation.privileged = privileged
     w.reset(0)
@@ -80,8 +81,8 @@ def _kill_out_of_sight(privileged: str):
 
 
 def test_privileged_radar_keeps_the_papers_still_dot():
-    """The paper's radar (kept for replication): a player killed out of sight stays listed, still, where it fell,
-    observed now like any player in range: the tell docs/game.md warns of."""
+    """The paper's radar (kept for replication): a player killed out of sight stays listed, still, where it
+    fell, observed now like any player in range: the tell docs/game.md warns of."""
     w, victim, watcher, before = _kill_out_of_sight("radar")
     listed = {p["name"]: p for p in w.observe(watcher.name, "privileged")["players"]}
     assert listed[victim.name]["position"] == before[victim.name]["position"] == [84.5, 72.5]
@@ -89,8 +90,9 @@ def test_privileged_radar_keeps_the_papers_still_dot():
 
 
 def test_privileged_sight_neither_a_still_dot_nor_a_vanished_player():
-    """Privileged sight: a player killed out of my sight is listed at my last sighting of it alive and ages like
-    any player out of sight (no still dot where it fell), stays listed until the death is public or I see the body
+    """Privileged sight: a player killed out of my sight is listed at my last sighting of it alive and ages
+    like any player out of sight (no still dot where it fell), stays listed until the death is public or I
+    see the body
     (it does not vanish), and nothing in the observation tells of the kill."""
     w, victim, watcher, before = _kill_out_of_sight("sight")
     st = w.state
@@ -164,7 +166,8 @@ def test_witness_text_is_an_explicit_ablation():
         st.player("James").kill_cooldown = 0
         w.rules.do_kill(st, st.player("James"), st.player("Steve"), ["Jason"])
         assert [k["killer"] for k in w.observe("Jason", "privileged")["witnessed_kills"]] == expect
-        assert st.events[-1][F.TYPE] == F.EV_KILL and st.events[-1]["witnesses"] == ["Jason"]  # ground truth keeps it
+        # ground truth keeps it
+        assert st.events[-1][F.TYPE] == F.EV_KILL and st.events[-1]["witnesses"] == ["Jason"]
 
 
 @pytest.fixture(scope="module")
@@ -191,9 +194,14 @@ def test_the_vanished_player_rule_no_longer_beats_chance(played, tmp_path, monke
 
     def old_list(world, me, in_view):
         r = world.cfg.privileged_radius
-        return [{"name": p.name, "color": p.color, "position": [round(p.x, 2), round(p.z, 2)], "distance": 0.0,
-                 "room": world.map.place_name(p.x, p.z), "in_view": p.name in in_view, "seen_s_ago": 0}
-                for p in world.state.players if p is not me and p.active and abs(p.x - me.x) + abs(p.z - me.z) <= r]
+        return [
+            {
+                "name": p.name, "color": p.color, "position": [round(p.x, 2), round(p.z, 2)], "distance": 0.0,
+                "room": world.map.place_name(p.x, p.z), "in_view": p.name in in_view, "seen_s_ago": 0,
+            }
+            for p in world.state.players
+            if p is not me and p.active and abs(p.x - me.x) + abs(p.z - me.z) <= r
+        ]
 
     monkeypatch.setattr(O, "_privileged_players", old_list)
     _play(tmp_path / "old", SEEDS)

@@ -51,7 +51,7 @@ def test_frames_in_observations():
     assert obs["James"]["frame"].shape == (36, 64, 3)
 
 
-# -- full episodes: determinism in and across processes, the mask, the reward ---------------------------------
+# -- full episodes: determinism in and across processes, the mask, the reward --------------------------------
 def _episode(seed: int, state_mode: str = "ego") -> tuple[str, int, float]:
     """A whole episode with mask-sampled actions from a seeded stream: (digest of everything, steps, failed
     share of the masked actions taken)."""
@@ -71,8 +71,15 @@ def _episode(seed: int, state_mode: str = "ego") -> tuple[str, int, float]:
             res = info[a]["action_result"]
             taken += bool(i)
             failed += bool(i and res and res["status"] == "failed")  # refused at once
-        h.update(_json.dumps([acts, rew, term, trunc, {a: {k: v for k, v in o.items() if k != "action_mask"}
-                                                      for a, o in obs.items()}], sort_keys=True, default=str).encode())
+        h.update(
+            _json.dumps(
+                [
+                    acts, rew, term, trunc,
+                    {a: {k: v for k, v in o.items() if k != "action_mask"} for a, o in obs.items()},
+                ],
+                sort_keys=True, default=str,
+            ).encode()
+        )
     events = env.world.state.events
     h.update(_json.dumps(events, sort_keys=True).encode())
     failed += sum(1 for e in events if e["type"] == "action_end" and e["status"] == "failed")  # failed later
@@ -90,7 +97,9 @@ def test_full_episodes_are_deterministic_in_and_across_processes():
     assert all(steps > 10 for _, steps, _ in here)
     code = ("import json; from tests.test_pettingzoo import _episode; "
             "print(json.dumps([_episode(s)[0] for s in (1, 2)]))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=600, check=True
+    )
     assert out.stdout.strip().splitlines()[-1] == '["%s", "%s"]' % (here[0][0], here[1][0])
     assert _episode(3)[0] != here[0][0]
 

@@ -25,8 +25,8 @@ CASES = [(style, role, module) for style in ("minimal", "deterministic") for rol
 
 
 def _scenario(claims: bool = False):
-    """James and Olivia imposters; James has just killed Steve in Cafeteria, Jason watching; then a meeting (with
-    ``claims``: structured claims on, and James backs his words with two)."""
+    """James and Olivia imposters; James has just killed Steve in Cafeteria, Jason watching; then a meeting
+    (with ``claims``: structured claims on, and James backs his words with two)."""
     w = make_world(roles="paper")
     if claims:
         w.config.claims = ClaimsConfig(mode="structured")
@@ -46,7 +46,10 @@ def _scenario(claims: bool = False):
     ego = {n: w.observe(n, "ego") for n in ("Jason", "James")}
     w.rules.do_report(st, st.player("Jason"), st.bodies[0])
     w.step({"Jason": Action("speak", text="I saw James kill Steve in Cafeteria. Vote James.")})
-    said = ({"k": "at", "who": "me", "room": "Admin", "from_s": 120, "to_s": 150}, {"k": "accuse", "who": "Jason"})
+    said = (
+        {"k": "at", "who": "me", "room": "Admin", "from_s": 120, "to_s": 150},
+        {"k": "accuse", "who": "Jason"},
+    )
     w.step({"James": Action("speak", text="That is not true, I was in Admin. I suspect Jason.",
                             claims=said if claims else None, intent=("lie", None) if claims else None)})
     meeting = {n: w.observe(n, "privileged") for n in ("Jason", "James")}
@@ -66,7 +69,8 @@ def _render(style: str, role: str, module: str, claims: bool = False) -> str:
     others = [p["name"] for p in obs["roster"] if p["name"] not in (name, "Steve")]
     extra = {"sighting": "Michael acting suspiciously.", "body": "Steve", "strategy": "finish missions",
              "outcome": "Meeting outcome: No one was ejected.", "event": 'Michael said: "I was in Admin."'}
-    msgs = builder.messages(module, obs, memory=mem.render(), skills="Lessons from earlier meetings:\n- watch",
+    msgs = builder.messages(module, obs, memory=mem.render(), skills="Lessons from earlier meetings:\n- "
+                                                                     "watch",
                             others=others, n_images=len(MODULES[module].images), suspicion=sus.render(others),
                             **extra)
     images = sum(1 for p in msgs[1]["content"] if p["type"] == "image")
@@ -80,18 +84,21 @@ def test_golden_prompt(style, role, module):
     if os.environ.get("MAU_UPDATE_GOLDEN"):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-    assert path.is_file(), f"missing golden file {path}; run with MAU_UPDATE_GOLDEN=1 after checking the prompt"
+    assert path.is_file(), (f"missing golden file {path}; run with MAU_UPDATE_GOLDEN=1 after checking the "
+                            f"prompt")
     assert text == path.read_text()
 
 
 @pytest.mark.parametrize("style, role", [("minimal", "crewmate"), ("deterministic", "imposter")])
 def test_golden_meeting_prompt_with_claims(style, role):
-    """With claims on: the transcript shows the claims rendered, the MEETING format asks for claims; no label."""
+    """With claims on: the transcript shows the claims rendered, the MEETING format asks for claims; no
+    label."""
     path = GOLDEN / f"{style}_{role}_meeting_claims.txt"
     text = _render(style, role, "meeting", claims=True)
     if os.environ.get("MAU_UPDATE_GOLDEN"):
         path.write_text(text)
-    assert path.is_file(), f"missing golden file {path}; run with MAU_UPDATE_GOLDEN=1 after checking the prompt"
+    assert path.is_file(), (f"missing golden file {path}; run with MAU_UPDATE_GOLDEN=1 after checking the "
+                            f"prompt")
     assert text == path.read_text()
     assert "I was in Admin from 120 s to 150 s. I accuse Jason." in text and '"claims": [' in text
     assert "intent" not in text and "\"lie\"" not in text

@@ -1,6 +1,7 @@
-"""mau quickstart end to end, shrunk (both learners: a tiny student written here and the tiny VLM; a few matches;
-two training steps; one eval seed), its console (bars and the table there, everything else in the log), the
-table and verdict read from the run's results, the picture, and the tiny VLM's candidate-scored VOTE."""
+"""mau quickstart end to end, shrunk (both learners: a tiny student written here and the tiny VLM; a few
+matches; two training steps; one eval seed), its console (bars and the table there, everything else in the
+log), the table and verdict read from the run's results, the picture, and the tiny VLM's candidate-scored
+VOTE."""
 
 from __future__ import annotations
 
@@ -18,8 +19,10 @@ SEEDS = 4
 def _paired(diff: float, lo: float, hi: float) -> tuple[dict, dict]:
     det = {"row": "bc", "versus": "base", "metric": "auroc_within", "imposter": "accusatory", "diff": diff,
            "ci_low": lo, "ci_high": hi, "n_pairs": SEEDS}
-    win = {"arm": "bc", "baseline": "base", "imposter": "accusatory", "diff": diff, "ci_low": lo, "ci_high": hi,
-           "n_pairs": SEEDS}
+    win = {
+        "arm": "bc", "baseline": "base", "imposter": "accusatory", "diff": diff, "ci_low": lo, "ci_high": hi,
+        "n_pairs": SEEDS,
+    }
     return det, win
 
 
@@ -27,7 +30,8 @@ def _paired(diff: float, lo: float, hi: float) -> tuple[dict, dict]:
                                         (-0.5, -0.1, "lowered")])
 def test_verdict_reads_the_paired_interval(lo, hi, word):
     det, win = _paired((lo + hi) / 2, lo, hi)
-    other = {**det, "versus": "ideal observer", "diff": 0.9, "ci_low": 0.8, "ci_high": 0.95}  # not the baseline's
+    # not the baseline's
+    other = {**det, "versus": "ideal observer", "diff": 0.9, "ci_low": 0.8, "ci_high": 0.95}
     res = {"columns": ["accusatory"], "paired": [win], "detection": {"paired": [other, det]}}
     line = verdict_line(res, "bc", "base", what="BC", versus_name="the untrained student")
     auroc = f"{det['diff']:+.2f} [{lo:+.2f}, {hi:+.2f}]"
@@ -42,7 +46,8 @@ def test_verdict_reads_the_paired_interval(lo, hi, word):
     # several imposter models: the pooled column is read
     pooled = {**det, "imposter": "all", "diff": 0.3, "ci_low": 0.2, "ci_high": 0.4}
     res = {"columns": ["accusatory", "framer", "all"], "paired": [], "detection": {"paired": [det, pooled]}}
-    assert verdict_line(res, "bc", "base").startswith("Verdict: bc lifted within-probe AUROC by +0.30 [+0.20, +0.40]")
+    assert verdict_line(res, "bc", "base").startswith("Verdict: bc lifted within-probe AUROC by +0.30 "
+                                                      "[+0.20, +0.40]")
     assert "no paired comparison" in verdict_line({"columns": ["x"], "paired": []}, "bc", "base")
 
 
@@ -105,14 +110,16 @@ def test_quickstart_runs_the_whole_loop_and_reads_its_table_from_the_runs(tmp_pa
     out = tmp_path / "qs"
     pool = ("grid.pool=[{name: cautious, model: {backend: scripted, model: scripted-cautious, seed: 0}}, "
             "{name: accusatory, model: {backend: scripted, model: scripted-accusatory, seed: 1000}}]")
-    args = ["quickstart", "--out", str(out), "--set", f"student_model={student}", "--set", "learners=[student,tiny]",
-            "--set", f'collect_set=["grid.repetitions=1", "{pool}"]',  # 2 x 2 x 2 cases: 8 matches with votes
-            "--set", "filters=[bcvote]",
-            "--set", 'student_train_set=["training.max_steps=2", "training.train_last_layers=1"]',
-            "--set", 'train_set=["training.max_steps=2", "data.max_eval_examples=4", "training.save_steps=2"]',
-            "--set", 'eval_set=["seeds=[1001]", "world.game.max_steps=80", '
-                     '"imposters=[{name: quiet, model: {backend: scripted, model: scripted-quiet, seed: 6000}}]"]',
-            "--set", "workers=1"]
+    args = [
+        "quickstart", "--out", str(out), "--set", f"student_model={student}", "--set",
+        "learners=[student,tiny]", "--set",
+        f'collect_set=["grid.repetitions=1", "{pool}"]',  # 2 x 2 x 2 cases: 8 matches with votes
+        "--set", "filters=[bcvote]", "--set",
+        'student_train_set=["training.max_steps=2", "training.train_last_layers=1"]', "--set",
+        'train_set=["training.max_steps=2", "data.max_eval_examples=4", "training.save_steps=2"]', "--set",
+        'eval_set=["seeds=[1001]", "world.game.max_steps=80", "imposters=[{name: quiet, model: '
+        '{backend: scripted, model: scripted-quiet, seed: 6000}}]"]', "--set", "workers=1",
+    ]
     assert main(args) == 0
     text = capsys.readouterr().out
     assert "[5/5] re-entry eval" in text and "quickstart done" in text
@@ -124,7 +131,9 @@ def test_quickstart_runs_the_whole_loop_and_reads_its_table_from_the_runs(tmp_pa
     assert table.strip() == summary_table(results).strip()  # the console's table is the run's results
     col = results["columns"][-1]
     cell = next(c for c in results["cells"] if c["arm"] == "student_bcvote" and c["imposter"] == col)
-    assert _row(table, "student_bcvote")[1].startswith(f"{100 * cell['metrics']['crew_win_rate']['value']:.0f}")
+    assert _row(table, "student_bcvote")[1].startswith(
+        f"{100 * cell['metrics']['crew_win_rate']['value']:.0f}"
+    )
     assert "FAILED" not in table
     verdict = next(x for x in text.splitlines() if x.startswith("Verdict:"))
     assert verdict == verdict_line(results, "student_bcvote", "student", what="BC (student_bcvote)",
@@ -151,24 +160,33 @@ def test_quickstart_student_flag_and_dry_run(tmp_path, capsys):
     quickstart_main(QuickstartConfig(out=str(tmp_path / "q")), RunOptions(dry_run=True))
     line = capsys.readouterr().out
     assert "learners student;" in line and "tiny.yaml" not in line  # the default: the student alone
-    quickstart_main(QuickstartConfig(learners=["student", "tiny"], out=str(tmp_path / "q")), RunOptions(dry_run=True))
+    quickstart_main(
+        QuickstartConfig(learners=["student", "tiny"], out=str(tmp_path / "q")), RunOptions(dry_run=True)
+    )
     line = capsys.readouterr().out
     assert "learners student, tiny;" in line and "datasets bcvote;" in line
     assert not (tmp_path / "q").exists()
 
 
 def test_tiny_vlm_votes_by_scoring_the_candidates(tiny_model_dir):  # noqa: F811 - the fixture
-    """``answer: candidates`` on the hf backend: the random tiny VLM's VOTE is the best-scored candidate, always a
-    valid vote (it never writes parseable JSON by itself)."""
+    """``answer: candidates`` on the hf backend: the random tiny VLM's VOTE is the best-scored candidate,
+    always a valid vote (it never writes parseable JSON by itself)."""
     from mau.harness.backends.base import ModelConfig, ModelRequest
     from mau.harness.backends.hf import Backend
     from mau.harness.modules import VOTE_PREFIX
 
     names = ["James", "Steve", "Olivia"]
     obs = {"name": "Noah", "meeting": {"alive_players": ["Noah", *names]}}
-    msgs = [{"role": "system", "content": "Vote."},
-            {"role": "user", "content": [{"type": "text", "text": "Candidates: " + ", ".join(names) + ", skip."}]}]
-    request = ModelRequest(messages=msgs, module="vote", agent="Noah", context={"obs": obs, "match": "m", "seed": 1})
+    msgs = [
+        {"role": "system", "content": "Vote."},
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "Candidates: " + ", ".join(names) + ", skip."}],
+        },
+    ]
+    request = ModelRequest(
+        messages=msgs, module="vote", agent="Noah", context={"obs": obs, "match": "m", "seed": 1}
+    )
     backend = Backend(ModelConfig(backend="hf", model=str(tiny_model_dir), answer="candidates", temperature=0,
                                   device="cpu"))
     resp = asyncio.run(backend.complete(request))

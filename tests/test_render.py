@@ -41,8 +41,9 @@ def test_shape_dtype_and_determinism(renderer: Renderer) -> None:
 
 
 def test_player_ahead_is_seen_at_the_centre(renderer: Renderer) -> None:
-    state = GameState(players=[player("me", "white", 82.5, 70.5, SOUTH), player("red", "red", 82.5, 75.5, seat=1)],
-                      seed=0)
+    state = GameState(
+        players=[player("me", "white", 82.5, 70.5, SOUTH), player("red", "red", 82.5, 75.5, seat=1)], seed=0
+    )
     img = renderer.first_person(state, "me")
     mid = img[H // 2 + 20: H // 2 + 60, W // 2 - 2: W // 2 + 2]  # 5 blocks ahead, about 0.9 blocks up
     assert (mid == np.array(COLOR_RGB["red"], dtype=np.uint8)).all()
@@ -54,8 +55,9 @@ def test_player_behind_a_wall_is_hidden(renderer: Renderer) -> None:
     # Cafeteria ends at z = 86; x = 85 is wall up to Medbay (z >= 92); the doorway is at x 88-90.
     m = load_map("skeld")
     assert not m.line_of_sight(85.5, 84.5, 85.5, 93.5)
-    state = GameState(players=[player("me", "white", 85.5, 84.5, SOUTH), player("red", "red", 85.5, 93.5, seat=1)],
-                      seed=0)
+    state = GameState(
+        players=[player("me", "white", 85.5, 84.5, SOUTH), player("red", "red", 85.5, 93.5, seat=1)], seed=0
+    )
     assert not has_colour(renderer.first_person(state, "me"), "red")
     # Moved into the doorway's line, the same player shows again.
     state.players[1].x = state.players[0].x = 89.5
@@ -63,8 +65,13 @@ def test_player_behind_a_wall_is_hidden(renderer: Renderer) -> None:
 
 
 def test_nearer_player_hides_farther_one(renderer: Renderer) -> None:
-    state = GameState(players=[player("me", "white", 82.5, 70.5, SOUTH), player("blue", "blue", 82.5, 79.0, seat=1),
-                               player("red", "red", 82.5, 74.5, seat=2)], seed=0)
+    state = GameState(
+        players=[
+            player("me", "white", 82.5, 70.5, SOUTH), player("blue", "blue", 82.5, 79.0, seat=1),
+            player("red", "red", 82.5, 74.5, seat=2),
+        ],
+        seed=0,
+    )
     img = renderer.first_person(state, "me")
     assert has_colour(img, "red") and not has_colour(img, "blue")
 
@@ -85,7 +92,8 @@ def test_viewer_is_never_drawn(renderer: Renderer) -> None:
 
 
 def test_flat_wall_has_a_straight_bottom_edge(renderer: Renderer) -> None:
-    # Facing the wall z = 87 squarely from 6.5 blocks: perpendicular distances give one bottom row, no fisheye.
+    # Facing the wall z = 87 squarely from 6.5 blocks: perpendicular distances give one bottom row, no
+    # fisheye.
     state = GameState(players=[player("me", "white", 80.5, 80.5, SOUTH)], seed=0)
     img = renderer.first_person(state, "me")
     wall = np.array([164, 164, 168], dtype=np.uint8)  # Cafeteria's wall colour on a z-facing side (x 0.8)
@@ -98,7 +106,9 @@ def test_flat_wall_has_a_straight_bottom_edge(renderer: Renderer) -> None:
 
 def test_odd_sizes_and_axis_aligned_yaws() -> None:
     r = Renderer(load_map("skeld"), 33, 17, fov_vertical_deg=60.0)
-    state = GameState(players=[player("me", "white", 87.5, 72.5), player("red", "red", 90.5, 72.5, seat=1)], seed=0)
+    state = GameState(
+        players=[player("me", "white", 87.5, 72.5), player("red", "red", 90.5, 72.5, seat=1)], seed=0
+    )
     for yaw in (0.0, math.pi / 2, math.pi, -math.pi / 2, 2 * math.pi):
         img = r.first_person(state, "me", yaw=yaw)
         assert img.shape == (17, 33, 3) and img.dtype == np.uint8
@@ -162,7 +172,9 @@ def test_pillow_image_path_matches_the_numpy_frame():
     state, viewer = typical_scene()
     r = Renderer(load_map("skeld"), 96, 54)
     for yaw in (None, 0.3, 2.0, 4.5):
-        assert np.array_equal(np.asarray(r.first_person_image(state, viewer, yaw)), r.first_person(state, viewer, yaw))
+        assert np.array_equal(
+            np.asarray(r.first_person_image(state, viewer, yaw)), r.first_person(state, viewer, yaw)
+        )
 
 
 def _colour_pixels(img: np.ndarray, color: str) -> int:

@@ -37,7 +37,7 @@ def crew_vote(rec) -> dict:
     return next(c for c in rec.calls if c[F.MODULE] == "vote" and c[F.ROLE] == "crewmate")
 
 
-# -- replay ---------------------------------------------------------------------------------------------------
+# -- replay --------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("mode", ["ego", "privileged"])
 def test_replay_is_exact_on_scripted_policy_matches(tmp_path, mode):
     for seed in (1, 2, 3):
@@ -59,8 +59,8 @@ def test_replay_is_exact_on_aria_matches(tmp_path, mode):
 
 @pytest.mark.parametrize("config", [SCRIPTED, ARIA])
 def test_replay_is_exact_with_claims(tmp_path, config):
-    """Claims on (docs/claims.md): the replayed events carry the same claims and the same private labels, which
-    the record never held (the scripted expert, asked anyway, hands them over again)."""
+    """Claims on (docs/claims.md): the replayed events carry the same claims and the same private labels,
+    which the record never held (the scripted expert, asked anyway, hands them over again)."""
     m = play(tmp_path / "c", 3, config, *(NO_FRAMES if config == ARIA else []), "--set",
              "world.claims.mode=structured", "--set", "world.game.max_steps=80")
     events = [json.loads(x) for x in (m / F.EVENTS_FILE).read_text().splitlines()]
@@ -70,19 +70,24 @@ def test_replay_is_exact_with_claims(tmp_path, config):
 
 
 def test_replay_is_exact_with_frames_and_other_harness_axes(tmp_path):
-    m = play(tmp_path / "m", 2, ARIA, "--set", "world.game.max_steps=30",
-             "--set", "seats.crewmate.aria.memory=window", "--set", "seats.crewmate.aria.planning=hierarchical",
-             "--set", "seats.imposter.aria.reflection=off")
+    m = play(
+        tmp_path / "m", 2, ARIA, "--set", "world.game.max_steps=30", "--set",
+        "seats.crewmate.aria.memory=window", "--set", "seats.crewmate.aria.planning=hierarchical", "--set",
+        "seats.imposter.aria.reflection=off",
+    )
     assert (m / F.FRAMES_DIR).is_dir()
     assert check(m)["ok"]
 
 
 def test_replay_needs_no_model_and_is_exact_when_answers_arrive_out_of_order(tmp_path):
-    """A match against an OpenAI-compatible server with jittered latency (the calls of a step finish in another
-    order than they were asked) and malformed answers (fallbacks): replay feeds the records back, no server."""
+    """A match against an OpenAI-compatible server with jittered latency (the calls of a step finish in
+    another order than they were asked) and malformed answers (fallbacks): replay feeds the records back, no
+    server."""
     from mau.harness.mock_server import mock_server
 
-    with mock_server(str(tmp_path / "mock.log"), latency_ms=2, jitter_ms=6, faults="malformed=0.2", seed=3) as srv:
+    with mock_server(
+        str(tmp_path / "mock.log"), latency_ms=2, jitter_ms=6, faults="malformed=0.2", seed=3
+    ) as srv:
         m = play(tmp_path / "m", 7, ARIA, *NO_FRAMES, "--set", "world.game.max_steps=12",
                  "--set", "seats.crewmate.model.backend=openai",
                  "--set", f"seats.crewmate.model.base_url={srv.base_url}",
@@ -127,7 +132,7 @@ def test_replay_reports_the_first_differing_event(tmp_path, voted, capsys):
     assert main(["replay", str(voted), "--check"]) == 0
 
 
-# -- forks ----------------------------------------------------------------------------------------------------
+# -- forks ---------------------------------------------------------------------------------------------------
 def test_fork_with_the_recorded_answer_reproduces_the_parent_exactly(tmp_path, voted):
     rec = read_match(voted)
     vote = crew_vote(rec)
@@ -148,9 +153,11 @@ def test_fork_with_another_vote_changes_the_tally_as_expected(voted):
     vote = crew_vote(rec)
     was = vote[F.PARSED]["vote_target"]
     ej = next(json.loads(x) for x in rec.event_lines if b'"ejection"' in x)
-    h = asyncio.run(run_fork(rec, vote, [json.dumps({"vote_target": "skip"}), "no json here"], horizon="meeting"))
+    h = asyncio.run(run_fork(rec, vote, [json.dumps({"vote_target": "skip"}), "no json "
+                                                                              "here"], horizon="meeting"))
     for br in h["branches"]:
-        # the new vote: skip, or for the fallback (docs/harness.md) the highest suspicion above zero, else skip
+        # the new vote: skip, or for the fallback (docs/harness.md) the highest suspicion above zero, else
+        # skip
         new = br["parsed"]["vote_target"]
         assert br["fallback"] or new == "skip"
         expected = dict(ej["tally"])
@@ -178,14 +185,19 @@ def test_fork_cli_writes_branches_and_a_report(tmp_path, voted):
     assert set(keys) == {recorded, alt, "fallback"} and keys[alt]["n"] == 2
     assert keys[vote[F.PARSED]["vote_target"]]["recorded"]
     assert "crew win" in (out / "fork.md").read_text()
-    assert main(["fork", str(voted), "--step", "999", "--answers", str(answers), "--out", str(tmp_path / "x")]) == 2
+    assert (
+        main(["fork", str(voted), "--step", "999", "--answers", str(answers), "--out", str(tmp_path / "x")])
+        == 2
+    )
 
 
-# -- rewards --------------------------------------------------------------------------------------------------
+# -- rewards -------------------------------------------------------------------------------------------------
 ROLES = {"James": "imposter", "Olivia": "imposter", "Noah": "crewmate", "Steve": "crewmate"}
 
 
-def outcome(vote: str | None, ejected: str | None = None, crew_win: bool | None = None, fallback: bool = False):
+def outcome(
+    vote: str | None, ejected: str | None = None, crew_win: bool | None = None, fallback: bool = False
+):
     parsed = None if vote is None else {"vote_target": vote, "reasoning": ""}
     return BranchOutcome(answer="x", parsed=parsed, fallback=fallback, ended=crew_win is not None,
                          outcome=None, crew_win=crew_win, meeting_ejected=ejected,
@@ -196,8 +208,9 @@ def outcome(vote: str | None, ejected: str | None = None, crew_win: bool | None 
 def test_reward_terms_on_hand_built_decisions():
     cfg = RewardConfig(vote_imposter=1.0, vote_crewmate=-0.25, vote_skip=0.1, meeting_ejects_imposter=0.5,
                        meeting_ejects_crewmate=-0.5, crew_win=2.0, unparseable=-1.0)
-    assert score(outcome("James", "James", True), cfg) == (3.5, {"vote_imposter": 1.0, "meeting_ejects_imposter": 0.5,
-                                                                  "crew_win": 2.0})
+    assert score(outcome("James", "James", True), cfg) == (
+        3.5, {"vote_imposter": 1.0, "meeting_ejects_imposter": 0.5, "crew_win": 2.0},
+    )
     assert score(outcome("Noah", "Noah", False), cfg)[0] == pytest.approx(-0.75)
     assert score(outcome("skip"), cfg)[0] == pytest.approx(0.1)
     assert score(outcome("Steve", "James"), cfg)[0] == pytest.approx(0.25)

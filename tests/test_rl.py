@@ -52,7 +52,9 @@ def test_decision_rows_are_the_recorded_crewmate_votes(voted_match):
     votes = [c for c in calls if c[F.MODULE] == "vote" and c[F.ROLE] == "crewmate"]
     rows = decision_rows(DecisionsSection(runs=[str(voted_match)]))
     assert [r["call_id"] for r in rows] == [c[F.CALL_ID] for c in votes] and votes
-    assert rows[0]["prompt"] == to_prompt(votes[0][F.MESSAGES]) and rows[0]["match"] == str(voted_match.resolve())
+    assert rows[0]["prompt"] == to_prompt(votes[0][F.MESSAGES]) and rows[0]["match"] == str(
+        voted_match.resolve()
+    )
     assert len(decision_rows(DecisionsSection(runs=[str(voted_match)], max_decisions=2))) == 2
     with pytest.raises(MauError, match="no crewmate vote calls"):  # its seed is held out
         decision_rows(DecisionsSection(runs=[str(voted_match)], exclude_seeds=[1]))
@@ -72,7 +74,8 @@ def test_reward_function_forks_each_completion_and_logs_its_terms(voted_match, t
     reward = ForkReward(ForkRewarder(cfg), log)
     r = reward(prompts=[row["prompt"]] * 3, completions=completions, match=[row["match"]] * 3,
                call_id=[row["call_id"]] * 3)
-    assert r[0] >= cfg.vote_imposter + cfg.meeting_ejects_crewmate  # named an imposter, whatever the meeting did
+    # named an imposter, whatever the meeting did
+    assert r[0] >= cfg.vote_imposter + cfg.meeting_ejects_crewmate
     assert r[2] == cfg.unparseable  # a fallback gets the penalty and nothing else
     rows = [json.loads(x) for x in log.read_text().splitlines()]
     assert [x["reward"] for x in rows] == r and [x["vote_target"] for x in rows[:2]] == [imposter, "skip"]
@@ -87,14 +90,18 @@ def test_one_grpo_step_then_resume_to_two(voted_match, tmp_path, tiny_model_dir,
 
     voter = build_voter_model(tiny_model_dir, tmp_path / "voter")
     out = tmp_path / "rl"
-    args = ["rl", "--config", "configs/rl/tiny.yaml", "--out", str(out), "--set", f"decisions.runs=[{voted_match}]",
-            "--set", "decisions.max_decisions=1", "--set", f"policy.path={voter}", "--set", "grpo.save_steps=1",
-            "--set", "grpo.per_device_batch_size=4", "--set", "grpo.max_completion_length=12",
-            "--set", "output.merge=false"]
+    args = [
+        "rl", "--config", "configs/rl/tiny.yaml", "--out", str(out), "--set",
+        f"decisions.runs=[{voted_match}]", "--set", "decisions.max_decisions=1", "--set",
+        f"policy.path={voter}", "--set", "grpo.save_steps=1", "--set", "grpo.per_device_batch_size=4",
+        "--set", "grpo.max_completion_length=12", "--set", "output.merge=false",
+    ]
     assert main([*args, "--set", "grpo.max_steps=1"]) == 0
     one = json.loads((out / "rl.json").read_text())
     assert one["steps"] == 1 and one["forks"] == 4 and (out / "checkpoint-1").is_dir()
-    assert (out / F.RESOLVED_CONFIG).is_file() and "decisions" in json.loads((out / F.PROVENANCE_FILE).read_text())
+    assert (out / F.RESOLVED_CONFIG).is_file() and "decisions" in json.loads(
+        (out / F.PROVENANCE_FILE).read_text()
+    )
     capsys.readouterr()
     assert main([*args, "--set", "grpo.max_steps=2"]) == 2  # a finished run is kept unless --resume
     assert "pass --resume" in capsys.readouterr().err
@@ -118,8 +125,15 @@ def test_short_grpo_run_changes_the_adapter_and_logs_rewards(tmp_path, tiny_mode
     from tests.ml_fixtures import build_tiny_adapter
 
     match = tmp_path / "match"
-    assert main(["play", "--config", "configs/play/aria_scripted.yaml", "--seed", "1", "--out", str(match),
-                 "--set", "seats.crewmate.aria.frames=false", "--set", "seats.imposter.aria.frames=false"]) == 0
+    assert (
+        main(
+            [
+                "play", "--config", "configs/play/aria_scripted.yaml", "--seed", "1", "--out", str(match),
+                "--set", "seats.crewmate.aria.frames=false", "--set", "seats.imposter.aria.frames=false",
+            ]
+        )
+        == 0
+    )
     voter = build_voter_model(tiny_model_dir, tmp_path / "voter")
     bc = tmp_path / "bc-adapter"  # a near-identity adapter: exercises the merge of the start policy
     build_tiny_adapter(voter, bc, seed=1, scale=1e-4)
@@ -153,15 +167,29 @@ def test_fork_samples_alternative_answers_from_a_model(tmp_path, tiny_model_dir)
     from mau.models.tiny import build_voter_model
 
     match = tmp_path / "match"
-    assert main(["play", "--config", "configs/play/aria_scripted.yaml", "--seed", "1", "--out", str(match),
-                 "--set", "seats.crewmate.aria.frames=false", "--set", "seats.imposter.aria.frames=false"]) == 0
+    assert (
+        main(
+            [
+                "play", "--config", "configs/play/aria_scripted.yaml", "--seed", "1", "--out", str(match),
+                "--set", "seats.crewmate.aria.frames=false", "--set", "seats.imposter.aria.frames=false",
+            ]
+        )
+        == 0
+    )
     voter = build_voter_model(tiny_model_dir, tmp_path / "voter")
     calls = [json.loads(x) for x in (match / "calls.jsonl").read_text().splitlines()]
     vote = next(c for c in calls if c["module"] == "vote" and c["role"] == "crewmate")
     out = tmp_path / "fork"
-    assert main(["fork", str(match), "--step", str(vote["step"]), "--agent", vote["agent"], "--model", str(voter),
-                 "--n", "4", "--horizon", "meeting", "--set", "model.device=cpu", "--set", "model.max_tokens=16",
-                 "--set", "model.temperature=1.0", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "fork", str(match), "--step", str(vote["step"]), "--agent", vote["agent"], "--model",
+                str(voter), "--n", "4", "--horizon", "meeting", "--set", "model.device=cpu", "--set",
+                "model.max_tokens=16", "--set", "model.temperature=1.0", "--out", str(out),
+            ]
+        )
+        == 0
+    )
     h = json.loads((out / "fork.json").read_text())
     sampled = h["branches"][1:]  # branch 0 is the recorded answer
     assert len(sampled) == 4 and all(b["answer"].startswith('{"vote_target": "') for b in sampled)

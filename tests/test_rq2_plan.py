@@ -1,5 +1,5 @@
-"""The paper's RQ2 grid as config (issue 9, part 2): 12 models, round robin with self-play, the four cases with
-the paper's harness on both sides, 2 repetitions = 1,152 matches; the open-weight subset likewise."""
+"""The paper's RQ2 grid as config (issue 9, part 2): 12 models, round robin with self-play, the four cases
+with the paper's harness on both sides, 2 repetitions = 1,152 matches; the open-weight subset likewise."""
 
 from __future__ import annotations
 
@@ -11,12 +11,16 @@ from mau.collect.grid import enumerate_grid, seats_for
 from mau.collect.run import CollectConfig
 from mau.config import load_config
 
-PAPER_POOL = {"gpt-4.1-mini", "gpt-5-mini", "gpt-5", "qwen3.5-27b", "qwen3.5-9b", "qwen3.6-27b", "kimi-k2.5",
-              "gemini-2.5-flash", "gemini-3.1-flash-lite-preview", "gemini-3-flash-preview", "gemma-4-26b-a4b",
-              "gemma-4-31b"}
+PAPER_POOL = {
+    "gpt-4.1-mini", "gpt-5-mini", "gpt-5", "qwen3.5-27b", "qwen3.5-9b", "qwen3.6-27b", "kimi-k2.5",
+    "gemini-2.5-flash", "gemini-3.1-flash-lite-preview", "gemini-3-flash-preview", "gemma-4-26b-a4b",
+    "gemma-4-31b",
+}
 CREW = {"1": ("semantic", "reactive"), "2": ("window", "hierarchical")}
-IMPOSTER = {"1A": ("semantic", "reactive"), "1B": ("window", "hierarchical"), "2A": ("window", "hierarchical"),
-            "2B": ("window", "reactive")}
+IMPOSTER = {
+    "1A": ("semantic", "reactive"), "1B": ("window", "hierarchical"), "2A": ("window", "hierarchical"),
+    "2B": ("window", "reactive"),
+}
 
 
 def _check_cases(cfg: CollectConfig) -> None:
@@ -25,7 +29,9 @@ def _check_cases(cfg: CollectConfig) -> None:
         for side, (memory, planning) in (("crewmate", CREW[c.name[0]]), ("imposter", IMPOSTER[c.name])):
             a = getattr(c, side)
             assert (a.memory, a.planning) == (memory, planning), (c.name, side)
-            assert (a.state, a.reflection, a.prompt_style) == ("privileged", "meeting", "minimal"), (c.name, side)
+            assert (a.state, a.reflection, a.prompt_style) == ("privileged", "meeting", "minimal"), (
+                c.name, side,
+            )
 
 
 @pytest.mark.parametrize("path,n_models,n_matches", [("configs/collect/rq2.yaml", 12, 1152),

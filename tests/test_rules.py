@@ -192,7 +192,8 @@ def test_dead_players_cannot_act_speak_or_vote(world):
     world.state.tick = 5000
     world.rules.do_button(world.state, world.state.player("Jason"))
     assert "Steve" not in world.state.meeting.order
-    res = world.step({"Steve": Action("speak", text="I was killed by James!"), "Jason": Action("speak", text="hi")})
+    res = world.step({"Steve": Action("speak", text="I was killed by "
+                                                    "James!"), "Jason": Action("speak", text="hi")})
     assert res.results["Steve"]["status"] == "failed"
     assert all(e["speaker"] != "Steve" for e in events_of(world, "utterance"))
     while world.state.phase == DISCUSSION:
@@ -323,14 +324,18 @@ def test_action_timeout(world):
     assert "cooldown" in world.last_results["James"]["reason"]
 
 
-@pytest.mark.parametrize("bad", [
-    {"kind": "teleport"}, {"kind": "kill"}, {"kind": "goto"}, {"kind": "mission", "station": "three"},
-    {"kind": "goto", "point": [1]}, "rm -rf /", {"kind": "goto", "target": "Narnia"},
-    {"kind": "goto", "point": [0.5, 0.5]}, {"kind": "mission", "station": 99}, {"kind": "vote", "target": "x"},
-    {"kind": "goto", "point": [float("nan"), 3.0]}, {"kind": "goto", "point": [True, 3.0]}, None and {},
-    {"kind": "kill", "target": "Steve", "code": "__import__('os').system('true')"}, {"kind": "wait", "ticks": -5},
-    {"kind": "follow", "target": "Steve"},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"kind": "teleport"}, {"kind": "kill"}, {"kind": "goto"}, {"kind": "mission", "station": "three"},
+        {"kind": "goto", "point": [1]}, "rm -rf /", {"kind": "goto", "target": "Narnia"},
+        {"kind": "goto", "point": [0.5, 0.5]}, {"kind": "mission", "station": 99},
+        {"kind": "vote", "target": "x"}, {"kind": "goto", "point": [float("nan"), 3.0]},
+        {"kind": "goto", "point": [True, 3.0]}, None and {},
+        {"kind": "kill", "target": "Steve", "code": "__import__('os').system('true')"},
+        {"kind": "wait", "ticks": -5}, {"kind": "follow", "target": "Steve"},
+    ],
+)
 def test_bad_actions_fail_without_crashing(world, bad):
     if bad is None:
         bad = []

@@ -1,5 +1,5 @@
-"""The match runner and the run folder as a user meets them: Ctrl-C, --max-failures, --dry-run, a creation killed
-half-way, folder permissions, flag errors, refusing to overwrite."""
+"""The match runner and the run folder as a user meets them: Ctrl-C, --max-failures, --dry-run, a creation
+killed half-way, folder permissions, flag errors, refusing to overwrite."""
 
 from __future__ import annotations
 
@@ -54,7 +54,9 @@ def test_ctrl_c_stops_collect_within_seconds_and_resume_finishes(tmp_path, worke
     run = tmp_path / "run"
     cmd = [sys.executable, "-m", "mau", "collect", "--config", SMOKE, "--out", str(run), "--workers", workers,
            "--set", "world.game.max_steps=60", "--no-progress"]
-    proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        cmd, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and len(_finished(run)) < 2:
         time.sleep(0.05)

@@ -1,7 +1,8 @@
-"""slurm/serve_vllm.sbatch serves with an API key (issue 12), run as a plain script (no Slurm needed) with a stub
-``vllm`` that, like ``vllm serve``, takes the key from VLLM_API_KEY in its environment and serves mau's mock
-OpenAI server: a request without the key is refused (401), one with it answers, mau's openai backend reaches
-it through the variable its config names (model.api_key_env), the key is on no command line and in no log; no
+"""slurm/serve_vllm.sbatch serves with an API key (issue 12), run as a plain script (no Slurm needed) with a
+stub ``vllm`` that, like ``vllm serve``, takes the key from VLLM_API_KEY in its environment and serves mau's
+mock OpenAI server: a request without the key is refused (401), one with it answers, mau's openai backend
+reaches it through the variable its config names (model.api_key_env), the key is on no command line and in no
+log; no
 key means no server unless ALLOW_NO_API_KEY=1; a server without LORA_MODULES runs without --enable-lora."""
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ with open({str(record)!r}, "w") as f:
     json.dump({{"argv": args, "key_in_env": bool(os.environ.get("VLLM_API_KEY"))}}, f)
 host, port = args[args.index("--host") + 1], args[args.index("--port") + 1]
 key = ["--api-key-env", "VLLM_API_KEY"] if os.environ.get("VLLM_API_KEY") else []  # as vllm serve does
-os.execv(sys.executable, [sys.executable, "-m", "mau.harness.mock_server", "--host", host, "--port", port, *key])
+os.execv(sys.executable,
+         [sys.executable, "-m", "mau.harness.mock_server", "--host", host, "--port", port, *key])
 """)
     stub.chmod(0o755)
     return stub, record
@@ -57,7 +59,9 @@ def _start(tmp_path: Path, env: dict[str, str]) -> tuple[subprocess.Popen, Path,
     stub, record = _stub(tmp_path)
     endpoint, log = tmp_path / "endpoint", tmp_path / "serve.log"
     port = _free_port()
-    base = {k: v for k, v in os.environ.items() if k not in ("VLLM_API_KEY", "MAU_SERVE_KEY", "ALLOW_NO_API_KEY")}
+    base = {
+        k: v for k, v in os.environ.items() if k not in ("VLLM_API_KEY", "MAU_SERVE_KEY", "ALLOW_NO_API_KEY")
+    }
     full = {**base, "PYTHONPATH": str(REPO), "VLLM_BIN": str(stub), "ENDPOINT_FILE": str(endpoint),
             "READY_POLL_S": "0.2", "VLLM_HOST": "127.0.0.1", **env}
     with open(log, "w") as out:
@@ -85,7 +89,9 @@ def _wait_endpoint(proc: subprocess.Popen, endpoint: Path, log: Path) -> None:
 
 def test_a_request_without_the_key_is_refused(tmp_path):
     # The key lives in a variable the operator names (API_KEY_ENV); the clients' config names the same one.
-    proc, endpoint, log, record, port = _start(tmp_path, {"API_KEY_ENV": "MAU_SERVE_KEY", "MAU_SERVE_KEY": SECRET})
+    proc, endpoint, log, record, port = _start(
+        tmp_path, {"API_KEY_ENV": "MAU_SERVE_KEY", "MAU_SERVE_KEY": SECRET}
+    )
     try:
         _wait_endpoint(proc, endpoint, log)
         url = f"http://127.0.0.1:{port}/v1"
@@ -103,7 +109,8 @@ def test_a_request_without_the_key_is_refused(tmp_path):
                                                api_key_env=key_env, max_retries=0))
             try:
                 r = await backend.client().chat.completions.create(
-                    model="Qwen/Qwen3.5-9B", messages=[{"role": "user", "content": "Answer: {\"x\": \"<a|b>\"}"}])
+                    model="Qwen/Qwen3.5-9B", messages=[{"role": "user", "content": "Answer: {\"x\": "
+                                                                                   "\"<a|b>\"}"}])
                 return r.choices[0].message.content
             finally:
                 await backend.aclose()

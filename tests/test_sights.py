@@ -1,6 +1,7 @@
-"""The sight recorder writes exactly the lines of a plain reference: every place and every ordered pair through
-``Vision.sees`` at every sample (sights.jsonl of commit 70b1b50), on scripted matches, on random poses with players
-standing still between samples, and across a snapshot restore. A guard for any faster recorder: sights.jsonl must
+"""The sight recorder writes exactly the lines of a plain reference: every place and every ordered pair
+through ``Vision.sees`` at every sample (sights.jsonl of commit 70b1b50), on scripted matches, on random
+poses with players standing still between samples, and across a snapshot restore. A guard for any faster
+recorder: sights.jsonl must
 not change by a byte (issue 32; a memo per pose was tried and measured no faster, docs/collect.md)."""
 
 from __future__ import annotations
@@ -34,8 +35,12 @@ class ReferenceRecorder:
 
     def record(self, state, after_meeting: bool = False) -> None:
         if not self.lines:
-            self.lines.append({F.SIGHTS_VERSION_FIELD: F.SIGHTS_VERSION,
-                               F.SIGHT_PLAYERS: [p.name for p in state.players], F.SIGHT_PLACE_NAMES: self.places})
+            self.lines.append(
+                {
+                    F.SIGHTS_VERSION_FIELD: F.SIGHTS_VERSION,
+                    F.SIGHT_PLAYERS: [p.name for p in state.players], F.SIGHT_PLACE_NAMES: self.places,
+                }
+            )
         changed = []
         for i, p in enumerate(state.players):
             where = self.index[self.world.map.place_name(p.x, p.z)] if p.active else None

@@ -162,7 +162,8 @@ def test_leak_check_catches_a_planted_leak():
 
 def test_all_four_endings_over_seeds():
     outcomes: Counter = Counter()
-    for seed in range(300):  # look until all are seen; every third match on a budget too short for the missions
+    # look until all are seen; every third match on a budget too short for the missions
+    for seed in range(300):
         w = make_world(max_steps=40) if seed % 3 == 2 else None
         outcomes[_play(seed, w).state.outcome] += 1
         if set(outcomes) == set(OUTCOMES):
@@ -195,8 +196,8 @@ def test_follow_and_flee_move_the_right_way():
 
 
 def test_match_end_is_the_last_event_of_every_match():
-    """Also in the smaller variants, where a kill at parity ends the match (the killer's walk-off once came after
-    match_end there: 26 of these 90 matches)."""
+    """Also in the smaller variants, where a kill at parity ends the match (the killer's walk-off once came
+    after match_end there: 26 of these 90 matches)."""
     from mau.env.config import WorldConfig
 
     for crew in (6, 5, 4):

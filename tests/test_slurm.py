@@ -31,7 +31,8 @@ SECRET = "sk-test-never-print-me-4242"
 
 
 def _read_logs(folder: Path) -> str:
-    return "\n".join(f"--- {p.name} ---\n{p.read_text(errors='replace')}" for p in sorted(folder.glob("*.out")))
+    return "\n".join(f"--- {p.name} "
+                     f"---\n{p.read_text(errors='replace')}" for p in sorted(folder.glob("*.out")))
 
 
 def test_collect_array_plays_every_match_once(slurm, tmp_path):  # noqa: F811 - the fixture
@@ -39,8 +40,10 @@ def test_collect_array_plays_every_match_once(slurm, tmp_path):  # noqa: F811 - 
     logs.mkdir()
     # The smoke grid, shrunk to keep the test fast: 18 matches of 10 steps, one worker per task.
     extra = ["--set", "grid.repetitions=1", "--set", "world.game.max_steps=10", "--workers", "1"]
-    args = ["--array=0-2", "--cpus-per-task=1", "--time=5", f"--chdir={REPO}", f"--output={logs}/%x-%A_%a.out",
-            COLLECT, "configs/collect/smoke.yaml", run, *extra]
+    args = [
+        "--array=0-2", "--cpus-per-task=1", "--time=5", f"--chdir={REPO}", f"--output={logs}/%x-%A_%a.out",
+        COLLECT, "configs/collect/smoke.yaml", run, *extra,
+    ]
     env = {"OPENROUTER_API_KEY": SECRET}  # exported to the tasks (--export=ALL), never printed
 
     states = slurm.wait(slurm.submit(args, env=env), timeout=90)
@@ -70,7 +73,8 @@ def test_collect_array_plays_every_match_once(slurm, tmp_path):  # noqa: F811 - 
     assert set(states.values()) == {"COMPLETED"}, f"{states}\n{_read_logs(logs)}"
     text = _read_logs(logs)
     assert text.count("the model server is ready at http://node7:8123/v1") == 3, text
-    assert {int(i): int(n) for i, n in re.findall(r"shard (\d)/3: (\d+) played now", text)} == {0: 0, 1: 0, 2: 0}, text
+    assert {int(i): int(n) for i, n in re.findall(r"shard (\d)/3: (\d+) played "
+                                                  r"now", text)} == {0: 0, 1: 0, 2: 0}, text
     assert sorted(p.name for p in (run / "matches").iterdir()) == sorted(ids)
 
 
@@ -88,7 +92,8 @@ if {fail!r}:
     sys.exit(3)
 host, port = args[args.index("--host") + 1], args[args.index("--port") + 1]
 key = ["--api-key-env", "VLLM_API_KEY"] if os.environ.get("VLLM_API_KEY") else []  # as vllm serve does
-os.execv(sys.executable, [sys.executable, "-m", "mau.harness.mock_server", "--host", host, "--port", port, *key])
+os.execv(sys.executable,
+         [sys.executable, "-m", "mau.harness.mock_server", "--host", host, "--port", port, *key])
 """)
     stub.chmod(0o755)
     return stub, record
@@ -109,9 +114,11 @@ def _after(args: list[str], flag: str, n: int = 1) -> list[str]:
 def test_serve_vllm_writes_endpoint_and_stops_on_scancel(slurm, tmp_path):  # noqa: F811 - the fixture
     stub, record = _stub_vllm(tmp_path)
     endpoint_file, log = tmp_path / "ep" / "endpoint", tmp_path / "serve.out"
-    env = {"VLLM_BIN": str(stub), "ENDPOINT_FILE": str(endpoint_file), "READY_POLL_S": "0.2",
-           "LORA_MODULES": "crew=/adapters/crew imp=/adapters/imp", "MAX_LORA_RANK": "64", "MAX_MODEL_LEN": "8192",
-           "LIMIT_MM_PER_PROMPT": '{"image": 8}', "VLLM_API_KEY": SECRET}
+    env = {
+        "VLLM_BIN": str(stub), "ENDPOINT_FILE": str(endpoint_file), "READY_POLL_S": "0.2",
+        "LORA_MODULES": "crew=/adapters/crew imp=/adapters/imp", "MAX_LORA_RANK": "64",
+        "MAX_MODEL_LEN": "8192", "LIMIT_MM_PER_PROMPT": '{"image": 8}', "VLLM_API_KEY": SECRET,
+    }
     # PORT "" picks a free one; what follows goes to `vllm serve` as is. Two (fake) GPUs: tensor parallel 2.
     job = slurm.submit(["--gpus-per-node=2", "--cpus-per-task=1", f"--chdir={tmp_path}", f"--output={log}",
                         SERVE, "Qwen/Qwen3.5-9B", "", "--dtype", "bfloat16"], env=env)
@@ -119,8 +126,9 @@ def test_serve_vllm_writes_endpoint_and_stops_on_scancel(slurm, tmp_path):  # no
         deadline = time.monotonic() + 30
         while not endpoint_file.is_file():
             states = slurm.states(job)
-            assert time.monotonic() < deadline and not set(states.values()) & {"FAILED", "COMPLETED", "CANCELLED"}, \
-                f"no endpoint file; job {states}\n{log.read_text() if log.exists() else ''}\n{slurm.logs()}"
+            assert time.monotonic() < deadline and not set(states.values()) & {
+                "FAILED", "COMPLETED", "CANCELLED",
+            }, f"no endpoint file; job {states}\n{log.read_text() if log.exists() else ''}\n{slurm.logs()}"
             time.sleep(0.1)
         host, port = endpoint_file.read_text().strip().rsplit(":", 1)
         assert host == socket.gethostname() and port.isdigit()

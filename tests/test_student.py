@@ -1,5 +1,6 @@
 """The CPU student (docs/student.md): materialising from a GGUF file written here, the exact layer split, the
-candidate objective on a toy, the candidate read-out against a hand-computed argmax, and the compact prompt."""
+candidate objective on a toy, the candidate read-out against a hand-computed argmax, and the compact
+prompt."""
 
 from __future__ import annotations
 
@@ -34,7 +35,9 @@ def test_materialise_reloads_the_gguf_model(student):
     from transformers import AutoModelForCausalLM
 
     _, model = load_text_model(str(student))
-    ref = AutoModelForCausalLM.from_pretrained(str(student.parent), gguf_file="tiny.gguf", dtype=torch.float32)
+    ref = AutoModelForCausalLM.from_pretrained(
+        str(student.parent), gguf_file="tiny.gguf", dtype=torch.float32
+    )
     ids = torch.tensor([[5, 40, 77, 120, 3]])
     with torch.inference_mode():
         assert torch.allclose(model(ids).logits, ref(ids).logits, atol=1e-5)
@@ -94,18 +97,29 @@ def test_candidate_loss_decreases_on_a_toy(student):
 
 def _vote_request(names: list[str]) -> ModelRequest:
     obs = {"name": "Me", "meeting": {"alive_players": ["Me", *names]}}
-    msgs = [{"role": "system", "content": "Vote."},
-            {"role": "user", "content": [{"type": "text", "text": "Candidates: " + ", ".join(names + ["skip"]) + "."}]}]
-    return ModelRequest(messages=msgs, module="vote", agent="Me", context={"obs": obs, "match": "m", "seed": 1})
+    msgs = [
+        {"role": "system", "content": "Vote."},
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "Candidates: " + ", ".join(names + ["skip"]) + "."}],
+        },
+    ]
+    return ModelRequest(
+        messages=msgs, module="vote", agent="Me", context={"obs": obs, "match": "m", "seed": 1}
+    )
 
 
 def test_candidate_readout_is_the_argmax(student):
     names = ["Ada", "Bob", "Cyd"]
     request = _vote_request(names)
-    backend = Backend(ModelConfig(backend="lm", model=str(student), answer="candidates", temperature=0, device="cpu"))
+    backend = Backend(
+        ModelConfig(backend="lm", model=str(student), answer="candidates", temperature=0, device="cpu")
+    )
     resp = asyncio.run(backend.complete(request))
     tok, model = load_text_model(str(student))
-    ids, firsts = first_tokens(tok, render(tok, request.messages) + VOTE_PREFIX, [f'{c}"' for c in names + ["skip"]])
+    ids, firsts = first_tokens(
+        tok, render(tok, request.messages) + VOTE_PREFIX, [f'{c}"' for c in names + ["skip"]]
+    )
     assert firsts is not None
     with torch.inference_mode():
         lp = torch.log_softmax(model(torch.tensor([ids])).logits[0, -1], dim=-1)
@@ -121,7 +135,9 @@ def test_the_probe_before_a_vote_costs_no_second_forward_pass(student):
     the probe reads the same log-probabilities as the vote."""
     names = ["Ada", "Bob", "Cyd"]
     request = _vote_request(names)
-    backend = Backend(ModelConfig(backend="lm", model=str(student), answer="candidates", temperature=0, device="cpu"))
+    backend = Backend(
+        ModelConfig(backend="lm", model=str(student), answer="candidates", temperature=0, device="cpu")
+    )
     backend.load()
     calls = []
     forward = backend._model.forward
@@ -146,10 +162,11 @@ def test_lm_backend_refuses_images(student):
     assert resp.text is None and "text-only" in resp.error
 
 
-# -- the compact VOTE prompt -------------------------------------------------------------------------------------
+# -- the compact VOTE prompt ---------------------------------------------------------------------------------
 def _compact_prompt(n_lines: int = 40, n_said: int = 12, profile: str = "compact"
                     ) -> tuple[list[dict], list[str], list[str]]:
-    """A crewmate's compact VOTE prompt with more evidence and speech than fit: (messages, evidence, speech)."""
+    """A crewmate's compact VOTE prompt with more evidence and speech than fit: (messages, evidence,
+    speech)."""
     from mau.harness.agent import AriaAgent
     from mau.harness.calls import Caller, CallLog, FrameStore
     from mau.harness.config import AriaConfig, SeatConfig
@@ -164,12 +181,14 @@ def _compact_prompt(n_lines: int = 40, n_said: int = 12, profile: str = "compact
     agent = AriaAgent(me, "crewmate", [q.name for q in st.players], seat, None,
                       PromptBuilder(seat.aria, world.cfg, world.map), Caller(world, CallLog(None), "t", {}),
                       FrameStore(world, None), list(world.map.room_names))
-    evidence = [f"Line {i}: Olivia died in Admin; near the body before it was found: Noah {i} blocks (2x within 6)."
+    evidence = [f"Line {i}: Olivia died in Admin; near the body before it was found: Noah {i} blocks (2x "
+                f"within 6)."
                 for i in range(n_lines)]
     agent.evidence.compact_lines = lambda speech=True: evidence
     obs = world.observe(me, "privileged")
     others = [p.name for p in st.players if p.name != me]
-    said = [f"Utterance {i}: I was in Electrical from 10 s to 40 s and saw Steve there." for i in range(n_said)]
+    said = [f"Utterance {i}: I was in Electrical from 10 s to 40 s and saw Steve "
+            f"there." for i in range(n_said)]
     obs["meeting"] = {"alive_players": [me, *others], "transcript": [{"speaker": others[i % 7], "text": t}
                                                                       for i, t in enumerate(said)]}
     return agent.prompt("vote", obs), evidence, said
@@ -181,12 +200,14 @@ def test_compact_prompt_holds_the_newest_evidence_and_speech_within_budget():
     messages, evidence, said = _compact_prompt()
     text = messages[1]["content"][0]["text"]
     assert len(messages[1]["content"]) == 1  # text only: no image part
-    assert f"- {evidence[-1]}" in text and evidence[0] not in text  # the newest lines kept, the oldest dropped
+    # the newest lines kept, the oldest dropped
+    assert f"- {evidence[-1]}" in text and evidence[0] not in text
     assert said[-1] in text and said[0] not in text
     ev = text.split("What you know:\n")[1].split("\nThis meeting:")[0]
     chat = text.split("This meeting:\n")[1].split("\nCandidates:")[0]
     assert len(ev) <= COMPACT_EVIDENCE_CHARS + 2 * ev.count("\n") + 2 and len(chat) <= COMPACT_CHAT_CHARS
-    assert all(line.count('"') == 2 for line in chat.split("\n"))  # speech stays quoted (the leak audit reads quotes)
+    # speech stays quoted (the leak audit reads quotes)
+    assert all(line.count('"') == 2 for line in chat.split("\n"))
     assert compact_candidates(text)[-1] == "skip" and len(compact_candidates(text)) == 8
 
 
@@ -208,7 +229,8 @@ def test_compact_prompt_fits_the_students_token_budget():
 
 
 def test_the_speech_ablation_removes_what_was_said_and_nothing_else():
-    """compact_nospeech: no transcript and no accusation or vote in the evidence; who reported stays (an action)."""
+    """compact_nospeech: no transcript and no accusation or vote in the evidence; who reported stays (an
+    action)."""
     from mau.infer.evidence import EvidenceLog
 
     log = EvidenceLog("James", ["James", "Steve", "Noah", "Olivia"])
@@ -231,10 +253,11 @@ def test_prompt_profile_refuses_a_module_without_a_compact_prompt():
         AriaConfig(prompt_profile={"meeting": "compact"})
 
 
-# -- the chain of docs/student.md on a small scale ---------------------------------------------------------------
+# -- the chain of docs/student.md on a small scale -----------------------------------------------------------
 def test_student_chain_collect_train_rl_eval(student, tmp_path):
-    """The shipped student configs chain: compact VOTE prompts collected, BCvote, the candidate objective, GRPO over
-    the candidates from the BC student's feature cache, and an eval whose student arms always vote and are read out."""
+    """The shipped student configs chain: compact VOTE prompts collected, BCvote, the candidate objective,
+    GRPO over the candidates from the BC student's feature cache, and an eval whose student arms always vote
+    and are read out."""
     from mau.collect.run import CollectConfig
     from mau.commands.collect import main as collect_main
     from mau.commands.dataset import DatasetConfig
@@ -253,7 +276,9 @@ def test_student_chain_collect_train_rl_eval(student, tmp_path):
         [f"out={collect}", "workers=1", "grid.repetitions=1",  # 2 temperaments x 2 x 2 cases: 8 matches
          "grid.pool=[{name: cautious, model: {backend: scripted, model: scripted-cautious, seed: 0}}, "
          "{name: accusatory, model: {backend: scripted, model: scripted-accusatory, seed: 1000}}]"])), quiet)
-    dataset_main(load_config(DatasetConfig, None, {"runs": [str(collect)], "filter": "bcvote", "out": str(bc)}), quiet)
+    dataset_main(
+        load_config(DatasetConfig, None, {"runs": [str(collect)], "filter": "bcvote", "out": str(bc)}), quiet
+    )
     train_main(load_config(StudentTrainConfig, "configs/student/train.yaml", parse_overrides(
         [f"model.path={student}", f"data.dataset={bc}", f"output.dir={train}", "training.max_steps=4",
          "training.train_last_layers=1", "training.eval_steps=2", "training.logging_steps=2"])), quiet)
@@ -261,9 +286,19 @@ def test_student_chain_collect_train_rl_eval(student, tmp_path):
     assert summary["objective"] == "candidates" and summary["steps"] == 4 and summary["examples"]["train"] > 0
     assert 0 <= summary["after"]["acc"] <= 1 and summary["after"]["ce"] > 0
     assert (train / "model" / "config.json").is_file() and (train / "features.pt").is_file()
-    rl_main(load_config(StudentRLConfig, "configs/student/rl.yaml", parse_overrides(
-        [f"policy.path={train / 'model'}", f"decisions.runs=[{collect}]", f"output.dir={rl}", "grpo.max_steps=2",
-         "grpo.train_last_layers=1", f"grpo.feature_cache={train / 'features.pt'}", "grpo.logging_steps=1"])), quiet)
+    rl_main(
+        load_config(
+            StudentRLConfig, "configs/student/rl.yaml",
+            parse_overrides(
+                [
+                    f"policy.path={train / 'model'}", f"decisions.runs=[{collect}]", f"output.dir={rl}",
+                    "grpo.max_steps=2", "grpo.train_last_layers=1",
+                    f"grpo.feature_cache={train / 'features.pt'}", "grpo.logging_steps=1",
+                ]
+            ),
+        ),
+        quiet,
+    )
     s = json.loads((rl / "rl.json").read_text())
     assert s["steps"] == 2 and 0 <= s["frac_reward_zero_std"] <= 1
     assert s["features_computed"] < s["decisions"]  # the BC run's cached prompts were reused
@@ -282,8 +317,8 @@ def test_student_chain_collect_train_rl_eval(student, tmp_path):
 
 
 def test_lm_backend_generates_text_for_other_modules(student):
-    """answer: candidates changes VOTE only; other modules are generated (the hf backend's path, a tokenizer in
-    place of the processor)."""
+    """answer: candidates changes VOTE only; other modules are generated (the hf backend's path, a tokenizer
+    in place of the processor)."""
     backend = Backend(ModelConfig(backend="lm", model=str(student), answer="candidates", temperature=0,
                                   max_tokens=6, device="cpu"))
     req = _vote_request(["Ada", "Bob"])
@@ -308,6 +343,10 @@ def test_student_train_verb_dry_run_and_old_key(tmp_path, capsys):
     assert main(["student-train", "--config", "configs/student/train.yaml", "--dry-run", "--out",
                  str(tmp_path / "s")]) == 0
     assert "the last 4 layers" in capsys.readouterr().out and not (tmp_path / "s").exists()
-    rc = main(["train", "--config", "configs/train/tiny.yaml", "--set", "training.objective=candidates", "--out",
-               str(tmp_path / "t")])
+    rc = main(
+        [
+            "train", "--config", "configs/train/tiny.yaml", "--set", "training.objective=candidates", "--out",
+            str(tmp_path / "t"),
+        ]
+    )
     assert rc != 0 and "objective" in capsys.readouterr().err

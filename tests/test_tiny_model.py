@@ -32,7 +32,9 @@ def _messages(with_image: bool = True) -> list[dict]:
 def loaded(tiny_model_dir):
     from transformers import AutoModelForImageTextToText, AutoProcessor
 
-    return AutoProcessor.from_pretrained(tiny_model_dir), AutoModelForImageTextToText.from_pretrained(tiny_model_dir)
+    return AutoProcessor.from_pretrained(tiny_model_dir), AutoModelForImageTextToText.from_pretrained(
+        tiny_model_dir
+    )
 
 
 def test_auto_classes_reload_the_real_processor_and_model(loaded):
@@ -67,7 +69,9 @@ def test_config_token_ids_are_the_tokenizers_own(loaded):
 
 def test_chat_template_renders_images_and_disables_thinking(loaded):
     processor, _ = loaded
-    text = processor.apply_chat_template(_messages(), tokenize=False, add_generation_prompt=True, enable_thinking=False)
+    text = processor.apply_chat_template(
+        _messages(), tokenize=False, add_generation_prompt=True, enable_thinking=False
+    )
     assert "<|vision_start|><|image_pad|><|vision_end|>Who is the imposter?" in text
     assert text.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")
     thinking = processor.apply_chat_template(_messages(), tokenize=False, add_generation_prompt=True)
@@ -78,7 +82,9 @@ def test_128px_image_gives_16_image_tokens_that_reach_the_model(loaded):
     import torch
 
     processor, model = loaded
-    text = processor.apply_chat_template(_messages(), tokenize=False, add_generation_prompt=True, enable_thinking=False)
+    text = processor.apply_chat_template(
+        _messages(), tokenize=False, add_generation_prompt=True, enable_thinking=False
+    )
     enc = processor(text=[text], images=[_image(0)], return_tensors="pt")
     grid = enc["image_grid_thw"]
     expected = int(grid.prod()) // MERGE**2
@@ -100,8 +106,11 @@ def test_cli_verb_builds_the_same_model_in_process(tmp_path, capsys, tiny_model_
     assert main(["tiny-model", "--out", str(out), "--seed", "0"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 1 and lines[0].endswith(f"-> {out}") and "parameters=" in lines[0], lines
-    for name in ("model.safetensors", "tokenizer.json", "config.json", "processor_config.json", "chat_template.jinja"):
-        assert (out / name).read_bytes() == (tiny_model_dir / name).read_bytes(), name  # same seed, same files
+    for name in (
+        "model.safetensors", "tokenizer.json", "config.json", "processor_config.json", "chat_template.jinja",
+    ):
+        # same seed, same files
+        assert (out / name).read_bytes() == (tiny_model_dir / name).read_bytes(), name
 
 
 def test_another_seed_gives_other_weights_and_tokenizer(tmp_path, tiny_model_dir):

@@ -25,7 +25,8 @@ from mau.train.config import TrainConfig  # noqa: E402
 from tests.ml_fixtures import tiny_model_dir  # noqa: E402,F401 - the fixture
 
 try:
-    from tests.slurm_cluster import slurm  # noqa: F401 - the fixture: a real single-node Slurm (skips without)
+    # the fixture: a real single-node Slurm (skips without
+    from tests.slurm_cluster import slurm  # noqa: F401
 except ImportError:  # the cluster helper is not there (yet): the Slurm test skips
 
     @pytest.fixture(scope="session")
@@ -80,7 +81,9 @@ def test_lora_trains_only_the_language_model(tiny_model_dir, bc_dir, tmp_path):
 
     from mau.train.sft import build
 
-    s = build(tiny_cfg(tiny_model_dir, bc_dir, training={"max_steps": 2, "save_steps": 100}), tmp_path / "run")
+    s = build(
+        tiny_cfg(tiny_model_dir, bc_dir, training={"max_steps": 2, "save_steps": 100}), tmp_path / "run"
+    )
     trainable = {n: p for n, p in s.trainer.model.named_parameters() if p.requires_grad}
     assert trainable and all("lora_" in n and ".language_model." in n for n in trainable), list(trainable)[:5]
     assert not any(".visual." in n or "lm_head" in n for n in trainable)
@@ -95,12 +98,14 @@ def test_lora_trains_only_the_language_model(tiny_model_dir, bc_dir, tmp_path):
     assert c["vision_trainable"] == c["lm_head_trainable"] == 0 and c["vision"] > 0
 
     before = {n: p.detach().clone() for n, p in s.trainer.model.named_parameters()}
-    s.trainer.train()  # two steps: B moves in the first, A (whose gradient is zero while B is zero) in the second
+    # two steps: B moves in the first, A (whose gradient is zero while B is zero) in the second
+    s.trainer.train()
     after = dict(s.trainer.model.named_parameters())
     assert [n for n in trainable if torch.equal(after[n], before[n])] == []  # every adapter tensor moved
     frozen = [n for n in before if n not in trainable]
     assert any(".visual." in n for n in frozen) and any("lm_head" in n for n in frozen)
-    assert [n for n in frozen if not torch.equal(after[n], before[n])] == []  # vision, lm_head, base: bit-identical
+    # vision, lm_head, base: bit-identical
+    assert [n for n in frozen if not torch.equal(after[n], before[n])] == []
 
 
 def test_a_target_regex_that_reaches_the_vision_tower_is_refused(tiny_model_dir, bc_dir, tmp_path):
@@ -135,7 +140,9 @@ def test_full_finetune_trains_the_language_model_and_never_the_vision_tower(tiny
 
 # ---- batches -----------------------------------------------------------------------------------------------
 
-def test_batches_carry_their_image_tokens_and_labels_cover_exactly_the_answer(tiny_model_dir, bc_dir, tmp_path):
+def test_batches_carry_their_image_tokens_and_labels_cover_exactly_the_answer(
+    tiny_model_dir, bc_dir, tmp_path
+):
     from mau.train.sft import build
 
     s = build(tiny_cfg(tiny_model_dir, bc_dir), tmp_path / "run")
@@ -156,10 +163,12 @@ def test_batches_carry_their_image_tokens_and_labels_cover_exactly_the_answer(ti
             k += n
             decoded = tok.decode(labels[labels != -100].tolist(), skip_special_tokens=False)
             assert decoded.startswith(THINK) and decoded.endswith("<|im_end|>\n"), decoded
-            assert decoded.removeprefix(THINK).removesuffix("<|im_end|>\n") in answers, decoded  # nothing else
+            # nothing else
+            assert decoded.removeprefix(THINK).removesuffix("<|im_end|>\n") in answers, decoded
             rows, with_images, images = rows + 1, with_images + (n > 0), images + n
         assert k == len(per_image)
-    # Rows 0 and 1 mod 3 have images (one 64x64; one 128x128, plus a 64x64 on rows 1 mod 6), rows 2 mod 3 none.
+    # Rows 0 and 1 mod 3 have images (one 64x64; one 128x128, plus a 64x64 on rows 1 mod 6), rows 2 mod 3
+    # none.
     assert (rows, with_images, images) == (12, 8, 10)
     st = s.collator.stats  # the collator's own per-row check saw the same rows
     assert (st.rows, st.rows_with_images, st.images) == (12, 8, 10)
@@ -189,7 +198,7 @@ def test_images_max_pixels_caps_the_processor(tiny_model_dir, bc_dir):
     assert out["image_grid_thw"].tolist() == [[1, 4, 4]]  # 128x128 downscaled to 64x64: 4 tokens, not 16
 
 
-# ---- the CLI run: folder, checks, reload ---------------------------------------------------------------------
+# ---- the CLI run: folder, checks, reload -------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
 def lora_run(tiny_model_dir, bc_dir, tmp_path_factory):
@@ -213,16 +222,20 @@ def test_cli_trains_and_prints_one_line(lora_run):
     out, rc, stdout, stderr = lora_run
     assert rc == 0, stderr
     lines = stdout.strip().splitlines()
-    assert lines[-1].startswith("trained steps=3 train_loss=") and "trainable_params=35328" in lines[-1], stdout
+    assert lines[-1].startswith("trained steps=3 train_loss=") and "trainable_params=35328" in lines[-1], (
+        stdout
+    )
     assert lines[-1].endswith(f"-> adapter {out / 'adapter'}")
 
 
 def test_run_folder_holds_config_provenance_checkpoints_adapter_and_log(lora_run, tiny_model_dir):
     out = lora_run[0]
-    for name in ("config.yaml", "provenance.json", "checks.json", "train.json", "trainer_log.jsonl",
-                 "checkpoint-2", "checkpoint-3", "adapter/adapter_config.json", "adapter/adapter_model.safetensors",
-                 "adapter/processor_config.json", "adapter/tokenizer.json", "adapter/chat_template.jinja",
-                 "merged/config.json", "merged/processor_config.json"):
+    for name in (
+        "config.yaml", "provenance.json", "checks.json", "train.json", "trainer_log.jsonl", "checkpoint-2",
+        "checkpoint-3", "adapter/adapter_config.json", "adapter/adapter_model.safetensors",
+        "adapter/processor_config.json", "adapter/tokenizer.json", "adapter/chat_template.jinja",
+        "merged/config.json", "merged/processor_config.json",
+    ):
         assert (out / name).exists(), name
     adapter_cfg = json.loads((out / "adapter" / "adapter_config.json").read_text())
     assert adapter_cfg["base_model_name_or_path"] == str(Path(tiny_model_dir).resolve())  # absolute
@@ -241,7 +254,9 @@ def test_checks_record_frozen_vision_changed_adapter_and_the_label_mask(lora_run
     assert checks["vision_frozen_before"] and checks["vision_unchanged"] and checks["vision_tensors"] > 30
     assert checks["trainable_changed"] == checks["trainable_tensors"] == 50  # 25 adapted layers x (A, B)
     mask = checks["label_mask"]
-    assert mask["ok"] and mask["decoded"].startswith(THINK + "{") and mask["decoded"].endswith("}<|im_end|>\n")
+    assert (
+        mask["ok"] and mask["decoded"].startswith(THINK + "{") and mask["decoded"].endswith("}<|im_end|>\n")
+    )
     assert checks["collator"]["rows"] >= 12 and checks["collator"]["image_tokens"] > 0
 
 
@@ -273,10 +288,16 @@ def test_adapter_reloads_through_the_hf_backend_and_peft(lora_run, tiny_model_di
     adapter = lora_run[0] / "adapter"
     backend = Backend(ModelConfig(backend="hf", model=str(tiny_model_dir), adapter=str(adapter),
                                   temperature=0.0, max_tokens=6, device="cpu"))
-    request = ModelRequest(messages=[{"role": "system", "content": "You are Noah. Answer with JSON."},
-                                     {"role": "user", "content": [{"type": "image", "image": 0},
-                                                                  {"type": "text", "text": "Who do you vote for?"}]}],
-                           images=[Frame(image=Image.new("RGB", (128, 128), (200, 30, 30)), jpeg=b"", path="f.jpg")])
+    request = ModelRequest(
+        messages=[
+            {"role": "system", "content": "You are Noah. Answer with JSON."},
+            {
+                "role": "user",
+                "content": [{"type": "image", "image": 0}, {"type": "text", "text": "Who do you vote for?"}],
+            },
+        ],
+        images=[Frame(image=Image.new("RGB", (128, 128), (200, 30, 30)), jpeg=b"", path="f.jpg")],
+    )
 
     async def go():
         try:
@@ -313,7 +334,7 @@ def test_rerun_into_a_finished_folder_fails_with_one_line(lora_run, capsys):
     assert stderr.count("\n") == 1 and "finished training run; pass --resume" in stderr, stderr
 
 
-# ---- resume --------------------------------------------------------------------------------------------------
+# ---- resume ------------------------------------------------------------------------------------------------
 
 def test_resume_after_a_kill_continues_the_global_step(tiny_model_dir, bc_dir, tmp_path, capsys):
     from transformers import TrainerCallback
@@ -328,8 +349,10 @@ def test_resume_after_a_kill_continues_the_global_step(tiny_model_dir, bc_dir, t
                 raise KeyboardInterrupt
 
     out = tmp_path / "run"
-    cfg = tiny_cfg(tiny_model_dir, bc_dir, out, training={"max_steps": 4, "save_steps": 1, "logging_steps": 1},
-                   data={"eval_split": None})
+    cfg = tiny_cfg(
+        tiny_model_dir, bc_dir, out, training={"max_steps": 4, "save_steps": 1, "logging_steps": 1},
+        data={"eval_split": None},
+    )
     with pytest.raises(KeyboardInterrupt):
         train(cfg, callbacks=[Kill()])
     assert (out / "checkpoint-2").is_dir() and not (out / "train.json").exists()
@@ -338,8 +361,11 @@ def test_resume_after_a_kill_continues_the_global_step(tiny_model_dir, bc_dir, t
                         "--set", f"data.dataset={bc_dir}")
     assert rc == 2 and "unfinished training run" in stderr and "--resume" in stderr
 
-    args = ["--out", str(out), "--set", f"model.path={tiny_model_dir}", "--set", f"data.dataset={bc_dir}",
-            "--set", "training.save_steps=1", "--set", "training.logging_steps=1", "--set", "data.eval_split=null"]
+    args = [
+        "--out", str(out), "--set", f"model.path={tiny_model_dir}", "--set", f"data.dataset={bc_dir}",
+        "--set", "training.save_steps=1", "--set", "training.logging_steps=1", "--set",
+        "data.eval_split=null",
+    ]
     rc, stdout, stderr = cli(capsys, *args, "--set", "training.max_steps=4", "--resume")
     assert rc == 0, stderr
     assert stdout.strip().splitlines()[-1].startswith("trained steps=4 ")
@@ -361,9 +387,11 @@ def test_two_cpu_processes_train_one_ddp_run(tiny_model_dir, bc_dir, tmp_path):
     import subprocess
 
     out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "-m", "mau",
-           "train", "--config", str(TINY_YAML), "--set", f"model.path={tiny_model_dir}",
-           "--set", f"data.dataset={bc_dir}", "--set", "training.max_steps=2", "--out", str(out)]
+    cmd = [
+        sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "-m", "mau",
+        "train", "--config", str(TINY_YAML), "--set", f"model.path={tiny_model_dir}", "--set",
+        f"data.dataset={bc_dir}", "--set", "training.max_steps=2", "--out", str(out),
+    ]
     env = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
     r = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=240)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -375,7 +403,7 @@ def test_two_cpu_processes_train_one_ddp_run(tiny_model_dir, bc_dir, tmp_path):
     assert (out / "adapter" / "adapter_model.safetensors").is_file()
 
 
-# ---- config and launch files --------------------------------------------------------------------------------
+# ---- config and launch files -------------------------------------------------------------------------------
 
 def test_config_rejects_unknown_keys_and_the_shipped_configs_load():
     from mau.errors import ConfigError
@@ -406,15 +434,18 @@ def test_tiny_model_is_built_when_missing(bc_dir, tmp_path):
     assert resolve_base(cfg) == str(path.resolve()) and (path / "config.json").is_file()
 
 
-# ---- Slurm ---------------------------------------------------------------------------------------------------
+# ---- Slurm -------------------------------------------------------------------------------------------------
 
-def test_train_sbatch_runs_the_tiny_config_on_a_cpu_slurm(slurm, tiny_model_dir, bc_dir, tmp_path):  # noqa: F811
+def test_train_sbatch_runs_the_tiny_config_on_a_cpu_slurm(  # noqa: F811
+        slurm, tiny_model_dir, bc_dir, tmp_path):
     pytest.importorskip("tests.slurm_cluster")
     out, logs = tmp_path / "run", tmp_path / "logs"
     logs.mkdir()
-    args = ["--cpus-per-task=1", "--time=5", f"--chdir={REPO}", f"--output={logs}/%x-%j.out",
-            REPO / "slurm" / "train.sbatch", "configs/train/tiny.yaml", out,
-            "--set", f"model.path={tiny_model_dir}", "--set", f"data.dataset={bc_dir}", "--set", "training.max_steps=2"]
+    args = [
+        "--cpus-per-task=1", "--time=5", f"--chdir={REPO}", f"--output={logs}/%x-%j.out",
+        REPO / "slurm" / "train.sbatch", "configs/train/tiny.yaml", out, "--set",
+        f"model.path={tiny_model_dir}", "--set", f"data.dataset={bc_dir}", "--set", "training.max_steps=2",
+    ]
     job = slurm.submit(args, env={"HF_HUB_OFFLINE": "1", "MAU_PYTHON": sys.executable})
     states = slurm.wait(job, timeout=120)
     text = "\n".join(p.read_text(errors="replace") for p in logs.glob("*.out"))

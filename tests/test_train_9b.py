@@ -6,10 +6,11 @@ production config's LoRA (on every intended projection and nowhere else, under t
 vision tower. Training runs (``mau train`` with the production config's LoRA, freezing and image settings, two
 steps on rows with a 640x360 frame; ``mau bench train``) use the same architecture narrowed 8 times
 (mau.train.shapes.narrow: widths, head counts and vocabulary divided, head dimensions, layer types, patch and
-merge sizes kept) in the dtype this CPU computes natively (mau.train.precision: bfloat16 with AVX512-BF16 / AMX,
-else float32; MAU_NATIVE_BF16=0 forces float32), so that each takes under a minute on two cores (issue 23: in
-bf16 at the real widths each was killed at its 25-minute timeout on an AVX2-only CPU). The bf16 path at the real
-widths is ``mau bench train`` on a GPU (docs/training.md). The plan's activation formulas are checked against autograd's
+merge sizes kept) in the dtype this CPU computes natively (mau.train.precision: bfloat16 with AVX512-BF16 /
+AMX, else float32; MAU_NATIVE_BF16=0 forces float32), so that each takes under a minute on two cores (issue
+23: in bf16 at the real widths each was killed at its 25-minute timeout on an AVX2-only CPU). The bf16 path
+at the real widths is ``mau bench train`` on a GPU (docs/training.md). The plan's activation formulas are
+checked against autograd's
 saved tensors in both dtypes, and its whole estimate against the measured peak of ``mau bench train``."""
 
 from __future__ import annotations
@@ -34,18 +35,23 @@ from mau.train.precision import native_dtype
 REPO = Path(__file__).resolve().parents[1]
 PROD_YAML = REPO / "configs" / "train" / "qwen3_5_9b.yaml"
 FRAME = (640, 360)
-# Qwen2-VL's resize: both sides to multiples of 32 (patch 16 x merge 2), 640 x 360 -> 640 x 352 (<= 230,400 px),
-# one token per 32 x 32 px: 20 x 11.
+# Qwen2-VL's resize: both sides to multiples of 32 (patch 16 x merge 2), 640 x 360 -> 640 x 352 (<= 230,400
+# px), one token per 32 x 32 px: 20 x 11.
 FRAME_TOKENS = (640 // 32) * (round(360 / 32) * 32 // 32)
 ENV = {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": str(REPO)}
 DTYPE = native_dtype("cpu")  # the training runs' dtype: bfloat16 only where this CPU computes it natively
 NARROW = 8  # the training runs' width divisor (mau.train.shapes.narrow)
 # Special-token ids inside a narrowed vocabulary (the 9B's are above it) for models built here.
-SMALL_IDS = {"image_token_id": 10, "video_token_id": 11, "vision_start_token_id": 12, "vision_end_token_id": 13,
-             "eos_token_id": 1, "pad_token_id": 0}
-# LoRA modules per projection name in one block (three DeltaNet layers, one full-attention layer): at any width.
-LORA_PER_NAME = {"in_proj_qkv": 3, "in_proj_z": 3, "out_proj": 3, "q_proj": 1, "k_proj": 1, "v_proj": 1, "o_proj": 1,
-                 "gate_proj": 4, "up_proj": 4, "down_proj": 4}
+SMALL_IDS = {
+    "image_token_id": 10, "video_token_id": 11, "vision_start_token_id": 12, "vision_end_token_id": 13,
+    "eos_token_id": 1, "pad_token_id": 0,
+}
+# LoRA modules per projection name in one block (three DeltaNet layers, one full-attention layer): at any
+# width.
+LORA_PER_NAME = {
+    "in_proj_qkv": 3, "in_proj_z": 3, "out_proj": 3, "q_proj": 1, "k_proj": 1, "v_proj": 1, "o_proj": 1,
+    "gate_proj": 4, "up_proj": 4, "down_proj": 4,
+}
 
 
 def _run(args: list[str], timeout: int = 600) -> subprocess.CompletedProcess:
@@ -62,7 +68,9 @@ def model_9b(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     """The 9B shape at one text block and two vision layers, narrowed 8 times, random weights in the native
     dtype, saved with its processor."""
     out = tmp_path_factory.mktemp("qwen3_5-9b-shape")
-    d = shapes.save_shaped_model(out, text_layers=4, vision_depth=2, seed=0, dtype=DTYPE, width_divisor=NARROW)
+    d = shapes.save_shaped_model(
+        out, text_layers=4, vision_depth=2, seed=0, dtype=DTYPE, width_divisor=NARROW
+    )
     return out, d
 
 
@@ -76,7 +84,7 @@ def frame_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
                                    text_tokens=120, seed=1)
 
 
-# ---- the config and the formulas (no weights) ----------------------------------------------------------------
+# ---- the config and the formulas (no weights) --------------------------------------------------------------
 
 def test_the_9b_config_values_build_the_9b_architecture():
     import torch
@@ -85,7 +93,9 @@ def test_the_9b_config_values_build_the_9b_architecture():
     d = shapes.QWEN3_5_9B_CONFIG
     t, v = d["text_config"], d["vision_config"]
     assert (t["hidden_size"], t["num_hidden_layers"], t["vocab_size"]) == (4096, 32, 248320)
-    assert t["layer_types"].count("linear_attention") == 24 and t["layer_types"][3::4] == ["full_attention"] * 8
+    assert (
+        t["layer_types"].count("linear_attention") == 24 and t["layer_types"][3::4] == ["full_attention"] * 8
+    )
     assert (v["depth"], v["hidden_size"], v["out_hidden_size"]) == (27, 1152, 4096)
     with torch.device("meta"):  # the full 9B on the meta device: shapes only, no memory
         m = Qwen3_5ForConditionalGeneration(shapes.hf_config(d))
@@ -108,11 +118,14 @@ def test_lora_formula_extrapolates_to_32_layers():
     from mau.train.config import TrainConfig
 
     lora = load_config(TrainConfig, PROD_YAML, {}).lora
-    for layers, depth, divisor in ((4, 2, 1), (32, 27, 1), (4, 2, NARROW)):  # narrowed: the training runs' widths
+    # narrowed: the training runs' widths
+    for layers, depth, divisor in ((4, 2, 1), (32, 27, 1), (4, 2, NARROW)):
         d = shapes.narrow(shapes.config_dict(layers, depth, SMALL_IDS if divisor > 1 else None), divisor)
         with torch.device("meta"):
             m = Qwen3_5ForConditionalGeneration(shapes.hf_config(d))
-        pm = get_peft_model(m, LoraConfig(r=lora.r, lora_alpha=lora.alpha, target_modules=lora.target_modules))
+        pm = get_peft_model(
+            m, LoraConfig(r=lora.r, lora_alpha=lora.alpha, target_modules=lora.target_modules)
+        )
         n = sum(p.numel() for name, p in pm.named_parameters() if "lora_" in name)
         assert n == shapes.lora_parameters(d, lora.r), (layers, divisor)
         assert sum(p.numel() for p in m.parameters()) - n == shapes.total_parameters(d), (layers, divisor)
@@ -132,9 +145,15 @@ def test_native_bf16_reads_the_cpu_flags_and_the_override(monkeypatch):
 
     monkeypatch.delenv(precision.ENV, raising=False)
     caps = torch.cpu.get_capabilities()
-    assert precision.native_bf16() == any(caps.get(f) is True for f in ("avx512_bf16", "amx_bf16", "bf16", "sve_bf16"))
-    monkeypatch.setattr(torch.cpu, "get_capabilities", lambda: {**caps, "avx512_bf16": False, "amx_bf16": False,
-                                                                "bf16": False, "sve_bf16": False, "avx2": True})
+    assert precision.native_bf16() == any(
+        caps.get(f) is True for f in ("avx512_bf16", "amx_bf16", "bf16", "sve_bf16")
+    )
+    monkeypatch.setattr(
+        torch.cpu, "get_capabilities",
+        lambda: {
+            **caps, "avx512_bf16": False, "amx_bf16": False, "bf16": False, "sve_bf16": False, "avx2": True,
+        },
+    )
     assert precision.native_dtype() == "float32"
     monkeypatch.setattr(torch.cpu, "get_capabilities", lambda: {**caps, "amx_bf16": True})
     assert precision.native_dtype() == "bfloat16"
@@ -147,11 +166,12 @@ def test_native_bf16_reads_the_cpu_flags_and_the_override(monkeypatch):
         precision.native_bf16()
 
 
-# ---- LoRA and freezing at the real widths, mau train at narrowed widths -----------------------------------------
+# ---- LoRA and freezing at the real widths, mau train at narrowed widths ------------------------------------
 
 def _adapter_checks(keys: list[str], shape_of: dict[str, tuple[int, ...]], d: dict, r: int) -> None:
-    """What an adapter of the production config holds for model ``d``: LoRA A and B on every intended projection
-    of both layer kinds (per name), of the shapes the projection's widths give, and nothing else, all under the
+    """What an adapter of the production config holds for model ``d``: LoRA A and B on every intended
+    projection of both layer kinds (per name), of the shapes the projection's widths give, and nothing else,
+    all under the
     language_model segment vLLM maps for Qwen3.5 (vLLM issue 49354)."""
     lora_a = [k for k in keys if ".lora_A." in k]
     per_name: dict[str, int] = {}
@@ -173,8 +193,9 @@ def _adapter_checks(keys: list[str], shape_of: dict[str, tuple[int, ...]], d: di
 
 def test_production_lora_and_freezing_at_the_real_widths():
     """The production config's LoRA on the 9B shape at one block and two vision layers, real widths (meta
-    device: what mau.train.sft.build does before the trainer, without the memory): the trainable parameters are
-    exactly the LoRA weights the closed form counts, none in the vision tower or lm_head, and the adapter's
+    device: what mau.train.sft.build does before the trainer, without the memory): the trainable parameters
+    are exactly the LoRA weights the closed form counts, none in the vision tower or lm_head, and the
+    adapter's
     state (what PEFT saves) has LoRA on every intended projection, of the real shapes, and nowhere else."""
     import torch
     from peft import get_peft_model, get_peft_model_state_dict
@@ -206,17 +227,22 @@ def test_mau_train_on_the_9b_shape(model_9b, frame_data, tmp_path):
 
     model_dir, d = model_9b
     out = tmp_path / "run"
-    # Production settings except: this model and data, the CPU, its native dtype (bf16 mixed precision only where
-    # bf16 is native), two steps without accumulation (16 forward passes would take the CPU minutes) and without
-    # warmup (3% of two steps is one step at learning rate 0, and LoRA's A matrices move only from the step
-    # after B has), no evaluation split, no data-loader workers.
-    r = _run(["train", "--config", str(PROD_YAML), "--out", str(out), "--set", f"model.path={model_dir}",
-              "--set", "model.device=cpu", "--set", f"model.dtype={DTYPE}",
-              "--set", f"training.bf16={str(DTYPE == 'bfloat16').lower()}", "--set", f"data.dataset={frame_data}",
-              "--set", "data.filter=synthetic",
-              "--set", "data.eval_split=null", "--set", "training.max_steps=2", "--set", "training.warmup=0", "--set",
-              "training.gradient_accumulation_steps=1", "--set", "training.dataloader_num_workers=0",
-              "--set", "training.save_steps=1000", "--set", "training.logging_steps=1"], timeout=600)
+    # Production settings except: this model and data, the CPU, its native dtype (bf16 mixed precision only
+    # where bf16 is native), two steps without accumulation (16 forward passes would take the CPU minutes)
+    # and without warmup (3% of two steps is one step at learning rate 0, and LoRA's A matrices move only
+    # from the step after B has), no evaluation split, no data-loader workers.
+    r = _run(
+        [
+            "train", "--config", str(PROD_YAML), "--out", str(out), "--set", f"model.path={model_dir}",
+            "--set", "model.device=cpu", "--set", f"model.dtype={DTYPE}", "--set",
+            f"training.bf16={str(DTYPE == 'bfloat16').lower()}", "--set", f"data.dataset={frame_data}",
+            "--set", "data.filter=synthetic", "--set", "data.eval_split=null", "--set",
+            "training.max_steps=2", "--set", "training.warmup=0", "--set",
+            "training.gradient_accumulation_steps=1", "--set", "training.dataloader_num_workers=0", "--set",
+            "training.save_steps=1000", "--set", "training.logging_steps=1",
+        ],
+        timeout=600,
+    )
     assert r.stdout.startswith("trained steps=2 "), r.stdout
     checks = json.loads((out / "checks.json").read_text())
     summary = json.loads((out / "train.json").read_text())
@@ -234,15 +260,16 @@ def test_mau_train_on_the_9b_shape(model_9b, frame_data, tmp_path):
     _adapter_checks(list(shape_of), shape_of, d, 16)
 
 
-# ---- the plan and its memory estimate ----------------------------------------------------------------------------
+# ---- the plan and its memory estimate ----------------------------------------------------------------------
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
 def test_activation_formula_matches_what_autograd_saves(dtype):
     """The per-layer activation terms of the plan against autograd's saved tensors (parameters excluded), on
-    one block of the 9B narrowed 8 times (the vocabulary shrunk: the embedding plays no part here), seq 256, LoRA
-    as in production; bfloat16: bf16 weights under bf16 autocast (production; one forward, cheap at these widths
-    even where bf16 is emulated), float32: without autocast (the CPU training runs). The first layer saves less
-    (its input needs no gradient): the formula is an upper bound there; layers 2-4 must match within 3% (the
+    one block of the 9B narrowed 8 times (the vocabulary shrunk: the embedding plays no part here), seq 256,
+    LoRA as in production; bfloat16: bf16 weights under bf16 autocast (production; one forward, cheap at
+    these widths even where bf16 is emulated), float32: without autocast (the CPU training runs). The first
+    layer saves less (its input needs no gradient): the formula is an upper bound there; layers 2-4 must
+    match within 3% (the
     per-step casts of the LoRA weights are not per-token)."""
     import torch
     from peft import LoraConfig, get_peft_model
@@ -275,9 +302,13 @@ def test_activation_formula_matches_what_autograd_saves(dtype):
 def test_plan_prints_lengths_steps_and_memory(frame_data):
     """`mau train --plan` on the production config (model config from the repo's 9B values): image tokens of
     the 640x360 frame, steps per epoch, memory for 1 GPU / DDP / ZeRO-3 with and without checkpointing."""
-    r = _run(["train", "--config", str(PROD_YAML), "--plan", "--plan-gpus", "2", "--set",
-              f"data.dataset={frame_data}", "--set", "data.filter=synthetic", "--set", "data.eval_split=null"],
-             timeout=300)
+    r = _run(
+        [
+            "train", "--config", str(PROD_YAML), "--plan", "--plan-gpus", "2", "--set",
+            f"data.dataset={frame_data}", "--set", "data.filter=synthetic", "--set", "data.eval_split=null",
+        ],
+        timeout=300,
+    )
     text = r.stdout
     assert "image tokens  min 220  p50 220" in text.replace("image tokens", "image tokens"), text
     from mau.config import load_config
@@ -296,13 +327,17 @@ def test_plan_prints_lengths_steps_and_memory(frame_data):
     assert w["weights"] == 8_392_695_024 * 2 and w["lora_state"] == 40_108_032 * 16
     assert zero3["memory_with_checkpointing"]["weights"] == 8_392_695_024  # sharded over 2
     assert single["memory_without_checkpointing"]["activations"] > w["activations"]
-    assert w["total"] == w["weights"] + w["lora_state"] + w["activations"] + max(w["layer_backward"], w["lm_head"])
+    assert w["total"] == w["weights"] + w["lora_state"] + w["activations"] + max(
+        w["layer_backward"], w["lm_head"]
+    )
     assert "x2" in text and "zero3" in text and "steps/epoch" in text
     # The estimate counts in the config's dtype: bf16 here; float32 configs (and auto on the CPU) in fp32.
     assert p["dtype"] == "bfloat16" and "in bfloat16" in text
-    for model, dtype in (({"dtype": "float32", "device": "auto"}, "float32"), ({"dtype": "auto", "device": "cpu"},
-                          "float32"), ({"dtype": "auto", "device": "auto"}, "bfloat16"),
-                         ({"dtype": "bfloat16", "device": "cpu"}, "bfloat16")):
+    for model, dtype in (
+        ({"dtype": "float32", "device": "auto"}, "float32"), ({"dtype": "auto", "device": "cpu"}, "float32"),
+        ({"dtype": "auto", "device": "auto"}, "bfloat16"),
+        ({"dtype": "bfloat16", "device": "cpu"}, "bfloat16"),
+    ):
         assert P.plan_dtype(load_config(TrainConfig, PROD_YAML, {"model": model})) == dtype, model
     fp32 = P.estimate_memory(shapes.QWEN3_5_9B_CONFIG, 2000, 16, True, dtype="float32")
     assert fp32.weights == 8_392_695_024 * 4 and fp32.activations == 2000 * 32 * 4 * 4096  # fp32 layer inputs
@@ -310,13 +345,20 @@ def test_plan_prints_lengths_steps_and_memory(frame_data):
 
 def test_bench_train_runs_at_reduced_depth_and_the_estimate_holds():
     """`mau bench train` on the CPU at one block, narrowed 8 times, in the native dtype (the GPU check's code
-    path): steps, tokens/s, the measured peak memory and the plan's estimate of it. On the CPU the measure is the C
-    heap in use (glibc mallinfo2; resident memory without glibc): the weights as built + the peak rise while
-    training, which also holds what is not a tensor (the batch, Python objects) and the per-step casts of the LoRA
-    weights. The estimate must be within 15% of it: at these widths the LM head's tiles (TRL's torch fold on the
-    CPU) are ~70% of the estimate and the weights ~25%, so a wrong LM-head or weights term moves it by more."""
-    r = _run(["bench", "train", "--layers", "4", "--vision-depth", "2", "--train-steps", "2", "--text-tokens", "40",
-              "--device", "cpu", "--dtype", DTYPE, "--width-divisor", str(NARROW)], timeout=600)
+    path): steps, tokens/s, the measured peak memory and the plan's estimate of it. On the CPU the measure is
+    the C heap in use (glibc mallinfo2; resident memory without glibc): the weights as built + the peak rise
+    while training, which also holds what is not a tensor (the batch, Python objects) and the per-step casts
+    of the LoRA weights. The estimate must be within 15% of it: at these widths the LM head's tiles (TRL's
+    torch fold on the
+    CPU) are ~70% of the estimate and the weights ~25%, so a wrong LM-head or weights term moves it by
+    more."""
+    r = _run(
+        [
+            "bench", "train", "--layers", "4", "--vision-depth", "2", "--train-steps", "2", "--text-tokens",
+            "40", "--device", "cpu", "--dtype", DTYPE, "--width-divisor", str(NARROW),
+        ],
+        timeout=600,
+    )
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert out["steps"] == 2 and out["image_tokens"] == FRAME_TOKENS and out["tokens_per_second"] > 0
     d = shapes.narrow(shapes.config_dict(4, 2), NARROW)

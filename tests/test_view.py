@@ -1,6 +1,7 @@
-"""``mau view`` in a real headless Chromium (Playwright driving Debian's ``chromium``): the match page at a step
-shows exactly what the match folder says (positions, frames, chat, votes, calls), roles stay hidden until the
-toggle, the run page lists and links every match, a damaged match still opens and names what is missing.
+"""``mau view`` in a real headless Chromium (Playwright driving Debian's ``chromium``): the match page at a
+step shows exactly what the match folder says (positions, frames, chat, votes, calls), roles stay hidden
+until the toggle, the run page lists and links every match, a damaged match still opens and names what is
+missing.
 
 Screenshots of every page go to ``$MAU_VIEW_ARTIFACTS`` (default: pytest's tmp path), named by test.
 The browser tests skip where chromium or Playwright is not installed (optional, README), except when
@@ -34,14 +35,7 @@ def match(tmp_path_factory) -> Path:
     assert (
         cli_main(
             [
-                "play",
-                "--config",
-                ARIA,
-                "--seed",
-                str(SEED),
-                "--set",
-                "world.game.max_steps=40",
-                "--out",
+                "play", "--config", ARIA, "--seed", str(SEED), "--set", "world.game.max_steps=40", "--out",
                 str(out),
             ]
         )
@@ -130,7 +124,7 @@ def test_sim_tracks_are_the_state():
     assert [t[F.STEP] for t in w.tracks] == [0, 1, 2, 3, 4]
 
 
-# -- the match page --------------------------------------------------------------------------------------------
+# -- the match page ------------------------------------------------------------------------------------------
 def test_match_page_shows_the_folder_at_a_step(match, browser, tmp_path, artifacts):
     index = _site(match, tmp_path / "site")
     events = _jsonl(match / F.EVENTS_FILE)
@@ -244,16 +238,21 @@ def test_belief_curves_only_with_probes(match, browser, tmp_path):
                 f.write(
                     json.dumps(
                         {
-                            "agent": "Steve",
-                            "step": step,
-                            "source": source,
+                            "agent": "Steve", "step": step, "source": source,
                             "beliefs": {n: step / 40 for n in names if n != "Steve"},
                         }
                     )
                     + "\n"
                 )
-        f.write(json.dumps({"format_version": 1, "agent": "Steve", "step": 30, "source": "model", "beliefs": None,
-                            "fallback": True, "fallback_reason": "not JSON"}) + "\n")
+        f.write(
+            json.dumps(
+                {
+                    "format_version": 1, "agent": "Steve", "step": 30, "source": "model", "beliefs": None,
+                    "fallback": True, "fallback_reason": "not JSON",
+                }
+            )
+            + "\n"
+        )
         f.write("{damaged\n")
     index = _site(probed, tmp_path / "probed_site")
     page = _open(browser, f"{index.as_uri()}#p=Steve&step=12")
@@ -289,7 +288,7 @@ def test_damaged_match_still_opens(match, browser, tmp_path, artifacts):
     assert not page.errors
 
 
-# -- the run page ----------------------------------------------------------------------------------------------
+# -- the run page --------------------------------------------------------------------------------------------
 def _collect_run(match: Path, root: Path, n: int) -> Path:
     from mau.collect.summary import write_summary
 
@@ -303,13 +302,8 @@ def _collect_run(match: Path, root: Path, n: int) -> Path:
         for k in range(n + 1):
             mid = f"{k:05d}_rr_I-m{k % 2}_C-m{k % 3}_r0"
             g = {
-                "index": k,
-                F.MATCH_ID: mid,
-                F.SEED: 100 + k,
-                F.CASE: "rr",
-                F.IMPOSTER_MODEL: f"m{k % 2}",
-                F.CREWMATE_MODEL: f"m{k % 3}",
-                F.REP: 0,
+                "index": k, F.MATCH_ID: mid, F.SEED: 100 + k, F.CASE: "rr", F.IMPOSTER_MODEL: f"m{k % 2}",
+                F.CREWMATE_MODEL: f"m{k % 3}", F.REP: 0,
             }
             grid.write(json.dumps(g) + "\n")
             if k < n:  # the last one is planned but not played
@@ -362,7 +356,7 @@ def test_served_over_loopback(match, browser, tmp_path):
         assert not page.errors
 
 
-# -- the command -------------------------------------------------------------------------------------------------
+# -- the command ---------------------------------------------------------------------------------------------
 def test_view_refuses_what_it_cannot_show(tmp_path, capsys):
     assert cli_main(["view", str(tmp_path / "nope")]) == 2
     assert "no such folder" in capsys.readouterr().err
@@ -398,12 +392,16 @@ def test_eval_run_page_shows_results_with_intervals(match, browser, tmp_path, ar
     run = tmp_path / "eval"
     mid = "00000_A-base_I-scripted_s7"
     (run / F.MATCHES_DIR).mkdir(parents=True)
-    (run / F.RUN_HEADER).write_text(json.dumps({F.FORMAT: F.EVAL_FORMAT, F.FORMAT_VERSION: 1, "planned_matches": 1}))
+    (run / F.RUN_HEADER).write_text(
+        json.dumps({F.FORMAT: F.EVAL_FORMAT, F.FORMAT_VERSION: 1, "planned_matches": 1})
+    )
     g = {"index": 0, F.MATCH_ID: mid, F.SEED: 7, F.ARM: "base", F.EVAL_IMPOSTER: "scripted", F.CASE: "eval"}
     (run / F.GRID_FILE).write_text(json.dumps(g) + "\n")
     shutil.copytree(match, run / F.MATCHES_DIR / mid)
     h = json.loads((match / F.MATCH_HEADER).read_text())
-    (run / F.MATCHES_DIR / mid / F.MATCH_HEADER).write_text(json.dumps({**h, F.SEED: 7, F.ARM: "base", F.GRID: g}))
+    (run / F.MATCHES_DIR / mid / F.MATCH_HEADER).write_text(
+        json.dumps({**h, F.SEED: 7, F.ARM: "base", F.GRID: g})
+    )
     (run / F.RESULTS_CSV).write_text("arm,imposter,metric,value,ci_low,ci_high,n,method\n"
                                      "base,scripted,crew_win_rate,0.25,0.05,0.7,4,wilson\n"
                                      "base,scripted,kills,1.5,,,4,mean\n")
@@ -413,7 +411,9 @@ def test_eval_run_page_shows_results_with_intervals(match, browser, tmp_path, ar
     assert page.eval_on_selector_all("#results tbody tr", cells) == [
         ["base", "scripted", "0.25", "[0.05, 0.7]", "4", "wilson"]]
     page.select_option("#metric", "kills")
-    assert page.eval_on_selector_all("#results tbody tr", cells) == [["base", "scripted", "1.5", "–", "4", "mean"]]
+    assert page.eval_on_selector_all("#results tbody tr", cells) == [
+        ["base", "scripted", "1.5", "–", "4", "mean"]
+    ]
     row = page.eval_on_selector_all("#matches tbody tr", cells)
     assert row[0][:4] == [mid, h[F.OUTCOME], "base", "scripted"] and row[0][4] == "7"
     page.screenshot(path=str(artifacts / "eval_run_page.png"))
@@ -421,8 +421,8 @@ def test_eval_run_page_shows_results_with_intervals(match, browser, tmp_path, ar
 
 
 def test_claims_show_as_chips_and_a_planted_lie_as_a_cross(browser, tmp_path, artifacts):
-    """Claims on: each claim is a chip; with "reveal truth" the checker's verdict shows (✗ on a lie planted in the
-    log, with the checker's reason and the label), hidden before."""
+    """Claims on: each claim is a chip; with "reveal truth" the checker's verdict shows (✗ on a lie planted
+    in the log, with the checker's reason and the label), hidden before."""
     from mau.claims.check import check_match
     from mau.claims.sights import read_lines
 
@@ -445,7 +445,10 @@ def test_claims_show_as_chips_and_a_planted_lie_as_a_cross(browser, tmp_path, ar
     chips = page.locator("#transcript .claim")
     assert chips.count() >= len(said[F.CLAIMS])
     first = page.locator("#transcript li").nth(
-        [e for e in events if e[F.TYPE] in (F.EV_UTTERANCE, F.EV_PASS) and e[F.TICK] == said[F.TICK]].index(said))
+        [e for e in events if e[F.TYPE] in (F.EV_UTTERANCE, F.EV_PASS) and e[F.TICK] == said[F.TICK]].index(
+            said
+        )
+    )
     chip = first.locator(".claim").first
     assert "I was in Reactor from 0 s" in chip.inner_text() and "✗" not in page.inner_text("#transcript")
     assert "lie" not in chip.inner_text()

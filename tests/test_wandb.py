@@ -1,6 +1,8 @@
-"""wandb in offline mode (WANDB_MODE=offline, no network): ``mau train`` with ``logging.report_to: wandb`` leaves
-the offline run in its run folder with the loss curve (the same losses as trainer_log.jsonl); ``mau eval`` and
-``mau collect`` log their results tables to the same project when configured. wandb comes with the ml extra."""
+"""wandb in offline mode (WANDB_MODE=offline, no network): ``mau train`` with ``logging.report_to: wandb``
+leaves the offline run in its run folder with the loss curve (the same losses as trainer_log.jsonl); ``mau
+eval`` and
+``mau collect`` log their results tables to the same project when configured. wandb comes with the ml
+extra."""
 
 from __future__ import annotations
 
@@ -59,14 +61,25 @@ def test_train_writes_the_offline_run_with_the_loss_curve(offline, tmp_path, mon
     # _wandb_env sets these with setdefault: let monkeypatch restore them afterwards
     monkeypatch.setenv("WANDB_PROJECT", "mau-test")
     monkeypatch.setenv("WANDB_DIR", str(out))
-    assert main(["train", "--config", str(REPO / "configs" / "train" / "tiny.yaml"), "--out", str(out),
-                 "--set", f"model.path={model}", "--set", f"data.dataset={data}", "--set", "training.max_steps=4",
-                 "--set", "training.logging_steps=1", "--set", "logging.report_to=wandb"]) == 0
+    assert (
+        main(
+            [
+                "train", "--config", str(REPO / "configs" / "train" / "tiny.yaml"), "--out", str(out),
+                "--set", f"model.path={model}", "--set", f"data.dataset={data}", "--set",
+                "training.max_steps=4", "--set", "training.logging_steps=1", "--set",
+                "logging.report_to=wandb",
+            ]
+        )
+        == 0
+    )
     run = _read(out, lambda r: sum("train/loss" in h for h in r["history"]) >= 4)
     assert run["project"] == os.environ["WANDB_PROJECT"] and run["name"] == out.name
     curve = [(h["train/global_step"], h["train/loss"]) for h in run["history"] if "train/loss" in h]
-    logged = [(r["step"], r["loss"]) for r in map(json.loads, (out / "trainer_log.jsonl").read_text().splitlines())
-              if "loss" in r]
+    logged = [
+        (r["step"], r["loss"])
+        for r in map(json.loads, (out / "trainer_log.jsonl").read_text().splitlines())
+        if "loss" in r
+    ]
     assert len(curve) == 4 and [s for s, _ in curve] == [1, 2, 3, 4]
     assert [s for s, _ in logged] == [1, 2, 3, 4]
     assert [v for _, v in curve] == pytest.approx([v for _, v in logged])  # the loss curve, step by step
@@ -74,14 +87,23 @@ def test_train_writes_the_offline_run_with_the_loss_curve(offline, tmp_path, mon
 
 def test_eval_logs_its_results_table(offline, tmp_path):
     out = tmp_path / "eval"
-    assert main(["eval", "--config", str(REPO / "configs" / "eval" / "smoke.yaml"), "--out", str(out), "--workers",
-                 "1", "--set", "seeds=[5]", "--set", "world.game.max_steps=12", "--no-progress",
-                 "--set", "logging.report_to=wandb"]) == 0
+    assert (
+        main(
+            [
+                "eval", "--config", str(REPO / "configs" / "eval" / "smoke.yaml"), "--out", str(out),
+                "--workers", "1", "--set", "seeds=[5]", "--set", "world.game.max_steps=12", "--no-progress",
+                "--set", "logging.report_to=wandb",
+            ]
+        )
+        == 0
+    )
     run = _read(out, lambda r: any("results/_type" in h for h in r["history"]))
     assert run["project"] == "mau"  # mau train's default project: curves and results side by side
     tables = [h for h in run["history"] if "results/_type" in h]
     rows = (out / "results.csv").read_text().strip().splitlines()
-    assert len(tables) == 1 and tables[0]["results/nrows"] == len(rows) - 1 and tables[0]["results/ncols"] == 8
+    assert (
+        len(tables) == 1 and tables[0]["results/nrows"] == len(rows) - 1 and tables[0]["results/ncols"] == 8
+    )
 
 
 def test_collect_logs_its_summary_tables(offline, tmp_path):
@@ -100,6 +122,13 @@ def test_collect_logs_its_summary_tables(offline, tmp_path):
 
 def test_report_to_none_writes_no_wandb_folder(offline, tmp_path):
     out = tmp_path / "eval"
-    assert main(["eval", "--config", str(REPO / "configs" / "eval" / "smoke.yaml"), "--out", str(out), "--workers",
-                 "1", "--set", "seeds=[5]", "--set", "world.game.max_steps=12", "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "eval", "--config", str(REPO / "configs" / "eval" / "smoke.yaml"), "--out", str(out),
+                "--workers", "1", "--set", "seeds=[5]", "--set", "world.game.max_steps=12", "--no-progress",
+            ]
+        )
+        == 0
+    )
     assert not (out / "wandb").exists()

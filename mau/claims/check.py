@@ -2,33 +2,34 @@
 
 It reads the events that are facts of the world (kills with their witnesses, bodies seen and reported, tasks
 finished, meetings, utterances) and ``sights.jsonl`` (places and views at the sub-step rate), and nothing that
-names a role: not the roles of ``match_start``, not an ejection's role, not fake missions, not narrations, not the
-speakers' private intent labels (``Facts`` takes exactly what it reads; a test shuffles the roles and sees no
-verdict change). Verdicts:
+names a role: not the roles of ``match_start``, not an ejection's role, not fake missions, not narrations,
+not the speakers' private intent labels (``Facts`` takes exactly what it reads; a test shuffles the roles and
+sees no verdict change). Verdicts:
 
 - TRUE: it happened, and the speaker could have seen it;
 - FALSE: it did not happen;
-- UNSUPPORTED: it happened, but the speaker could not have seen it (never had the subject in view there, was no
-  witness of the kill);
-- UNVERIFIABLE: the logs cannot say (the subject was not in the game then), and every stance (accuse, vouch): right
-  or wrong only against the roles, which the checker does not read; a stance says whether it is ``grounded``.
+- UNSUPPORTED: it happened, but the speaker could not have seen it (never had the subject in view there, was
+  no witness of the kill);
+- UNVERIFIABLE: the logs cannot say (the subject was not in the game then), and every stance (accuse, vouch):
+  right or wrong only against the roles, which the checker does not read; a stance says whether it is
+  ``grounded``.
 
-Each claim gets a window from its time (``span``): a moment ``at_s`` is +/- 5 s; a window ``from_s``-``to_s`` is
-judged by the short-window rule (under 10 s: at some moment, +/- 5 s), else by the majority rule, except that a
-window holding a kill elsewhere (or the subject's report of a body elsewhere) must be covered: the subject in the
-claimed place at that moment and for ``COVER`` of the window (a liar's alibi cannot half-cover its kill); an
-untimed place, sighting or company means "at some time since the last meeting", a relative time (``when``) "at
-some time in its ``RELATIVE_S`` seconds"; an untimed task, body or kill "before this meeting"; a kill seen is the
-event of the victim's death, whatever the window. A claim that places another player needs the speaker to have
-had that player in view there (else UNSUPPORTED).
+Each claim gets a window from its time (``span``): a moment ``at_s`` is +/- 5 s; a window ``from_s``-``to_s``
+is judged by the short-window rule (under 10 s: at some moment, +/- 5 s), else by the majority rule, except
+that a window holding a kill elsewhere (or the subject's report of a body elsewhere) must be covered: the
+subject in the claimed place at that moment and for ``COVER`` of the window (a liar's alibi cannot half-cover
+its kill); an untimed place, sighting or company means "at some time since the last meeting", a relative time
+(``when``) "at some time in its ``RELATIVE_S`` seconds"; an untimed task, body or kill "before this meeting";
+a kill seen is the event of the victim's death, whatever the window. A claim that places another player needs
+the speaker to have had that player in view there (else UNSUPPORTED).
 
-Each verdict has a one-line ``reason``, ``support`` (the numbers behind it: the rule, the window) and, when not
-TRUE, an ``epistemic`` label from the speaker's own view: ``known_false`` (a claim about itself, or its view
-showed otherwise), ``honest_error`` (its view showed the claim earlier or later: a stale sighting),
+Each verdict has a one-line ``reason``, ``support`` (the numbers behind it: the rule, the window) and, when
+not TRUE, an ``epistemic`` label from the speaker's own view: ``known_false`` (a claim about itself, or its
+view showed otherwise), ``honest_error`` (its view showed the claim earlier or later: a stale sighting),
 ``fabrication`` (it had no view).
 
-``Checker(..., source=...)`` reads files: a claim the grammar refuses, an event without its fields, is a one-line
-``MauError`` naming the file (a damaged log), never a traceback.
+``Checker(..., source=...)`` reads files: a claim the grammar refuses, an event without its fields, is a
+one-line ``MauError`` naming the file (a damaged log), never a traceback.
 """
 
 from __future__ import annotations
@@ -46,9 +47,11 @@ TOL = 5 * TICKS_PER_SECOND  # one step: a claimed moment is right within +/- 5 s
 # A window shorter than this is right when the subject was there at any moment of it +/- 5 s.
 SHORT = 10 * TICKS_PER_SECOND
 MAJORITY = 0.5  # a longer window: the subject there for at least half of it
-COVER = 0.8  # ... or, where it holds a kill elsewhere (or the subject's report of a body elsewhere), this much of it
+# ... or, where it holds a kill elsewhere (or the subject's report of a body elsewhere), this much of it
+COVER = 0.8
 RELATIVE = int(RELATIVE_S * TICKS_PER_SECOND)  # the window of a relative time ("start", "end")
-STALE = 60 * TICKS_PER_SECOND  # how far from the claimed moment a sighting makes a false claim an honest error
+# how far from the claimed moment a sighting makes a false claim an honest error
+STALE = 60 * TICKS_PER_SECOND
 TRUE, FALSE, UNSUPPORTED, UNVERIFIABLE = "TRUE", "FALSE", "UNSUPPORTED", "UNVERIFIABLE"
 VERDICTS = (TRUE, FALSE, UNSUPPORTED, UNVERIFIABLE)
 KNOWN_FALSE, HONEST_ERROR, FABRICATION = "known_false", "honest_error", "fabrication"
@@ -59,13 +62,15 @@ MOMENT, WINDOW, SOME_TIME = "moment", "window", "some_time"  # how a claim's tim
 class Facts:
     """The facts of one match the checker reads (role-blind by construction: nothing else is kept)."""
 
-    kills: dict[str, dict[str, Any]] = field(default_factory=dict)  # victim -> {killer, room, tick, witnesses}
+    # victim -> {killer, room, tick, witnesses}
+    kills: dict[str, dict[str, Any]] = field(default_factory=dict)
     body_seen: dict[tuple[str, str], int] = field(default_factory=dict)  # (player, victim) -> first tick
     reports: list[dict[str, Any]] = field(default_factory=list)  # {tick, reporter, room}
     tasks: dict[tuple[str, int], int] = field(default_factory=dict)  # (player, station) -> tick finished
     meetings: list[int] = field(default_factory=list)  # start ticks
     meeting_ends: list[int] = field(default_factory=list)
-    utterances: list[dict[str, Any]] = field(default_factory=list)  # {i, tick, speaker, round, meeting, claims}
+    # {i, tick, speaker, round, meeting, claims}
+    utterances: list[dict[str, Any]] = field(default_factory=list)
     end_tick: int = 0
 
     @classmethod
@@ -75,8 +80,9 @@ class Facts:
             try:
                 f._take(e)
             except (KeyError, TypeError, ValueError, AttributeError) as x:
-                raise MauError(f"{source}: event {n + 1} ({e.get(F.TYPE) if isinstance(e, dict) else e!r}) lacks "
-                               f"a field the checker reads ({type(x).__name__}: {x}); the log is damaged: restore "
+                raise MauError(f"{source}: event {n + 1} ({e.get(F.TYPE) if isinstance(e, dict) else e!r}) "
+                               f"lacks a field the checker reads ({type(x).__name__}: {x}); the log is "
+                               f"damaged: restore "
                                "it from the run or play the match again") from None
         return f
 
@@ -97,8 +103,12 @@ class Facts:
         elif t == F.EV_MEETING_END:
             self.meeting_ends.append(tick)
         elif t == F.EV_UTTERANCE and e.get(F.CLAIMS):
-            self.utterances.append({"i": e[F.EVENT_INDEX], "tick": tick, "speaker": e[F.SPEAKER],
-                                    "round": e.get("round"), "meeting": len(self.meetings), "claims": e[F.CLAIMS]})
+            self.utterances.append(
+                {
+                    "i": e[F.EVENT_INDEX], "tick": tick, "speaker": e[F.SPEAKER], "round": e.get("round"),
+                    "meeting": len(self.meetings), "claims": e[F.CLAIMS],
+                }
+            )
 
     def since_last_meeting(self, tick: int) -> int:
         """The start of the roam before the meeting at ``tick``: the previous meeting's end, or 0."""
@@ -126,8 +136,10 @@ class Verdict:
 @dataclass(frozen=True)
 class Span:
     """The ticks a claim's time names, and how they read: ``moment`` (at_s: the subject there at some tick of
-    [lo, hi], which is the moment +/- 5 s), ``window`` (from_s-to_s: [lo, hi] is the claimed window, read by the
-    short-window, majority and cover rules), ``some_time`` (untimed or relative: there at some tick of [lo, hi])."""
+    [lo, hi], which is the moment +/- 5 s), ``window`` (from_s-to_s: [lo, hi] is the claimed window, read by
+    the
+    short-window, majority and cover rules), ``some_time`` (untimed or relative: there at some tick of [lo,
+    hi])."""
 
     lo: int
     hi: int
@@ -138,8 +150,9 @@ class Span:
 
 
 def claim_span(c: dict[str, Any], tick: int, start: int) -> Span:
-    """The ticks a place, sighting or company claim names, said at the meeting of ``tick`` in the roam that began
-    at ``start`` (the last meeting's end, or 0): a moment +/- 5 s, a window, or for an untimed or relative claim
+    """The ticks a place, sighting or company claim names, said at the meeting of ``tick`` in the roam that
+    began at ``start`` (the last meeting's end, or 0): a moment +/- 5 s, a window, or for an untimed or
+    relative claim
     the part of the roam it means."""
     if c.get("at_s") is not None:
         return Span(_t(c["at_s"]) - TOL, _t(c["at_s"]) + TOL, MOMENT)
@@ -166,8 +179,9 @@ def _where(tl: Timeline, name: str, t0: int, t1: int) -> str:
 
 
 class Checker:
-    """The verdicts of one match: ``Checker(events, sights_lines).check_all()``; ``source``: the match folder the
-    events came from (each claim is then checked against the grammar first: a damaged file is a one-line error)."""
+    """The verdicts of one match: ``Checker(events, sights_lines).check_all()``; ``source``: the match folder
+    the events came from (each claim is then checked against the grammar first: a damaged file is a one-line
+    error)."""
 
     def __init__(self, events: list[dict[str, Any]], sights: list[dict[str, Any]], source: str | None = None):
         self.source = source
@@ -190,10 +204,11 @@ class Checker:
                     self._damaged(u, n, why or "not a claim")
 
     def _damaged(self, u: dict[str, Any], n: int, why: str) -> None:
-        raise MauError(f"{self.source}/{F.EVENTS_FILE}: the utterance at event index {u['i']}, claim {n + 1}: "
-                       f"{why}; the log is damaged or edited: restore it from the run or play the match again")
+        raise MauError(f"{self.source}/{F.EVENTS_FILE}: the utterance at event index {u['i']}, claim "
+                       f"{n + 1}: {why}; the log is damaged or edited: restore it from the run or play the "
+                       f"match again")
 
-    # -- one claim ----------------------------------------------------------------------------------------------
+    # -- one claim -------------------------------------------------------------------------------------------
     def check(self, claim: dict[str, Any], speaker: str, tick: int) -> Verdict:
         """The verdict on ``claim``, said by ``speaker`` at the meeting of ``tick`` (nothing after that tick
         counts: the tolerance never reaches into the meeting)."""
@@ -215,17 +230,21 @@ class Checker:
         return speaker if c.get("who") == ME else c["who"]
 
     def anchors(self, subj: str, room: str, f: int, t: int) -> list[tuple[int, str]]:
-        """(tick, what) of the moments inside [f, t] at which the record puts something elsewhere than ``room``
-        that the claim's window must then cover: every kill in another place, and ``subj``'s reports of a body in
+        """(tick, what) of the moments inside [f, t] at which the record puts something elsewhere than
+        ``room`` that the claim's window must then cover: every kill in another place, and ``subj``'s reports
+        of a body in
         another place."""
-        out = [(k["tick"], f"the kill of {v} in {k['room']} at {_s(k['tick'])}") for v, k in self.facts.kills.items()
+        out = [(k["tick"], f"the kill of {v} in {k['room']} at "
+                           f"{_s(k['tick'])}") for v, k in self.facts.kills.items()
                if f <= k["tick"] <= t and k["room"] != room]
-        out += [(r["tick"], f"its report of a body in {r['room']} at {_s(r['tick'])}") for r in self.facts.reports
+        out += [(r["tick"], f"its report of a body in {r['room']} at "
+                            f"{_s(r['tick'])}") for r in self.facts.reports
                 if r["reporter"] == subj and f <= r["tick"] <= t and r["room"] != room]
         return sorted(out)
 
     def place_rule(self, subj: str, room: str, span: Span) -> tuple[bool, dict[str, Any], str]:
-        """(right, support, why not) of "``subj`` was in ``room``" over ``span``: the rule of its kind of time."""
+        """(right, support, why not) of "``subj`` was in ``room``" over ``span``: the rule of its kind of
+        time."""
         sup = span.support()
         if span.how != WINDOW:
             lo, hi = span.lo, span.hi
@@ -247,7 +266,8 @@ class Checker:
         need = COVER if anchors else MAJORITY
         if anchors:
             sup["rule"] = "covered"
-        why = (f"in {room} for {p:.0%} of the window, which holds {anchors[0][1]} ({need:.0%} needed)" if anchors
+        why = (f"in {room} for {p:.0%} of the window, which holds {anchors[0][1]} ({need:.0%} "
+               f"needed)" if anchors
                else f"near miss: in {room} for {p:.0%} of the window")
         return p >= need, sup, why
 
@@ -311,8 +331,8 @@ class Checker:
         return v
 
     def _with(self, c: dict[str, Any], speaker: str, tick: int) -> Verdict:
-        """Both in the room together (each by the place rule of the claim's time; a long window: together for as
-        much of it as the rule asks), and the other in the speaker's view there."""
+        """Both in the room together (each by the place rule of the claim's time; a long window: together for
+        as much of it as the rule asks), and the other in the speaker's view there."""
         room, other = c["room"], c["who"]
         sp = self.span(c, tick)
         me_ok, sup, why_me = self.place_rule(speaker, room, sp)
@@ -327,13 +347,16 @@ class Checker:
             if not overlap(both, self._in_view(speaker, other, f, t)):
                 return Verdict(UNSUPPORTED, f"{speaker} and {other} were in {room}, but {other} never in "
                                             f"{speaker}'s view there", sup, FABRICATION)
-            return Verdict(TRUE, f"{speaker} and {other} were in {room} together for {share:.0%} of the window", sup)
-        why = why_me if not me_ok else why_it if not it_ok else f"together in {room} for {share:.0%} of the window"
+            return Verdict(TRUE, f"{speaker} and {other} were in {room} together for {share:.0%} of the "
+                                 f"window", sup)
+        why = why_me if not me_ok else why_it if not it_ok else (f"together in {room} for {share:.0%} of the "
+                                                                 f"window")
         return Verdict(FALSE, f"{why}; {speaker} was in {_where(self.tl, speaker, sp.lo, sp.hi)}, {other} in "
                               f"{_where(self.tl, other, sp.lo, sp.hi)}", sup, KNOWN_FALSE)
 
     def _saw_kill(self, c: dict[str, Any], speaker: str, tick: int) -> Verdict:
-        """Anchored to the kill event of the victim: its killer, and its room and time where the claim says them."""
+        """Anchored to the kill event of the victim: its killer, and its room and time where the claim says
+        them."""
         k = self.facts.kills.get(c["victim"])
         witnessed = k is not None and speaker in k["witnesses"]
         epi = KNOWN_FALSE if witnessed else FABRICATION
@@ -363,15 +386,21 @@ class Checker:
         seen = self.facts.saw_body(speaker, victim)
         by = _t(c["at_s"]) + TOL if c.get("at_s") is not None else tick
         if seen is None or seen > min(by, tick):
-            why = f"{speaker} saw the body only at {_s(seen)}" if seen is not None else f"{speaker} never saw the body"
+            why = f"{speaker} saw the body only at {_s(seen)}" if seen is not None else (f"{speaker} never "
+                                                                                         f"saw the body")
             return Verdict(FALSE, why, {"seen_tick": seen}, KNOWN_FALSE)
-        # who was near: at the claimed moment +/- 5 s; untimed, at some moment from my first sight of the body on
-        lo, hi = (_t(c["at_s"]) - TOL, _t(c["at_s"]) + TOL) if c.get("at_s") is not None else (seen - TOL, tick)
+        # who was near: at the claimed moment +/- 5 s; untimed, at some moment from my first sight of the
+        # body on
+        lo, hi = (
+            (_t(c["at_s"]) - TOL, _t(c["at_s"]) + TOL) if c.get("at_s") is not None else (seen - TOL, tick)
+        )
         worst = Verdict(TRUE, f"{speaker} saw the body at {_s(seen)}", {"seen_tick": seen})
         for name in c.get("near", []):
             v = self._sighting(speaker, name, c["room"], lo, hi)
             if v.verdict == FALSE or (v.verdict == UNSUPPORTED and worst.verdict == TRUE):
-                worst = Verdict(v.verdict, f"near: {v.reason}", {"seen_tick": seen, "near": name}, v.epistemic)
+                worst = Verdict(
+                    v.verdict, f"near: {v.reason}", {"seen_tick": seen, "near": name}, v.epistemic
+                )
         return worst
 
     def _stance(self, c: dict[str, Any], speaker: str, tick: int) -> Verdict:
@@ -383,13 +412,13 @@ class Checker:
             if start <= k["tick"] <= tick and victim != target:
                 there = self._in_place(target, k["room"], k["tick"] - STALE, tick)
                 near = near or bool(overlap(there, self._in_view(speaker, target, k["tick"] - STALE, tick)))
-        return Verdict(UNVERIFIABLE, "a stance: right or wrong only against the roles, which the checker does not "
-                                     "read", {"saw_since_last_meeting": saw, "near_a_body": near},
+        return Verdict(UNVERIFIABLE, "a stance: right or wrong only against the roles, which the checker "
+                                     "does not read", {"saw_since_last_meeting": saw, "near_a_body": near},
                        grounded=saw or near)
 
     _accuse = _vouch = _stance
 
-    # -- a match --------------------------------------------------------------------------------------------------
+    # -- a match ---------------------------------------------------------------------------------------------
     def check_all(self) -> list[dict[str, Any]]:
         """One record per claim of the match, in the order said (the lines of claims.jsonl)."""
         out = []

@@ -17,17 +17,19 @@ class ClaimsConfig(Model):
 
     mode: Literal["off", "structured", "free"] = Field(
         OFF, description="structured: a speak action may carry claims (at, task, saw, with, saw_kill, body, "
-                         "accuse, vouch), rendered into the transcript, checked at match end into claims.jsonl; "
-                         "off: none are accepted or asked for; free: as off for every seat, but scripted speakers "
-                         "say their claims in words (paraphrases) and keep them, with their labels, in "
-                         "events.jsonl only (the gold an extractor is scored on).")
-    window_s: float = Field(60.0, gt=0, description="Scripted speakers: their claims cover the last window_s game "
-                                                    "seconds before the meeting (never before the last meeting).")
+                         "accuse, vouch), rendered into the transcript, checked at match end into "
+                         "claims.jsonl; off: none are accepted or asked for; free: as off for every seat, "
+                         "but scripted speakers say their claims in words (paraphrases) and keep them, with "
+                         "their labels, in events.jsonl only (the gold an extractor is scored on).")
+    window_s: float = Field(60.0, gt=0, description="Scripted speakers: their claims cover the last window_s "
+                                                    "game seconds before the meeting (never before the last "
+                                                    "meeting).")
     max_per_utterance: int = Field(6, ge=1, le=20, description="Claims one utterance may carry; the rest are "
                                                                "dropped with a reason.")
-    honest_error: float = Field(0.0, ge=0, le=1, description="Scripted crewmates: the chance that a claim is an "
-                                                             "honest mistake (a time 15-30 s off or a wrong room), "
-                                                             "labelled 'mistake' in events.jsonl.")
+    honest_error: float = Field(0.0, ge=0, le=1, description="Scripted crewmates: the chance that a claim is "
+                                                             "an honest mistake (a time 15-30 s off or a "
+                                                             "wrong room), labelled 'mistake' in "
+                                                             "events.jsonl.")
 
     @field_validator("mode", mode="before")
     @classmethod
@@ -37,7 +39,8 @@ class ClaimsConfig(Model):
         if v is False:
             return OFF
         if v is True:
-            raise ValueError("YAML reads on/yes/true as true, which names no mode: write structured, free or off")
+            raise ValueError("YAML reads on/yes/true as true, which names no mode: write structured, free or "
+                             "off")
         return v
 
     @property

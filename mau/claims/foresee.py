@@ -1,16 +1,16 @@
 """What the checker will say of a claim a scripted speaker is about to make, from its own perception only
-(docs/claims.md, "Foreseeing a verdict"): ``Foresight(speaker, now).possible(claim)`` is the set of verdicts the
-checker (``mau.claims.check``, every rule: moments, windows with the majority and cover rules, untimed and
-relative times, sightings) may give it. A speaker that wants a claim to pass (the framer's true alibis) says one
-whose set is ``{TRUE}``; one that wants a lie it cannot be wrong about, one without TRUE.
+(docs/claims.md, "Foreseeing a verdict"): ``Foresight(speaker, now).possible(claim)`` is the set of verdicts
+the checker (``mau.claims.check``, every rule: moments, windows with the majority and cover rules, untimed and
+relative times, sightings) may give it. A speaker that wants a claim to pass (the framer's true alibis) says
+one whose set is ``{TRUE}``; one that wants a lie it cannot be wrong about, one without TRUE.
 
 It is a bound on the truth, never a guess: "may" can be wrong, "cannot" never is. It reads what ``Reach``
-(``mau.claims.speaker``) reads: the speaker's place at every step end and when each meeting was called, where it
-had the subject in view (in privileged state: observed it), a walk of at most the world's walking speed between
-them, the view distance and the map's lines of sight. The cover rule (a window holding a kill elsewhere) counts
-only in "surely TRUE" (the whole window surely in the place): the speaker knows a kill's moment only to a step
-(its own kill is recorded at the step end after it), and may not know of a kill at all, so a window claim that
-may pass the majority rule stays "may be TRUE, may be FALSE".
+(``mau.claims.speaker``) reads: the speaker's place at every step end and when each meeting was called, where
+it had the subject in view (in privileged state: observed it), a walk of at most the world's walking speed
+between them, the view distance and the map's lines of sight. The cover rule (a window holding a kill
+elsewhere) counts only in "surely TRUE" (the whole window surely in the place): the speaker knows a kill's
+moment only to a step (its own kill is recorded at the step end after it), and may not know of a kill at all,
+so a window claim that may pass the majority rule stays "may be TRUE, may be FALSE".
 """
 
 from __future__ import annotations
@@ -45,9 +45,12 @@ class Foresight:
         self.reach = Reach(speaker, now)
 
     def _surely_in(self, anchors: dict, room: str, tick: int) -> bool:
-        """The player was in ``room`` at ``tick``: a known place near in time holds it inside, whatever it did."""
+        """The player was in ``room`` at ``tick``: a known place near in time holds it inside, whatever it
+        did."""
         x0, x1, z0, z1 = self.reach.floor.rects[room]
-        return any(x0 + r <= x <= x1 - r and z0 + r <= z <= z1 - r for x, z, r in self.reach._near(anchors, tick))
+        return any(
+            x0 + r <= x <= x1 - r and z0 + r <= z <= z1 - r for x, z, r in self.reach._near(anchors, tick)
+        )
 
     def _may_be_in(self, anchors: dict, room: str, tick: int) -> bool:
         return not self.reach._out(anchors, room, tick)
@@ -87,7 +90,11 @@ class Foresight:
         return _verdicts(may, sure)
 
     def _task(self, c: dict[str, Any]) -> frozenset[str]:
-        by = min(int(round(c["at_s"] * TICKS_PER_SECOND)) + TOL, self.now) if c.get("at_s") is not None else self.now
+        by = (
+            min(int(round(c["at_s"] * TICKS_PER_SECOND)) + TOL, self.now)
+            if c.get("at_s") is not None
+            else self.now
+        )
         before, prev = None, -1
         for s in self.sp.samples:
             if c["station"] in s.done:
@@ -106,7 +113,9 @@ class Foresight:
         lo, hi = (sp.lo - TOL, sp.hi + TOL) if sp.how == WINDOW else (sp.lo, sp.hi)
         if room not in self.reach.floor.rects:
             return ALL - {UNVERIFIABLE}
-        if any(lo <= s.tick <= min(hi, self.now) and s.seen.get(who, ("",))[0] == room for s in self.sp.samples):
+        if any(
+            lo <= s.tick <= min(hi, self.now) and s.seen.get(who, ("",))[0] == room for s in self.sp.samples
+        ):
             return frozenset((TRUE,))  # I had it in view there at a step end of the window
         reach = Reach(self.sp, self.now, who)
         ticks = self._ticks(lo, hi)

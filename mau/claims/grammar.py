@@ -14,12 +14,12 @@ a place is a region of the map, corridors included; ``who: "me"`` is the speaker
 
 Times in brackets may be left out: what people say. An untimed place, sighting or company means "at some time
 since the last meeting"; an untimed task, body or kill "before this meeting"; ``when`` names a relative time
-("start": the first ``RELATIVE_S`` seconds after the last meeting, "end": the last ``RELATIVE_S`` seconds before
-this one). The checker gives each form its window (docs/claims.md, "The checker").
+("start": the first ``RELATIVE_S`` seconds after the last meeting, "end": the last ``RELATIVE_S`` seconds
+before this one). The checker gives each form its window (docs/claims.md, "The checker").
 
-``validate`` turns one raw claim into its canonical dict (names as the roster spells them, the speaker's own name
-as ``"me"``, places as the map spells them, times rounded to 0.01 s) or gives the one-line reason it is dropped.
-Nothing here raises on bad input: claims come from models.
+``validate`` turns one raw claim into its canonical dict (names as the roster spells them, the speaker's own
+name as ``"me"``, places as the map spells them, times rounded to 0.01 s) or gives the one-line reason it is
+dropped. Nothing here raises on bad input: claims come from models.
 """
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ RELATIVE_S = 20.0  # seconds a relative time covers
 
 @dataclass(frozen=True)
 class Scope:
-    """What a claim is checked against when it is said: the roster, the speaker, the map's places and stations,
-    and the game time of the meeting (no claim is about the future)."""
+    """What a claim is checked against when it is said: the roster, the speaker, the map's places and
+    stations, and the game time of the meeting (no claim is about the future)."""
 
     names: tuple[str, ...]
     speaker: str
@@ -112,7 +112,11 @@ class _Claim(BaseModel):
     @field_validator("room", mode="before", check_fields=False)
     @classmethod
     def _room(cls, v: Any, info: ValidationInfo) -> str | None:
-        if v is None and cls.model_fields["room"].default is None and not cls.model_fields["room"].is_required():
+        if (
+            v is None
+            and cls.model_fields["room"].default is None
+            and not cls.model_fields["room"].is_required()
+        ):
             return None  # an optional room (a kill's) left out
         return _scope(info).place(v)
 
@@ -280,7 +284,9 @@ class Vouch(_Other):
     who: str
 
 
-CLAIM = TypeAdapter(Annotated[Union[At, Task, Saw, With, SawKill, Body, Accuse, Vouch], Field(discriminator="k")])
+CLAIM = TypeAdapter(
+    Annotated[Union[At, Task, Saw, With, SawKill, Body, Accuse, Vouch], Field(discriminator="k")]
+)
 _ORDER = ("k", "who", "victim", "room", "station", "at_s", "from_s", "to_s", "when", "near")
 
 
@@ -315,7 +321,9 @@ def validate(raw: Any, scope: Scope) -> tuple[dict[str, Any] | None, str | None]
         return None, f"unusable claim ({type(e).__name__})"
 
 
-def validate_all(raws: Any, scope: Scope, limit: int) -> tuple[list[dict[str, Any]], list[int], list[dict[str, Any]]]:
+def validate_all(
+    raws: Any, scope: Scope, limit: int
+) -> tuple[list[dict[str, Any]], list[int], list[dict[str, Any]]]:
     """(the claims kept, the index in ``raws`` of each kept claim, the dropped ones with their reasons)."""
     if raws is None:
         return [], [], []
@@ -344,15 +352,19 @@ def subject(claim: dict[str, Any], speaker: str) -> str:
 
 
 def placement(c: dict[str, Any], speaker: str) -> dict[str, Any] | None:
-    """Where and when a claim puts whom (for drawing it on the map): ``subjects`` (the players it places there,
-    ``me`` resolved to the speaker), ``place`` (a region) or ``station`` (a station index), and the claimed window
+    """Where and when a claim puts whom (for drawing it on the map): ``subjects`` (the players it places
+    there, ``me`` resolved to the speaker), ``place`` (a region) or ``station`` (a station index), and the
+    claimed window
     ``from_s``-``to_s`` (a moment: both the same); None for a stance."""
     if c.get("k") not in FACT_KINDS:
         return None
     who = subject(c, speaker)
     subjects = {"at": [who], "task": [who], "saw": [who],
                 "with": [speaker, who], "saw_kill": [who, c.get("victim")],
-                "body": [speaker, *c.get("near", [])]}[c["k"]]  # a body's subject() is its victim: here, who was there
+                # a body's subject() is its victim: here, who was there
+                "body": [speaker, *c.get("near", [])]}[c["k"]]
     at = c.get("at_s")
-    return {"subjects": [s for s in subjects if s], "place": c.get("room"), "station": c.get("station"),
-            "from_s": at if at is not None else c.get("from_s"), "to_s": at if at is not None else c.get("to_s")}
+    return {
+        "subjects": [s for s in subjects if s], "place": c.get("room"), "station": c.get("station"),
+        "from_s": at if at is not None else c.get("from_s"), "to_s": at if at is not None else c.get("to_s"),
+    }

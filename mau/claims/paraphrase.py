@@ -1,17 +1,17 @@
 """Claims said in words: a paraphrase generator, seeded, whose every sentence knows its gold claims.
 
-``say(claims, speaker, rng)`` turns canonical claims (``mau.claims.grammar``) into free text the way people (and
-LLM players) say them, and gives back the claims that text states (its **gold**): a claim said without its time
-is the untimed claim ("I was in Admin": some time since the last meeting), one said with a relative time the
-claim with ``when`` ("just before the meeting"), one said with rounded times ("around 93 s") the claim with those
-times; a hedge ("I think") changes nothing. Several claims go into one utterance, joined as people join them;
-options add what a reader must not take for a claim (negations: "I was never in Navigation") and misspelled
-names (the gold has them right).
+``say(claims, speaker, rng)`` turns canonical claims (``mau.claims.grammar``) into free text the way people
+(and LLM players) say them, and gives back the claims that text states (its **gold**): a claim said without
+its time is the untimed claim ("I was in Admin": some time since the last meeting), one said with a relative
+time the claim with ``when`` ("just before the meeting"), one said with rounded times ("around 93 s") the
+claim with those times; a hedge ("I think") changes nothing. Several claims go into one utterance, joined as
+people join them; options add what a reader must not take for a claim (negations: "I was never in
+Navigation") and misspelled names (the gold has them right).
 
-Two pools of phrasings: ``dev`` (what extractors may be built on) and ``held`` (kept for the held-out part of the
-labelled corpus, ``mau.eval.claims_corpus``); ``all`` uses both. The scripted speakers of ``world.claims.mode:
-free`` speak through it (docs/claims.md, "Claims in words"). Nothing here reads a role: the same phrasings and
-the same chances serve every speaker.
+Two pools of phrasings: ``dev`` (what extractors may be built on) and ``held`` (kept for the held-out part of
+the labelled corpus, ``mau.eval.claims_corpus``); ``all`` uses both. The scripted speakers of
+``world.claims.mode: free`` speak through it (docs/claims.md, "Claims in words"). Nothing here reads a role:
+the same phrasings and the same chances serve every speaker.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ class Style:
 SPEECH = Style()  # scripted speakers in free mode: no misspellings, no negated distractors
 CORPUS = Style(negation=0.25, misspell=0.12, filler=0.25)
 
-# -- phrasings: (pool, template); {who} a subject ("I" or a name), {room} a place, {t} the time phrase -------------
+# -- phrasings: (pool, template); {who} a subject ("I" or a name), {room} a place, {t} the time phrase -------
 P = {
     "at_me": [("dev", "I was in {room}{t}"), ("dev", "I was doing tasks in {room}{t}"),
               ("dev", "I stayed in {room}{t}"), ("dev", "I spent my time in {room}{t}"),
@@ -51,7 +51,8 @@ P = {
               ("held", "I hung around {room}{t}"), ("held", "I was over in {room}{t}")],
     "at_other": [("dev", "{who} was in {room}{t}"), ("dev", "{who} stayed in {room}{t}"),
                  ("held", "{who} was hanging around {room}{t}")],
-    "task": [("dev", "I finished the task at station {station}{t}"), ("dev", "I did my task at station {station}{t}"),
+    "task": [("dev", "I finished the task at station {station}{t}"), ("dev", "I did my task at station "
+                                                                             "{station}{t}"),
              ("dev", "I completed station {station}{t}"), ("held", "I got station {station} done{t}")],
     "saw": [("dev", "I saw {who} in {room}{t}"), ("dev", "I spotted {who} in {room}{t}"),
             ("dev", "I noticed {who} in {room}{t}"), ("held", "I caught sight of {who} in {room}{t}")],
@@ -66,16 +67,19 @@ P = {
              ("dev", "I discovered {victim} dead in {room}{t}{near}"),
              ("held", "I came across the body of {victim} in {room}{t}{near}")],
     "accuse": [("dev", "I suspect {who}"), ("dev", "I think {who} is the imposter"), ("dev", "{who} is sus"),
-               ("dev", "vote {who}"), ("dev", "{who} is lying"), ("held", "{who} looks really suspicious to me")],
+               ("dev", "vote {who}"), ("dev", "{who} is lying"), ("held", "{who} looks really suspicious to "
+                                                                          "me")],
     "vouch": [("dev", "I vouch for {who}"), ("dev", "{who} is innocent"), ("dev", "I trust {who}"),
               ("dev", "{who} is not the imposter"), ("held", "{who} is definitely a crewmate")],
 }
 NEAR = [("dev", ", with {names} nearby"), ("dev", ", and {names} {was} near it"),
         ("held", ", {names} {was} standing close")]
 # time phrases: {a}, {b}, {x} numbers; relative ones by when
-WINDOW = [("dev", " from {a} to {b} s"), ("dev", " from {a}s to {b}s"), ("dev", " between {a} and {b} seconds"),
+WINDOW = [("dev", " from {a} to {b} s"), ("dev", " from {a}s to {b}s"), ("dev", " between {a} and {b} "
+                                                                                "seconds"),
           ("held", " from {a} until {b} seconds")]
-MOMENT = [("dev", " at {x} s"), ("dev", " at {x}s"), ("dev", " at {x} seconds"), ("held", " at the {x} second mark")]
+MOMENT = [("dev", " at {x} s"), ("dev", " at {x}s"), ("dev", " at {x} seconds"), ("held", " at the {x} "
+                                                                                          "second mark")]
 APPROX_MOMENT = [("dev", " around {x} s"), ("dev", " at about {x} seconds"), ("held", " roughly at {x}s")]
 APPROX_WINDOW = [("dev", " from about {a} to {b} s"), ("dev", " roughly between {a} and {b} seconds"),
                  ("held", " from around {a} till {b}s")]
@@ -83,11 +87,15 @@ RELATIVE = {"start": [("dev", " at the start of the round"), ("dev", " right aft
                       ("dev", " early on"), ("held", " at the beginning of the round")],
             "end": [("dev", " just before the meeting"), ("dev", " right before the meeting was called"),
                     ("dev", " just now"), ("held", " shortly before this meeting")]}
-HEDGES = [("dev", "I think "), ("dev", "I'm pretty sure "), ("dev", "if I remember right, "), ("dev", "I believe "),
-          ("held", "as far as I can tell, ")]
-NEGATIONS = [("dev", "I was never in {room}"), ("dev", "I didn't go to {room}"), ("dev", "I did not see {who} at all"),
+HEDGES = [
+    ("dev", "I think "), ("dev", "I'm pretty sure "), ("dev", "if I remember right, "), ("dev", "I believe "),
+    ("held", "as far as I can tell, "),
+]
+NEGATIONS = [("dev", "I was never in {room}"), ("dev", "I didn't go to {room}"), ("dev", "I did not see "
+                                                                                         "{who} at all"),
              ("dev", "{who} wasn't in {room}"), ("held", "I never set foot in {room}")]
-FILLERS = ["Nothing else to report.", "Let's think about this carefully.", "We need to be careful with our votes.",
+FILLERS = ["Nothing else to report.", "Let's think about this carefully.", "We need to be careful with our "
+                                                                           "votes.",
            "That's all I have.", "Has anyone else seen anything?"]
 JOINS = [". ", ", and ", ". Also, ", "; ", ". Then "]
 PLACE_FORMS = [("dev", "{p}"), ("dev", "the corridor {a}-{b}"), ("dev", "the corridor between {a} and {b}"),
@@ -113,7 +121,9 @@ def misspell(name: str, rng: random.Random) -> str:
 
 
 class _Say:
-    def __init__(self, speaker: str, rng: random.Random, style: Style, now_s: float | None, since_s: float | None):
+    def __init__(
+        self, speaker: str, rng: random.Random, style: Style, now_s: float | None, since_s: float | None
+    ):
         self.speaker, self.rng, self.style = speaker, rng, style
         self.now_s, self.since_s = now_s, since_s
 
@@ -124,7 +134,8 @@ class _Say:
 
     def relative(self, c: dict[str, Any]) -> str | None:
         """A relative time that keeps the claim's truth: "end" when its time reaches into the last RELATIVE_S
-        seconds before the meeting, "start" when it begins within RELATIVE_S of the last meeting's end; any when
+        seconds before the meeting, "start" when it begins within RELATIVE_S of the last meeting's end; any
+        when
         the meeting's time is not known."""
         if c.get("when") is not None:
             return c["when"]
@@ -134,8 +145,11 @@ class _Say:
         t1 = c["at_s"] if c.get("at_s") is not None else c.get("to_s")
         if t0 is None:
             return None
-        fits = [w for w, ok in (("start", t0 <= self.since_s + RELATIVE_S), ("end", t1 >= self.now_s - RELATIVE_S))
-                if ok]
+        fits = [
+            w
+            for w, ok in (("start", t0 <= self.since_s + RELATIVE_S), ("end", t1 >= self.now_s - RELATIVE_S))
+            if ok
+        ]
         return self.rng.choice(fits) if fits else None
 
     def name(self, n: str) -> str:
@@ -177,7 +191,9 @@ class _Say:
             if k in ("at", "with"):
                 return _pick(rng, moment, pool).format(x=num(a)), dict(timeless, from_s=back(a), to_s=back(a))
             return _pick(rng, moment, pool).format(x=num(a)), dict(timeless, at_s=back(a))
-        return _pick(rng, window, pool).format(a=num(a), b=num(b)), dict(timeless, from_s=back(a), to_s=back(b))
+        return _pick(rng, window, pool).format(a=num(a), b=num(b)), dict(
+            timeless, from_s=back(a), to_s=back(b)
+        )
 
     def claim(self, c: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         """One claim in words (hedged or not) and the claim it states."""
@@ -228,8 +244,9 @@ def _sentence(parts: list[str], rng: random.Random) -> str:
 def say(claims: list[dict[str, Any]], speaker: str, rng: random.Random, style: Style = SPEECH,
         names: list[str] | None = None, places: list[str] | None = None, now_s: float | None = None,
         since_s: float | None = None) -> tuple[str, list[dict[str, Any]]]:
-    """(free text, the claims it states) for canonical ``claims`` said by ``speaker`` at the meeting of game time
-    ``now_s`` (the last meeting ended at ``since_s``: relative times are used only where they keep a claim's
+    """(free text, the claims it states) for canonical ``claims`` said by ``speaker`` at the meeting of game
+    time ``now_s`` (the last meeting ended at ``since_s``: relative times are used only where they keep a
+    claim's
     truth); ``names`` and ``places`` (the roster and the map's places) serve the negated distractors."""
     s = _Say(speaker, rng, style, now_s, since_s)
     parts, gold = [], []

@@ -1,9 +1,9 @@
 """Claims as sentences: the fixed templates the transcript shows, and the parser of exactly those sentences.
 
 ``render`` gives one sentence per claim ("I was in Admin from 300 s to 345 s."); ``parse`` finds every such
-sentence in a text and gives the claims back, so ``parse(render(c)) == c`` for every valid claim (tested on every
-claim of a run). The parser reads the templates only: free speech around them ("I was doing my missions near
-Admin.") is not a claim to it (``mau.eval.claims_extract`` reads free text).
+sentence in a text and gives the claims back, so ``parse(render(c)) == c`` for every valid claim (tested on
+every claim of a run). The parser reads the templates only: free speech around them ("I was doing my missions
+near Admin.") is not a claim to it (``mau.eval.claims_extract`` reads free text).
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def utterance(text: str | None, claims: list[dict[str, Any]]) -> str:
     return " ".join(p for p in parts if p)
 
 
-# -- the parser of the templates --------------------------------------------------------------------------------
+# -- the parser of the templates -----------------------------------------------------------------------------
 _NUM = r"\d+(?:\.\d+)?"
 _WHEN = (rf"(?:at (?P<at>{_NUM}) s|from (?P<a>{_NUM}) s to (?P<b>{_NUM}) s|(?P<since>{SINCE}|{BEFORE})"
          rf"|(?P<rel>{'|'.join(RELATIVE.values())}))")
@@ -105,14 +105,14 @@ def _patterns(names: tuple[str, ...], places: tuple[str, ...]) -> list[tuple[str
         "saw_kill": rf"I saw (?P<who>{n}) kill (?P<victim>{n})(?: in (?P<room>{p}))? {_WHEN}\.",
         "body": rf"I found the body of (?P<victim>{n}) in (?P<room>{p}) {_WHEN}"
                 rf"(?:, with (?P<near>(?:{n})(?:(?:, | and )(?:{n}))*) nearby)?\.",
-        "accuse": rf"I accuse (?P<who>{n})\.",
-        "vouch": rf"I vouch for (?P<who>{n})\.",
+        "accuse": rf"I accuse (?P<who>{n})\.", "vouch": rf"I vouch for (?P<who>{n})\.",
     }
     return [(k, re.compile(start + f + end)) for k, f in forms.items()]
 
 
 def parse(text: str, names: list[str], places: list[str], speaker: str) -> list[dict[str, Any]]:
-    """Every template sentence in ``text``, in order, as canonical claims (the speaker's own name as ``me``)."""
+    """Every template sentence in ``text``, in order, as canonical claims (the speaker's own name as
+    ``me``)."""
     found: list[tuple[int, dict[str, Any]]] = []
     for k, rx in _patterns(tuple(names), tuple(places)):
         for m in rx.finditer(text or ""):

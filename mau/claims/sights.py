@@ -1,8 +1,8 @@
 """``sights.jsonl`` read back as intervals: where each player was and whom each player had in view, over time.
 
-An interval is ``(start, end)`` in ticks, half open: the state sampled at ``start`` holds until the next sample
-that changes it. A meeting stops the clock: its tick is the world as the meeting was called, and the table after
-it starts one tick later. The last
+An interval is ``(start, end)`` in ticks, half open: the state sampled at ``start`` holds until the next
+sample that changes it. A meeting stops the clock: its tick is the world as the meeting was called, and the
+table after it starts one tick later. The last
 state holds until ``end_tick`` (the match's last event).
 """
 
@@ -21,8 +21,9 @@ Interval = tuple[int, int]
 
 def read_lines(folder: str | Path, header: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """The lines of a match folder's sights.jsonl, checked: every line JSON, the legend first, every sample's
-    players and places indices of the legend, and as many lines as ``match.json`` records (``header``: the match
-    header, read here when not given). Empty when the match recorded none (played before sights, or by a backend
+    players and places indices of the legend, and as many lines as ``match.json`` records (``header``: the
+    match header, read here when not given). Empty when the match recorded none (played before sights, or by
+    a backend
     without them). A damaged, cut or missing file is a one-line ``MauError`` naming it and the fix."""
     path = Path(folder) / F.SIGHTS_FILE
     if header is None:
@@ -44,8 +45,8 @@ def read_lines(folder: str | Path, header: dict[str, Any] | None = None) -> list
         except json.JSONDecodeError:
             raise MauError(f"{path}:{n}: not valid JSON (the file is cut or damaged); {fix}") from None
     if want is not None and len(lines) != want:
-        raise MauError(f"{path}: {len(lines)} lines, but match.json records {want} (the file is cut or damaged); "
-                       f"{fix}")
+        raise MauError(f"{path}: {len(lines)} lines, but match.json records {want} (the file is cut or "
+                       f"damaged); {fix}")
     if lines and lines[0].get(F.SIGHTS_VERSION_FIELD) != F.SIGHTS_VERSION:
         raise MauError(f"{path}: sights version {lines[0].get(F.SIGHTS_VERSION_FIELD)!r}, this mau reads "
                        f"version {F.SIGHTS_VERSION}; install the mau version that wrote it")
@@ -97,7 +98,8 @@ def overlap(a: list[Interval], b: list[Interval]) -> list[Interval]:
 
 
 def clip(ivs: Iterable[Interval], t0: int, t1: int) -> list[Interval]:
-    """The parts of ``ivs`` inside the closed window [t0, t1] (as the half-open [t0, t1 + 1): an instant counts)."""
+    """The parts of ``ivs`` inside the closed window [t0, t1] (as the half-open [t0, t1 + 1): an instant
+    counts)."""
     out = []
     t1 += 1
     for a, b in ivs:
@@ -112,12 +114,13 @@ def length(ivs: Iterable[Interval]) -> int:
 
 
 class Timeline:
-    """Places and views of one match, from its sights lines (``end_tick``: until when the last state holds)."""
+    """Places and views of one match, from its sights lines (``end_tick``: until when the last state
+    holds)."""
 
     def __init__(self, lines: list[dict[str, Any]], end_tick: int):
         if not lines:
-            raise MauError("sights.jsonl is empty or missing: this match cannot be checked (it was played before "
-                           "sights were recorded)")
+            raise MauError("sights.jsonl is empty or missing: this match cannot be checked (it was played "
+                           "before sights were recorded)")
         legend = lines[0]
         self.players: list[str] = list(legend[F.SIGHT_PLAYERS])
         self.places: list[str] = list(legend[F.SIGHT_PLACE_NAMES])
@@ -130,8 +133,8 @@ class Timeline:
         seen: dict[tuple[str, str], int] = {}
         for line in lines[1:]:
             t = line[F.SIGHT_TICK]
-            # After a meeting the clock stood still: the tick of the call is the world before it (what was said
-            # there is about that world); the table after it starts one tick later.
+            # After a meeting the clock stood still: the tick of the call is the world before it (what was
+            # said there is about that world); the table after it starts one tick later.
             until = t + 1 if line.get(F.SIGHT_AFTER_MEETING) else t
             for i, place in line.get(F.SIGHT_PLACES, []):
                 name = self.players[i]
@@ -160,7 +163,7 @@ class Timeline:
             self.at[name][place].append(iv)
             self.active[name].append(iv)
 
-    # -- questions ----------------------------------------------------------------------------------------------
+    # -- questions -------------------------------------------------------------------------------------------
     def in_place(self, name: str, place: str, t0: int, t1: int) -> list[Interval]:
         """When ``name`` was in ``place`` within [t0, t1]."""
         return clip(self.at.get(name, {}).get(place, []), t0, t1)

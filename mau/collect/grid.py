@@ -47,20 +47,24 @@ class GridConfig(Model):
     """What to play: every (case, imposter model, crewmate model, repetition)."""
 
     pool: list[PoolEntry] = Field(min_length=1, description="The model pool (at least one entry).")
-    self_play: bool = Field(True, description="Include pairings of a model with itself (the paper's round robin does).")
+    self_play: bool = Field(True, description="Include pairings of a model with itself (the paper's round "
+                                              "robin does).")
     imposters: list[str] | None = Field(
-        None, description="Pool names that play the imposters (default: every pool model; e.g. the imposter ladder's "
-                          "rungs against the teacher's temperaments).")
-    crewmates: list[str] | None = Field(None, description="Pool names that play the crewmates (default: every one).")
-    cases: list[CaseConfig] = Field(default_factory=lambda: [CaseConfig()], description="ARIA configuration cases.")
+        None, description="Pool names that play the imposters (default: every pool model; e.g. the imposter "
+                          "ladder's rungs against the teacher's temperaments).")
+    crewmates: list[str] | None = Field(None, description="Pool names that play the crewmates (default: "
+                                                          "every one).")
+    cases: list[CaseConfig] = Field(default_factory=lambda: [CaseConfig()], description="ARIA configuration "
+                                                                                        "cases.")
     repetitions: int = Field(1, ge=1, description="Matches per pairing and case.")
     seed_scheme: Literal["shared", "per_match"] = Field(
-        "shared", description="shared: repetition r plays seeds[r] (or seed+r) in every pairing and case (paired "
-                              "cells, but only `repetitions` role draws); per_match: match k of the grid plays "
-                              "seed+k, so roles vary across cells (expert data: docs/datasets.md).")
+        "shared", description="shared: repetition r plays seeds[r] (or seed+r) in every pairing and case "
+                              "(paired cells, but only `repetitions` role draws); per_match: match k of the "
+                              "grid plays seed+k, so roles vary across cells (expert data: "
+                              "docs/datasets.md).")
     seeds: list[int] | None = Field(
-        None, description="Seed of each repetition (shared scheme; shared by every pairing, so arms are paired); "
-                          "default seed+rep.")
+        None, description="Seed of each repetition (shared scheme; shared by every pairing, so arms are "
+                          "paired); default seed+rep.")
     seed: int = Field(0, description="Base seed when seeds is not given (and of the per_match scheme).")
 
     @model_validator(mode="after")
@@ -75,8 +79,8 @@ class GridConfig(Model):
             if bad:
                 raise ValueError(f"{what}: {bad[0]!r} is not a pool name ({', '.join(names)})")
         if self.seed_scheme == "per_match" and self.seeds is not None:
-            raise ValueError("seeds: a list of seeds is for seed_scheme shared; per_match plays seed+k for match k "
-                             "(set seed, or remove seed_scheme)")
+            raise ValueError("seeds: a list of seeds is for seed_scheme shared; per_match plays seed+k for "
+                             "match k (set seed, or remove seed_scheme)")
         if self.seeds is not None and len(self.seeds) < self.repetitions:
             raise ValueError(f"seeds: {len(self.seeds)} given for {self.repetitions} repetitions; give one "
                              f"per repetition")
@@ -150,8 +154,8 @@ def describe_plan(grid: GridConfig, world: WorldConfig | None = None) -> str:
     game = (world or WorldConfig()).game
     draws = {tuple(imposters_of(game, s)) for s in {sp.seed for sp in specs}}
     n = game.num_players
-    lines.append(f"imposter pairs drawn: {len(draws)} distinct (of {math.comb(n, game.num_imposters)} possible; "
-                 f"roles: {game.roles})")
+    lines.append(f"imposter pairs drawn: {len(draws)} distinct (of {math.comb(n, game.num_imposters)} "
+                 f"possible; roles: {game.roles})")
     return "\n".join(lines)
 
 
@@ -167,6 +171,7 @@ def seats_for(grid: GridConfig, spec: MatchSpec) -> dict[str, SeatConfig]:
             "imposter": SeatConfig(model=pool[spec.imposter_model].model, aria=case.imposter)}
 
 
-__all__ = ["PoolEntry", "CaseConfig", "GridConfig", "MatchSpec", "enumerate_grid", "describe_plan", "parse_shard",
-           "in_shard",
-           "seats_for", "WorldConfig"]
+__all__ = [
+    "PoolEntry", "CaseConfig", "GridConfig", "MatchSpec", "enumerate_grid", "describe_plan", "parse_shard",
+    "in_shard", "seats_for", "WorldConfig",
+]

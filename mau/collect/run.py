@@ -33,11 +33,12 @@ class CollectConfig(RunConfig):
     """``mau collect``: a grid of expert matches."""
 
     max_fallback_share: float = Field(0.5, ge=0, le=1,
-                                      description="Warn at the end when a side's own calls fell back more than this.")
+                                      description="Warn at the end when a side's own calls fell back more "
+                                                  "than this.")
     grid: GridConfig = Field(description="The pool, the pairings, the ARIA cases, repetitions and seeds.")
     world: WorldConfig = Field(default_factory=WorldConfig, description="The world every match is played in.")
-    logging: WandbLogging = Field(default_factory=WandbLogging, description="Where the summary tables also go "
-                                  "(wandb, in mau train's project).")
+    logging: WandbLogging = Field(default_factory=WandbLogging, description="Where the summary tables also "
+                                  "go (wandb, in mau train's project).")
 
     def identity(self) -> dict[str, Any]:
         """The part that defines the run's content: shards of one run must agree on it. Where a model is
@@ -51,8 +52,10 @@ class CollectConfig(RunConfig):
 
 def plan(cfg: CollectConfig) -> list[PlannedMatch]:
     """Every match of the grid, with its seats; the grid line goes into each match header."""
-    return [PlannedMatch(s.index, s.match_id, s.seed, seats_for(cfg.grid, s), cfg.world, {F.GRID: s.to_dict()})
-            for s in enumerate_grid(cfg.grid)]
+    return [
+        PlannedMatch(s.index, s.match_id, s.seed, seats_for(cfg.grid, s), cfg.world, {F.GRID: s.to_dict()})
+        for s in enumerate_grid(cfg.grid)
+    ]
 
 
 def _postfix(p: RunProgress) -> dict[str, Any]:
@@ -74,7 +77,8 @@ def run_collect(cfg: CollectConfig, out: Path, opts: RunOptions = RunOptions()) 
 
     planned = plan(cfg)
     if opts.dry_run:
-        print(describe_plan(cfg.grid, cfg.world))  # the grid first: the runner's estimate (JSON) stays the last line
+        # the grid first: the runner's estimate (JSON) stays the last line
+        print(describe_plan(cfg.grid, cfg.world))
         print_plan("collect", out, cfg.shard, planned, cfg.workers)
         return None
     # Before the run folder is made: a dead server or a missing adapter stops the run here, in one line.
@@ -87,14 +91,17 @@ def run_collect(cfg: CollectConfig, out: Path, opts: RunOptions = RunOptions()) 
     r = play_shard(planned, out, cfg.shard, cfg.workers, opts, "collect", _postfix, cfg.matches_in_flight)
     summary = write_summary(out, planned=len(planned))
     log_collect_summary(cfg, out, summary)
-    summary.update(shard=f"{r.shard}/{r.n_shards}", played_now=len(r.progress.done), shard_matches=len(r.mine),
-                   failed_now=len(r.progress.failed), wall_s=round(time.perf_counter() - t0, 2),
-                   cost_now=round(r.progress.total("cost"), 4), meter=_meter(r.progress))
+    summary.update(
+        shard=f"{r.shard}/{r.n_shards}", played_now=len(r.progress.done), shard_matches=len(r.mine),
+        failed_now=len(r.progress.failed), wall_s=round(time.perf_counter() - t0, 2),
+        cost_now=round(r.progress.total("cost"), 4), meter=_meter(r.progress),
+    )
     return summary
 
 
 def _meter(p: RunProgress) -> dict[str, Any]:
-    """The run's call meter for the summary: calls, tokens, USD, calls per second, calls in flight (peak, mean)."""
+    """The run's call meter for the summary: calls, tokens, USD, calls per second, calls in flight (peak,
+    mean)."""
     m = p.meter
     keep = ("calls", "prompt_tokens", "completion_tokens", "tokens", "cost_usd", "fallbacks", "retries",
             "peak_in_flight", "mean_in_flight", "calls_per_s", "elapsed_s", "loads")
@@ -102,11 +109,14 @@ def _meter(p: RunProgress) -> dict[str, Any]:
 
 
 def log_collect_summary(cfg: CollectConfig, out: Path, summary: dict[str, Any]) -> str | None:
-    """The summary's tables (matchups, win rates per model and role) to wandb when logging.report_to says so."""
+    """The summary's tables (matchups, win rates per model and role) to wandb when logging.report_to says
+    so."""
     from mau.wandb_log import log_tables
 
-    matchups = [[m["imposter"], m["crewmate"], m["crew_wins"], m["n"], m["crew_wins"] / m["n"] if m["n"] else None]
-                for m in summary["matchups"]]
+    matchups = [
+        [m["imposter"], m["crewmate"], m["crew_wins"], m["n"], m["crew_wins"] / m["n"] if m["n"] else None]
+        for m in summary["matchups"]
+    ]
     rates = [[model, role, r["wins"], r["n"], r["rate"]] for model, roles in summary["win_rates"].items()
              for role, r in roles.items()]
     return log_tables(cfg.logging, out, "collect", {

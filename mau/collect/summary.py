@@ -72,13 +72,16 @@ def summarize(run: Path, planned: int | None = None) -> dict[str, Any]:
         "matches": len(headers), "planned": planned, "outcomes": outcomes,
         "crew_win_rate": (sum(outcomes[o] for o in CREW_OUTCOMES) / len(headers)) if headers else None,
         "win_rates": win_rates,
-        "matchups": [{"imposter": i, "crewmate": c, "crew_wins": w, "n": n}
-                     for (i, c), (w, n) in sorted(matchups.items())],
-        "models": models,
-        "calls": calls, "fallbacks": fallbacks, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-        "cost_usd": round(cost, 6),
-        "fallback_share": {role: {"calls": n, "fallbacks": fb, "share": fb / n if n else None}
-                           for role, (n, fb) in sorted(sides.items())},
+        "matchups": [
+            {"imposter": i, "crewmate": c, "crew_wins": w, "n": n}
+            for (i, c), (w, n) in sorted(matchups.items())
+        ],
+        "models": models, "calls": calls, "fallbacks": fallbacks, "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens, "cost_usd": round(cost, 6),
+        "fallback_share": {
+            role: {"calls": n, "fallbacks": fb, "share": fb / n if n else None}
+            for role, (n, fb) in sorted(sides.items())
+        },
         "play": play_counts(run),
     }
 
@@ -94,7 +97,8 @@ def write_summary(run: Path, planned: int | None = None) -> dict[str, Any]:
         w.writerow(["imposter \\ crewmate"] + models)
         for i in models:
             w.writerow([i] + [_rate(cell.get((i, c))) for c in models])
-    lines = ["# Collect run summary", "", f"Matches: {s['matches']}" + (f" of {planned} planned" if planned else ""),
+    lines = ["# Collect run summary", "", f"Matches: {s['matches']}" + (f" of {planned} "
+                                                                        f"planned" if planned else ""),
              "", "| outcome | matches |", "|---|---|"]
     lines += [f"| {o} | {n} |" for o, n in s["outcomes"].items()]
     pc = s["play"]
@@ -103,20 +107,24 @@ def write_summary(run: Path, planned: int | None = None) -> dict[str, Any]:
             f"{100 * pc['crew_vote_precision']:.1f} % [{100 * pc['crew_vote_precision_ci95'][0]:.1f}, " \
             f"{100 * pc['crew_vote_precision_ci95'][1]:.1f}]"
         skip = "-" if pc["crew_skip_share"] is None else f"{100 * pc['crew_skip_share']:.1f} %"
-        lines += ["", f"Meetings per match: {pc['meetings_per_match']:.2f}. Crewmate votes: {pc['crew_votes']}, "
-                  f"of which skips {skip}; named votes on an imposter: {prec} (95% Wilson)."]
+        lines += ["", f"Meetings per match: {pc['meetings_per_match']:.2f}. Crewmate votes: "
+                  f"{pc['crew_votes']}, of which skips {skip}; named votes on an imposter: {prec} (95% "
+                  f"Wilson)."]
     lines += ["", "## Win rates per model and role (95% Wilson interval)", "",
               "| model | role | wins / n | win rate | 95% CI |", "|---|---|---|---|---|"]
     for m, roles in s["win_rates"].items():
         for role, r in roles.items():
             lo, hi = r["ci95"]
-            lines.append(f"| {m} | {role} | {r['wins']} / {r['n']} | {r['rate']:.2f} | [{lo:.2f}, {hi:.2f}] |")
-    lines += ["", "## Crew win rate by matchup (rows: imposter model, columns: crewmate model; n in brackets)", "",
+            lines.append(f"| {m} | {role} | {r['wins']} / {r['n']} | {r['rate']:.2f} | [{lo:.2f}, {hi:.2f}] "
+                         f"|")
+    lines += ["", "## Crew win rate by matchup (rows: imposter model, columns: crewmate model; n in "
+                  "brackets)", "",
               "| imposter \\ crewmate | " + " | ".join(models) + " |", "|---" * (len(models) + 1) + "|"]
     for i in models:
         lines.append(f"| {i} | " + " | ".join(_rate(cell.get((i, c)), with_n=True) for c in models) + " |")
     lines += ["", f"Calls: {s['calls']}, fallbacks: {s['fallbacks']}, prompt tokens: {s['prompt_tokens']}, "
-              f"completion tokens: {s['completion_tokens']}, cost: ${s['cost_usd']:.4f} at the configured prices.",
+              f"completion tokens: {s['completion_tokens']}, cost: ${s['cost_usd']:.4f} at the configured "
+              f"prices.",
               ""]
     lines += claims_md
     (run / F.SUMMARY_MD).write_text("\n".join(lines))
@@ -126,8 +134,8 @@ def write_summary(run: Path, planned: int | None = None) -> dict[str, Any]:
 
 
 def _claims(run: Path, s: dict[str, Any]) -> list[str]:
-    """With structured claims: their verdicts and rates into the summary (``claims`` in summary.json, a section of
-    summary.md)."""
+    """With structured claims: their verdicts and rates into the summary (``claims`` in summary.json, a
+    section of summary.md)."""
     from mau.eval.claims_report import run_claims, section, summary_json
 
     ev = run_claims(run)
@@ -162,7 +170,8 @@ def heatmap(models: list[str], cell: dict[tuple[str, str], dict[str, Any]], path
             x, y = left + j * size, top + i * size
             if m and m["n"]:
                 r = m["crew_wins"] / m["n"]
-                color = (int(230 - 180 * r), int(90 + 140 * r), 90)  # red (imposters win) -> green (crew wins)
+                # red (imposters win) -> green (crew wins)
+                color = (int(230 - 180 * r), int(90 + 140 * r), 90)
                 d.rectangle([x, y, x + size - 2, y + size - 2], fill=color)
                 d.text((x + 8, y + size // 2 - 12), f"{r:.2f}", fill="black")
                 d.text((x + 8, y + size // 2 + 2), f"n={m['n']}", fill="black")

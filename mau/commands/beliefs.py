@@ -4,22 +4,23 @@ Detection report of any collect or eval run (or match folder) from its belief pr
 arm (or crewmate model) x imposter model, AUROC and Brier score within each probe (chance 0.5) and pooled,
 expected calibration error, top-2 hit rate, detection rate, time to detection and detection lead, each with a
 95% match-level bootstrap interval, the ideal observer and the knows-nothing (k/n) reference rows, and paired
-comparisons (with the baseline arm on the same seeds, and with the ideal observer on the same matches), and for
-runs with structured claims their Claims section (docs/claims.md). Writes
-beliefs.md, beliefs.json, beliefs.csv, calibration.png and belief_curves.png into --out (default: the first RUN)
-and prints the tables. The numbers are the eval's own (``mau.eval.detection``; the report:
+comparisons (with the baseline arm on the same seeds, and with the ideal observer on the same matches), and
+for runs with structured claims their Claims section (docs/claims.md). Writes
+beliefs.md, beliefs.json, beliefs.csv, calibration.png and belief_curves.png into --out (default: the first
+RUN) and prints the tables. The numbers are the eval's own (``mau.eval.detection``; the report:
 ``mau.eval.report.write_detection_report``).
 
 ``--fit``: fit the ideal observer's likelihoods by maximum likelihood on the runs' recorded evidence instead,
 and write observer_fit.json into --out (docs/detection.md, "The fit"); ``--params FIT``: re-score the ideal
 observer of the runs from its recorded evidence with a fit (its held-out detection and calibration);
-``--ablate contradicted,conflict``: the ideal observer (with ``--params``, or the shipped model) against the same
-observer with those kinds of evidence counting for nothing, on the same probes, paired (writes ablation.json and
-ablation.md; docs/claims.md, "Detection that uses claims"); ``--fit --without speech``: fit an observer whose
-accusation and vote terms (or any log likelihood ratios; groups ``speech``, ``positions``, ``claims``) count for
-nothing, the base the claims' lift is measured on in docs/claims.md; ``--leave-one-out``: the observer fitted on
-every imposter model but one and scored on that one (docs/detection.md, "Against imposters it was not fitted to").
-Every report also has the simple baselines' rows, the figures by moment and the role tell in phrasing.
+``--ablate contradicted,conflict``: the ideal observer (with ``--params``, or the shipped model) against the
+same observer with those kinds of evidence counting for nothing, on the same probes, paired (writes
+ablation.json and ablation.md; docs/claims.md, "Detection that uses claims"); ``--fit --without speech``: fit
+an observer whose accusation and vote terms (or any log likelihood ratios; groups ``speech``, ``positions``,
+``claims``) count for nothing, the base the claims' lift is measured on in docs/claims.md;
+``--leave-one-out``: the observer fitted on every imposter model but one and scored on that one
+(docs/detection.md, "Against imposters it was not fitted to"). Every report also has the simple baselines'
+rows, the figures by moment and the role tell in phrasing.
 """
 
 from __future__ import annotations
@@ -36,16 +37,21 @@ FLAGS = [
     Flag("--resamples", "bootstrap resamples (default 1000)", type=int, default=1000),
     Flag("--seed", "bootstrap seed (default 0)", type=int, default=0),
     Flag("--match", "match folder of the belief-curve plot (default: the first with model probes)"),
-    Flag("--fit", "fit the ideal observer's likelihoods on the runs (training seeds): writes observer_fit.json",
+    Flag("--fit", "fit the ideal observer's likelihoods on the runs (training seeds): writes "
+                  "observer_fit.json",
          type=bool),
-    Flag("--l2", "the fit's L2 penalty on the log likelihood ratios (default 0.01)", type=float, default=0.01),
-    Flag("--params", "an observer_fit.json (or its folder): re-score the ideal observer with its likelihoods"),
-    Flag("--ablate", "comma-separated parameters of the model (e.g. contradicted,conflict) or groups (speech, "
-                     "positions, claims): compare the observer with the same observer without them, paired"),
+    Flag("--l2", "the fit's L2 penalty on the log likelihood ratios (default "
+                 "0.01)", type=float, default=0.01),
+    Flag("--params", "an observer_fit.json (or its folder): re-score the ideal observer with its "
+                     "likelihoods"),
+    Flag("--ablate", "comma-separated parameters of the model (e.g. contradicted,conflict) or groups "
+                     "(speech, positions, claims): compare the observer with the same observer without them, "
+                     "paired"),
     Flag("--without", "with --fit: log likelihood ratios held at 0, comma-separated, or the groups speech, "
                       "positions, claims (an observer that ignores those kinds of evidence)"),
     Flag("--leave-one-out", "fit the observer on every imposter model but one and score it on that one, for "
-                            "each (writes leave_one_out.md/.json and the fits under fits/<imposter>/)", type=bool),
+                            "each (writes leave_one_out.md/.json and the fits under "
+                            "fits/<imposter>/)", type=bool),
 ]
 CONFIG = None  # no config file: the flags are the whole configuration
 
@@ -59,7 +65,8 @@ def config_from_args(args: argparse.Namespace) -> argparse.Namespace:
     if args.ablate is not None and args.fit:
         raise ConfigError("--ablate and --fit: fit first, then --ablate with --params FIT on held-out runs")
     if args.leave_one_out and (args.fit or args.params or args.ablate):
-        raise ConfigError("--leave-one-out fits and scores by itself: give it without --fit, --params or --ablate")
+        raise ConfigError("--leave-one-out fits and scores by itself: give it without --fit, --params or "
+                          "--ablate")
     if args.fit and args.params:
         raise ConfigError("--fit and --params: fit on training runs, then report held-out runs with --params")
     if args.without is not None and not args.fit:
@@ -78,7 +85,8 @@ def config_from_args(args: argparse.Namespace) -> argparse.Namespace:
     if args.l2 < 0:
         raise ConfigError("--l2: must be 0 or more")
     if args.params and not Path(args.params).exists():
-        raise ConfigError(f"--params {args.params}: no such file; give the observer_fit.json of mau beliefs --fit")
+        raise ConfigError(f"--params {args.params}: no such file; give the observer_fit.json of mau beliefs "
+                          f"--fit")
     return args
 
 
@@ -93,8 +101,8 @@ def main(args: argparse.Namespace, opts: RunOptions = RunOptions()) -> int:
 
         doc = leave_one_out(args.runs, out, args.l2, args.resamples, args.seed)
         print(loo_markdown(doc))
-        print(f"leave one out: {len(doc['imposters'])} imposter models -> {out}/leave_one_out.{{md,json}} and "
-              f"{out}/fits/<imposter>/observer_fit.json")
+        print(f"leave one out: {len(doc['imposters'])} imposter models -> {out}/leave_one_out.{{md,json}} "
+              f"and {out}/fits/<imposter>/observer_fit.json")
         return 0
     if args.fit:
         from mau.eval.observer_fit import fit_runs
@@ -102,7 +110,8 @@ def main(args: argparse.Namespace, opts: RunOptions = RunOptions()) -> int:
         doc = fit_runs(args.runs, out, args.l2, args.without)
         print("likelihood:", " ".join(f"{k}={v:g}" for k, v in doc["params"].items()))
         print(f"observer fit: {doc['probes']} probes of {doc['matches']} matches, log-likelihood per probe "
-              f"{doc['start_loglik_per_probe']:.4f} -> {doc['loglik_per_probe']:.4f} -> {out}/observer_fit.json")
+              f"{doc['start_loglik_per_probe']:.4f} -> {doc['loglik_per_probe']:.4f} -> "
+              f"{out}/observer_fit.json")
         return 0
     if args.ablate:
         import json

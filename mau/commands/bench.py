@@ -15,23 +15,23 @@ process, with latency): the ratio of a step's wall time to its slowest call when
 frames excluded); then full ARIA matches with the scripted expert, every call's frames rendered and saved,
 among them one forced to its full 200 steps (no kills, missions that never finish).
 
-``dataset`` (``mau bench dataset``): ``mau dataset`` builds (filter ``all``: every crewmate expert call, frames
-embedded) of a corpus of ARIA scripted matches (``--matches``, played here) and of the same corpus replicated
-``--scale`` times (hard-linked copies under new match ids); each build runs in a fresh subprocess, so its peak
-RSS is its own. Reports examples/s and peak RSS of both, and their ratio (flat memory: ~1).
+``dataset`` (``mau bench dataset``): ``mau dataset`` builds (filter ``all``: every crewmate expert call,
+frames embedded) of a corpus of ARIA scripted matches (``--matches``, played here) and of the same corpus
+replicated ``--scale`` times (hard-linked copies under new match ids); each build runs in a fresh subprocess,
+so its peak RSS is its own. Reports examples/s and peak RSS of both, and their ratio (flat memory: ~1).
 
-``fork`` (``mau bench fork``): ARIA matches with the scripted expert in every seat (no frames) are played and the
-first crewmate VOTE of each is forked (docs/replay.md): branches per second played to the end of the meeting
-and to the end of the match, answers alternating between the recorded vote and a skip; also the one-off cost
-of replaying up to the decision and the snapshot / restore times.
+``fork`` (``mau bench fork``): ARIA matches with the scripted expert in every seat (no frames) are played and
+the first crewmate VOTE of each is forked (docs/replay.md): branches per second played to the end of the
+meeting and to the end of the match, answers alternating between the recorded vote and a skip; also the
+one-off cost of replaying up to the decision and the snapshot / restore times.
 
 ``rl`` (``mau bench rl``): a few GRPO steps (``mau rl``, TRL) on the CPU with the tiny Qwen3.5 made to vote in
-the format (``mau.models.tiny.build_voter_model``) on the VOTE decisions of a played match: seconds per step and
-steps per minute, forks per step.
+the format (``mau.models.tiny.build_voter_model``) on the VOTE decisions of a played match: seconds per step
+and steps per minute, forks per step.
 
-``view`` (``mau bench view``): ``mau view`` site build of a 200-step ARIA match, its page's time to interactive in
-headless Chromium, and run builds of ``--matches`` (default 1000) and a tenth as many short matches, with peak RSS
-(``mau/view/bench.py``).
+``view`` (``mau bench view``): ``mau view`` site build of a 200-step ARIA match, its page's time to
+interactive in headless Chromium, and run builds of ``--matches`` (default 1000) and a tenth as many short
+matches, with peak RSS (``mau/view/bench.py``).
 
 ``train`` (``mau bench train``, the GPU check; needs the ml extra): a few LoRA SFT steps of the production
 training path on a Qwen3.5-9B-shaped model with random bf16 weights (nothing downloaded; ``--layers 4
@@ -39,19 +39,20 @@ training path on a Qwen3.5-9B-shaped model with random bf16 weights (nothing dow
 without native bf16), rows of one 640x360 frame and ~2k text tokens;
 tokens/s, peak memory beside the ``mau train --plan`` estimate, MFU (mau.train.bench; docs/training.md).
 
-``collect`` (``mau bench collect``): one ``mau collect`` run of ``--matches`` matches against the mock server at
-``--latency-ms`` (default 1000 here), ``--jitter-ms`` and ``--faults``, ``--matches-in-flight`` of them at once
-(default: all) in ``--workers`` processes (default 1): matches/hour, calls/s, peak and mean calls in flight, the
-client's CPU ms per call, the mock server's own CPU per call and ceiling, and the projected wall time of the RQ2
-grid (mau/collect/bench.py; docs/collect.md). Not pinned to one core (the server is a second process).
+``collect`` (``mau bench collect``): one ``mau collect`` run of ``--matches`` matches against the mock server
+at ``--latency-ms`` (default 1000 here), ``--jitter-ms`` and ``--faults``, ``--matches-in-flight`` of them at
+once (default: all) in ``--workers`` processes (default 1): matches/hour, calls/s, peak and mean calls in
+flight, the client's CPU ms per call, the mock server's own CPU per call and ceiling, and the projected wall
+time of the RQ2 grid (mau/collect/bench.py; docs/collect.md). Not pinned to one core (the server is a second
+process).
 
 ``probes`` (``mau bench probes``): the same ARIA scripted matches (no frames: the cheapest match, so the worst
 case for the ratio) played with belief probes and the ideal observer off, and both on at the default moments
 (``--roam-every N`` adds roam probes), alternating which goes first: probe calls per match, the ratio of model
 calls with probes to calls without (goal <= 1.5), the median over seeds of the match wall-time ratio on / off
 (goal <= 1.3), and the same ratio within each probed match (its wall time over its wall time less the probes'
-own time: insensitive to load changing between the two plays on a shared machine); the events of both plays are
-checked to be identical.
+own time: insensitive to load changing between the two plays on a shared machine); the events of both plays
+are checked to be identical.
 """
 
 from __future__ import annotations
@@ -71,14 +72,22 @@ DEFAULT_MATCHES = {"env": 30, "harness": 30, "dataset": 4, "fork": 3, "rl": 1, "
 
 FLAGS = [
     Flag("target", "what to measure", choices=TARGETS),
-    Flag("--matches", "matches to play (default: " + ", ".join(f"{k} {v}" for k, v in DEFAULT_MATCHES.items()) + ")",
-         type=int),
+    Flag(
+        "--matches",
+        "matches to play (default: " + ", ".join(f"{k} {v}" for k, v in DEFAULT_MATCHES.items()) + ")",
+        type=int,
+    ),
     Flag("--frames", "frames to render (env)", type=int, default=300),
-    Flag("--backend", "world backend (env; minecraft: 3 matches by default)", choices=("sim", "minecraft"),
-         default="sim"),
+    Flag(
+        "--backend", "world backend (env; minecraft: 3 matches by default)", choices=("sim", "minecraft"),
+        default="sim",
+    ),
     Flag("--seed", "first seed", type=int, default=0),
     Flag("--steps", "concurrent-call steps to time (harness)", type=int, default=20),
-    Flag("--latency-ms", "mock server latency per call (harness: default 200; collect: default 1000)", type=float),
+    Flag(
+        "--latency-ms", "mock server latency per call (harness: default 200; collect: default 1000)",
+        type=float,
+    ),
     Flag("--jitter-ms", "mock server latency jitter, uniform (collect)", type=float, default=0.0),
     Flag("--faults", "mock server faults, e.g. 429=0.03,500=0.01,timeout=0.01 (collect)", default=""),
     Flag("--max-steps", "step budget of each match (collect)", type=int, default=60),
@@ -87,21 +96,30 @@ FLAGS = [
     Flag("--matches-in-flight", "matches each worker plays at once (collect; default: all)", type=int),
     Flag("--workers", "worker processes (collect)", type=int, default=1),
     Flag("--scale", "the larger corpus is this many copies of the first (dataset)", type=int, default=4),
-    Flag("--branches", "meeting-end branches per decision (fork); a tenth of them are played to the match end",
-         type=int, default=200),
+    Flag(
+        "--branches", "meeting-end branches per decision (fork); a tenth of them are played to the match end",
+        type=int, default=200,
+    ),
     Flag("--rl-steps", "GRPO steps to time (rl)", type=int, default=3),
     Flag("--layers", "text layers of the 9B-shaped model (train; 4 = one block)", type=int, default=32),
     Flag("--vision-depth", "vision-tower layers (train)", type=int, default=27),
     Flag("--train-steps", "LoRA SFT steps, one row each; the first is warm-up (train)", type=int, default=4),
     Flag("--text-tokens", "text tokens per synthetic row (train)", type=int, default=2000),
     Flag("--device", "auto: the GPU if there is one (train)", choices=("auto", "cpu"), default="auto"),
-    Flag("--dtype", "bfloat16: the production path; float32: for a CPU without native bf16 (train)",
-         choices=("bfloat16", "float32"), default="bfloat16"),
-    Flag("--width-divisor", "divide the 9B's widths, heads and vocabulary by 1, 2, 4 or 8 (train)", type=int,
-         default=1),
+    Flag(
+        "--dtype", "bfloat16: the production path; float32: for a CPU without native bf16 (train)",
+        choices=("bfloat16", "float32"), default="bfloat16",
+    ),
+    Flag(
+        "--width-divisor", "divide the 9B's widths, heads and vocabulary by 1, 2, 4 or 8 (train)", type=int,
+        default=1,
+    ),
     Flag("--no-gradient-checkpointing", "train without it (train)", type=bool),
-    Flag("--peak-tflops", "the device's dense bf16 peak for MFU (train; default: known GPUs by name, none on "
-         "the CPU)", type=float),
+    Flag(
+        "--peak-tflops",
+        "the device's dense bf16 peak for MFU (train; default: known GPUs by name, none on the CPU)",
+        type=float,
+    ),
     Flag("--roam-every", "also probe every N roam steps (probes)", type=int),
 ]
 
@@ -145,19 +163,14 @@ def bench_env(matches: int, frames: int, seed: int) -> dict[str, Any]:
         outcomes[r.outcome] = outcomes.get(r.outcome, 0) + 1
     w, h = world.config.frames.width, world.config.frames.height
     return {
-        "bench": "env",
-        "matches": matches,
-        "agents": world.cfg.num_players,
+        "bench": "env", "matches": matches, "agents": world.cfg.num_players,
         "game_seconds_per_wall_second": round(game_s / wall_s, 1),
         "game_seconds_per_wall_second_median": round(statistics.median(rates), 1),
         # CPU time of this process: the speed of one core when it is not shared (on a busy machine the wall
         # figures include waiting for the core)
         "game_seconds_per_cpu_second": round(game_s / cpu_s, 1),
-        "mean_game_seconds_per_match": round(game_s / matches, 1),
-        "outcomes": dict(sorted(outcomes.items())),
-        f"frame_ms_{w}x{h}": round(bench_frame_ms(w, h, n=frames), 3),
-        "frames": frames,
-        "cores": 1,
+        "mean_game_seconds_per_match": round(game_s / matches, 1), "outcomes": dict(sorted(outcomes.items())),
+        f"frame_ms_{w}x{h}": round(bench_frame_ms(w, h, n=frames), 3), "frames": frames, "cores": 1,
     }
 
 
@@ -185,7 +198,8 @@ def bench_harness(steps: int, latency_ms: float, seed: int, matches: int = 3,
     tmp = Path(tempfile.mkdtemp(prefix="bench-harness-", dir="runs"))
     cfg = load_config(PlayConfig, None, parse_overrides(["policy=aria"]))
     seat = cfg.seats["crewmate"]
-    out: dict[str, Any] = {"bench": "harness", "mock_latency_ms": latency_ms, "mock_jitter_ms": latency_ms / 2}
+    out: dict[str, Any] = {"bench": "harness", "mock_latency_ms": latency_ms,
+                           "mock_jitter_ms": latency_ms / 2}
 
     # 1. Steps of 8 concurrent calls, each a real prompt through the openai backend to a server on loopback.
     with mock_server(str(tmp / "mock.log"), latency_ms=latency_ms, jitter_ms=latency_ms / 2) as srv:
@@ -198,9 +212,10 @@ def bench_harness(steps: int, latency_ms: float, seed: int, matches: int = 3,
             log = CallLog(None)
             caller = Caller(world, log, "bench", {p.name: {} for p in world.state.players})
             builder = PromptBuilder(seat.aria, world.cfg, world.map)
-            agents = [AriaAgent(p.name, p.role, [q.name for q in world.state.players], seat.model_copy(
-                update={"model": model}), backend, builder, caller, FrameStore(world, None), list(world.map.room_names))
-                for p in world.state.players]
+            agents = [AriaAgent(p.name, p.role, [q.name for q in world.state.players],
+                                seat.model_copy(update={"model": model}), backend, builder, caller,
+                                FrameStore(world, None), list(world.map.room_names))
+                      for p in world.state.players]
             for a in agents:
                 a.aria = a.aria.model_copy(update={"frames": False})
             ratios = []
@@ -240,7 +255,8 @@ def bench_harness(steps: int, latency_ms: float, seed: int, matches: int = 3,
     typical = []
     for s in range(seed, seed + matches):
         wall, m, r = aria_match([], s)
-        typical.append({"steps": r.steps, "wall_s": round(wall, 3), "calls": m.log.n, "frames": m.frames.saved})
+        typical.append({"steps": r.steps, "wall_s": round(wall, 3), "calls": m.log.n,
+                        "frames": m.frames.saved})
         harness_ms += [json_ms for json_ms in _harness_ms(m)]
     out["overhead_ms_per_call"] = round(statistics.median(harness_ms), 4)
     out["overhead_ms_per_call_mean"] = round(statistics.fmean(harness_ms), 4)
@@ -361,12 +377,13 @@ def bench_dataset(matches: int, seed: int, scale: int = 4, max_steps: int | None
         small, large = builds["x1"], builds[f"x{scale}"]
         return {
             "bench": "dataset", "filter": filter, "played_matches": matches, "play_s": round(play_s, 2),
-            "scale": scale, **builds,
-            "examples_per_second": large["examples_per_second"],
+            "scale": scale, **builds, "examples_per_second": large["examples_per_second"],
             "peak_rss_mb": large["peak_rss_mb"],
             "peak_rss_ratio": round(large["peak_rss_mb"] / small["peak_rss_mb"], 3),
-            "build_rss_growth_ratio": round((large["peak_rss_mb"] - large["rss_after_imports_mb"])
-                                            / max(small["peak_rss_mb"] - small["rss_after_imports_mb"], 1e-9), 3),
+            "build_rss_growth_ratio": round(
+                (large["peak_rss_mb"] - large["rss_after_imports_mb"])
+                / max(small["peak_rss_mb"] - small["rss_after_imports_mb"], 1e-9), 3,
+            ),
             "cores": 1,
         }
     finally:
@@ -428,16 +445,28 @@ def main(cfg: dict[str, Any], opts: RunOptions = RunOptions()) -> int:
         if cfg["width_divisor"] not in NARROW_DIVISORS:
             raise MauError(f"--width-divisor {cfg['width_divisor']}: use one of "
                            f"{', '.join(map(str, NARROW_DIVISORS))}")
-        print(json.dumps(bench_train(cfg["layers"], cfg["vision_depth"], cfg["train_steps"], cfg["text_tokens"],
-                                     cfg["device"], not cfg["no_gradient_checkpointing"], cfg["peak_tflops"],
-                                     cfg["seed"], dtype=cfg["dtype"], width_divisor=cfg["width_divisor"])))
+        print(
+            json.dumps(
+                bench_train(
+                    cfg["layers"], cfg["vision_depth"], cfg["train_steps"], cfg["text_tokens"], cfg["device"],
+                    not cfg["no_gradient_checkpointing"], cfg["peak_tflops"], cfg["seed"], dtype=cfg["dtype"],
+                    width_divisor=cfg["width_divisor"],
+                )
+            )
+        )
         return 0
     if cfg["target"] == "collect":  # not pinned: the mock server is a second process
         from mau.collect.bench import bench_collect
 
-        print(json.dumps(bench_collect(cfg["matches"], cfg["latency_ms"] or 1000.0, cfg["jitter_ms"], cfg["faults"],
-                                       cfg["max_steps"], cfg["frame_size"], cfg["matches_in_flight"],
-                                       cfg["workers"], cfg["seed"], cfg["burst"])))
+        print(
+            json.dumps(
+                bench_collect(
+                    cfg["matches"], cfg["latency_ms"] or 1000.0, cfg["jitter_ms"], cfg["faults"],
+                    cfg["max_steps"], cfg["frame_size"], cfg["matches_in_flight"], cfg["workers"],
+                    cfg["seed"], cfg["burst"],
+                )
+            )
+        )
         return 0
     if cfg["target"] == "env" and cfg.get("backend") == "minecraft":
         from mau.env.minecraft.bench import bench_minecraft
@@ -466,5 +495,9 @@ def main(cfg: dict[str, Any], opts: RunOptions = RunOptions()) -> int:
     elif cfg["target"] == "dataset":
         print(json.dumps(bench_dataset(cfg["matches"], cfg["seed"], cfg.get("scale", 4))))
     else:
-        print(json.dumps(bench_harness(cfg["steps"], cfg["latency_ms"] or 200.0, cfg["seed"], matches=cfg["matches"])))
+        print(
+            json.dumps(
+                bench_harness(cfg["steps"], cfg["latency_ms"] or 200.0, cfg["seed"], matches=cfg["matches"])
+            )
+        )
     return 0

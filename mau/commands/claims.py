@@ -2,15 +2,15 @@
 
 The claims of any collect or eval run (or match folders) checked against what happened, role-blind
 (docs/claims.md): every claim's verdict recomputed from events.jsonl and sights.jsonl (and compared with the
-match-end claims.jsonl), per role the verdicts and ``false_share``, claim accuracy, lie rates, crew spatial errors,
-liar votes and accusations with 95 % match-bootstrap intervals, by imposter model and by crewmate model (or arm),
-the checks of a scripted run (render -> parse, unlabelled facts TRUE, lies FALSE or UNSUPPORTED, the window
-exploit, checker time, sights size). Writes claims.json and claims.md into --out (default: the first RUN) and
-prints the report.
+match-end claims.jsonl), per role the verdicts and ``false_share``, claim accuracy, lie rates, crew spatial
+errors, liar votes and accusations with 95 % match-bootstrap intervals, by imposter model and by crewmate
+model (or arm), the checks of a scripted run (render -> parse, unlabelled facts TRUE, lies FALSE or
+UNSUPPORTED, the window exploit, checker time, sights size). Writes claims.json and claims.md into --out
+(default: the first RUN) and prints the report.
 
 With ``--extract-model M`` the utterances without structured claims are read as claims: ``spot`` (the template
-parser and the phrasing reader, no model), or a model through any harness backend (``--extract-backend``: openai
-at ``--extract-base-url``, or ``lm`` / ``hf`` with M a local folder) in JSON mode, answers cached in
+parser and the phrasing reader, no model), or a model through any harness backend (``--extract-backend``:
+openai at ``--extract-base-url``, or ``lm`` / ``hf`` with M a local folder) in JSON mode, answers cached in
 <out>/extract_cache.jsonl. The extractor's F1 is measured first on the held-out split of the labelled corpus
 (``--extract-corpus``); below 0.9 (pooled or for any claim kind) no lie rate is printed unless
 ``--allow-weak-extractor``; the F1 is printed beside every table.
@@ -32,18 +32,20 @@ FLAGS = [
     Flag("--out", "where claims.md and claims.json go (default: the first RUN)"),
     Flag("--resamples", "bootstrap resamples (default 1000)", type=int, default=1000),
     Flag("--seed", "bootstrap seed (default 0)", type=int, default=0),
-    Flag("--extract-model", "read utterances without structured claims with this model ('spot': no model; a local "
-                            "folder for --extract-backend lm or hf)"),
+    Flag("--extract-model", "read utterances without structured claims with this model ('spot': no model; a "
+                            "local folder for --extract-backend lm or hf)"),
     Flag("--extract-backend", "backend of --extract-model (default openai)", default="openai"),
     Flag("--extract-base-url", "endpoint of --extract-model, e.g. http://127.0.0.1:8000/v1"),
     Flag("--extract-api-key-env", "environment variable holding the key of --extract-model's endpoint"),
     Flag("--extract-max-tokens", "the extractor's completion budget per utterance (default 512)", type=int,
          default=512),
-    Flag("--extract-retries", "asks again after an answer without a claims list (default 2)", type=int, default=2),
+    Flag("--extract-retries", "asks again after an answer without a claims list (default "
+                              "2)", type=int, default=2),
     Flag("--extract-corpus", "labelled corpus the extractor's F1 is measured on (default: the shipped one; "
                              "docs/claims.md)"),
     Flag("--extract-split", "the corpus split it is measured on (default held)", default="held"),
-    Flag("--extract-limit", "measure on the first N sentences of the split only (slow local models)", type=int),
+    Flag("--extract-limit", "measure on the first N sentences of the split only (slow local "
+                            "models)", type=int),
     Flag("--allow-weak-extractor", "print lie rates even when the extractor's F1 is below 0.9", type=bool),
 ]
 CONFIG = None  # no config file: the flags are the whole configuration
@@ -60,8 +62,8 @@ def config_from_args(args: argparse.Namespace) -> argparse.Namespace:
                           "(docs/claims.md, 'The labelled corpus')")
     if args.extract_model and args.extract_model != "spot" and args.extract_backend == "openai" \
             and not args.extract_base_url:
-        raise ConfigError("--extract-base-url: needed for --extract-model with the openai backend (the endpoint "
-                          "that serves it)")
+        raise ConfigError("--extract-base-url: needed for --extract-model with the openai backend (the "
+                          "endpoint that serves it)")
     if args.extract_limit is not None and args.extract_limit < 1:
         raise ConfigError("--extract-limit: must be at least 1")
     if args.extract_retries < 0:
@@ -78,8 +80,12 @@ def completion_fn(model_cfg, module: str = "extract"):
     backend = make_backend(model_cfg)
 
     async def complete(messages):
-        r = await backend.complete(ModelRequest(messages=messages, module=module, json_mode=True, temperature=0.0,
-                                                max_tokens=model_cfg.max_tokens))
+        r = await backend.complete(
+            ModelRequest(
+                messages=messages, module=module, json_mode=True, temperature=0.0,
+                max_tokens=model_cfg.max_tokens,
+            )
+        )
         return (r.text if r.error is None else None), r.prompt_tokens or 0, r.completion_tokens or 0
 
     return complete, backend
@@ -88,8 +94,10 @@ def completion_fn(model_cfg, module: str = "extract"):
 def model_config(model: str, backend: str, base_url: str | None, key_env: str | None, max_tokens: int = 512):
     from mau.harness.backends.base import ModelConfig
 
-    return ModelConfig(backend=backend, model=model, base_url=base_url, api_key_env=key_env, max_tokens=max_tokens,
-                       temperature=0.0, concurrency=4)
+    return ModelConfig(
+        backend=backend, model=model, base_url=base_url, api_key_env=key_env, max_tokens=max_tokens,
+        temperature=0.0, concurrency=4,
+    )
 
 
 def weakness(score: dict, gate: float = GATE) -> str | None:
@@ -149,12 +157,14 @@ async def _extract(args: argparse.Namespace, folders, out):
     finally:
         if backend is not None:
             await backend.aclose()
-    report = {"extractor": name, "model": args.extract_model, "prompt_version": X.PROMPT_VERSION,
-              "corpus": str(corpus), "corpus_name": corpus.name, "split": args.extract_split, "n": len(sample),
-              "score": score, "loose": loose, "stats": dict(ex.stats) if ex else {}, "gate": GATE,
-              "weak": weakness(score), "allowed_weak": bool(args.allow_weak_extractor),
-              "extracted_utterances": sum(len(v) for v in found.values()),
-              "speech": X.score(speech_pred, speech_gold) if speech_gold else None}
+    report = {
+        "extractor": name, "model": args.extract_model, "prompt_version": X.PROMPT_VERSION,
+        "corpus": str(corpus), "corpus_name": corpus.name, "split": args.extract_split, "n": len(sample),
+        "score": score, "loose": loose, "stats": dict(ex.stats) if ex else {}, "gate": GATE,
+        "weak": weakness(score), "allowed_weak": bool(args.allow_weak_extractor),
+        "extracted_utterances": sum(len(v) for v in found.values()),
+        "speech": X.score(speech_pred, speech_gold) if speech_gold else None,
+    }
     return found, report
 
 
@@ -175,8 +185,9 @@ def main(args: argparse.Namespace, opts: RunOptions = RunOptions()) -> int:
         extracted, extraction = asyncio.run(_extract(args, folders, out))
         if extraction["weak"] and not args.allow_weak_extractor:
             print("\n".join(report.extraction_lines(extraction)))
-            raise MauError(f"--extract-model {args.extract_model}: F1 below {GATE} on the {args.extract_split} split "
-                           f"({extraction['weak']}): its lie rates would not mean what they say; no report written "
+            raise MauError(f"--extract-model {args.extract_model}: F1 below {GATE} on the "
+                           f"{args.extract_split} split ({extraction['weak']}): its lie rates would not mean "
+                           f"what they say; no report written "
                            "(pass --allow-weak-extractor to print them anyway)")
     ms = [metrics.load(f, extracted.get(f)) for f in folders]
     ev = metrics.evaluate(ms, args.resamples, args.seed)

@@ -1,5 +1,6 @@
-"""What every verb shares: its flags declared once as a table of ``Flag``s, and one function from parsed flags to
-a validated config (defaults < ``--config`` YAML < ``--set`` < the verb's own flags) and run-time options.
+"""What every verb shares: its flags declared once as a table of ``Flag``s, and one function from parsed
+flags to a validated config (defaults < ``--config`` YAML < ``--set`` < the verb's own flags) and run-time
+options.
 
 A flag either overrides a config key (``key``), or sets a run-time option (``option``: a ``RunOptions`` field,
 never part of the config). An error in a value that came from a flag names the flag.
@@ -51,17 +52,19 @@ WORKERS = Flag("--workers", "worker processes", key="workers", type=int)
 IN_FLIGHT = Flag("--matches-in-flight", "matches each worker plays at once (for API / vLLM experts)",
                  key="matches_in_flight", type=int)
 NO_PROGRESS = Flag("--no-progress", "no progress bar (e.g. in batch logs)", type=bool, option="progress")
-DRY_RUN = Flag("--dry-run", "print the plan (and for runs of matches: calls, tokens, cost and disk expected); "
-               "write nothing", type=bool, option="dry_run")
-MAX_FAILURES = Flag("--max-failures", "stop the run when more than N matches failed (default 0: at the first)",
+DRY_RUN = Flag("--dry-run", "print the plan (and for runs of matches: calls, tokens, cost and disk "
+               "expected); write nothing", type=bool, option="dry_run")
+MAX_FAILURES = Flag("--max-failures", "stop the run when more than N matches failed (default 0: at the "
+                                      "first)",
                     type=int, option="max_failures")
 FORCE = Flag("--force", "replace a finished --out", type=bool, option="force")
 KEEP = Flag("--resume", "accept a finished --out folder and keep it", key="resume", type=bool)
 
 
 def config_for(module: Any, args: argparse.Namespace) -> Any:
-    """A verb's config from its flags: ``module.config_from_args(args)`` where the verb has special rules, else
-    ``load`` of ``module.CONFIG`` ("package.module:Class", imported only now; None for verbs without one)."""
+    """A verb's config from its flags: ``module.config_from_args(args)`` where the verb has special rules,
+    else ``load`` of ``module.CONFIG`` ("package.module:Class", imported only now; None for verbs without
+    one)."""
     if hasattr(module, "config_from_args"):
         return module.config_from_args(args)
     if module.CONFIG is None:
@@ -141,9 +144,10 @@ def load(model: type[M], args: argparse.Namespace, flags: list[Flag], path: str 
 
 def model_folder_run(out: str, label: str, verb: str, planned: str, kept: str, resume: bool,
                      opts: RunOptions) -> Any:
-    """The start of a verb that writes a local model folder (``mau student``, ``mau tiny-model``): its run folder,
-    or None when there is nothing to do (a dry run prints ``planned``; a finished folder kept prints ``kept``,
-    ``{run}`` in them replaced by the folder). Otherwise the ml extra is checked and the hub's progress bars
+    """The start of a verb that writes a local model folder (``mau student``, ``mau tiny-model``): its run
+    folder, or None when there is nothing to do (a dry run prints ``planned``; a finished folder kept prints
+    ``kept``, ``{run}`` in them replaced by the folder). Otherwise the ml extra is checked and the hub's
+    progress bars
     are off (the verb's output is its one line)."""
     from mau.rundir import RunDir
 
@@ -174,7 +178,8 @@ def require_modules(verb: str, modules: tuple[str, ...] = ("torch", "transformer
 
 
 def check_run_folders(runs: list[str], resamples: int | None = None) -> None:
-    """The RUN arguments of the report verbs (beliefs, claims, judge) are folders; ``--resamples`` at least 1."""
+    """The RUN arguments of the report verbs (beliefs, claims, judge) are folders; ``--resamples`` at least
+    1."""
     from mau.errors import ConfigError
 
     for r in runs:

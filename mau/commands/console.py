@@ -4,9 +4,9 @@ progress bars of transformers and datasets, the spawned workers' output) goes to
 
 Where stdout is a real file descriptor, file descriptors 1 and 2 are pointed at the log (so child processes
 and C libraries write there too) and the console is a duplicate of the original stdout; otherwise (a test's
-captured stdout) ``sys.stdout`` and ``sys.stderr`` are swapped for the log. ``quiet=False`` keeps everything on
-the console (the bars as well). The bars are ``tqdm`` bars drawn from a poll function (done, total) read every
-half second, so a stage needs no hook into the code it runs: it counts what that code leaves on disk.
+captured stdout) ``sys.stdout`` and ``sys.stderr`` are swapped for the log. ``quiet=False`` keeps everything
+on the console (the bars as well). The bars are ``tqdm`` bars drawn from a poll function (done, total) read
+every half second, so a stage needs no hook into the code it runs: it counts what that code leaves on disk.
 """
 
 from __future__ import annotations
@@ -78,7 +78,8 @@ class QuietConsole:
         if self._saved is not None and self._log is not None:
             self._log.close()
         if kind is not None and kind is not KeyboardInterrupt:
-            print(f"(every line of the run, the error's traceback included: {self.log_path})", file=sys.stderr)
+            print(f"(every line of the run, the error's traceback included: "
+                  f"{self.log_path})", file=sys.stderr)
 
     def print(self, text: str = "") -> None:
         """A line for the user (and the log)."""
@@ -91,8 +92,8 @@ class QuietConsole:
 
 
 class Stage:
-    """One progress bar, updated from ``poll`` in a thread until the ``with`` block ends. Without progress bars
-    (``--no-progress``) one line at the end: what was done and how long it took."""
+    """One progress bar, updated from ``poll`` in a thread until the ``with`` block ends. Without progress
+    bars (``--no-progress``) one line at the end: what was done and how long it took."""
 
     def __init__(self, owner: QuietConsole, desc: str, poll: Poll, unit: str):
         self.owner, self.desc, self.poll, self.unit = owner, desc, poll, unit
@@ -116,7 +117,8 @@ class Stage:
         self._bar.refresh()
 
     def _loop(self) -> None:
-        every = 0.5 if self.live else 30.0  # a log or a pipe gets a redraw every 30 s, a terminal twice a second
+        # a log or a pipe gets a redraw every 30 s, a terminal twice a second
+        every = 0.5 if self.live else 30.0
         while not self._stop.wait(every):
             self._update()
 
@@ -126,10 +128,12 @@ class Stage:
             from tqdm import tqdm
 
             done, total = self._read()
-            self._bar = tqdm(total=total or None, initial=done, desc=self.desc, unit=self.unit, file=self.owner.console,
-                             dynamic_ncols=self.live, ncols=None if self.live else 110, mininterval=0.5,
-                             bar_format="{desc} {percentage:3.0f}%|{bar:20}| {n:.0f}/{total_fmt} {unit} "
-                                        "[{elapsed}<{remaining}]")
+            self._bar = tqdm(
+                total=total or None, initial=done, desc=self.desc, unit=self.unit, file=self.owner.console,
+                dynamic_ncols=self.live, ncols=None if self.live else 110, mininterval=0.5,
+                bar_format="{desc} {percentage:3.0f}%|{bar:20}| {n:.0f}/{total_fmt} {unit} "
+                "[{elapsed}<{remaining}]",
+            )
             self._thread = threading.Thread(target=self._loop, daemon=True)
             self._thread.start()
         return self

@@ -37,13 +37,14 @@ def main(cfg: DatasetConfig, opts: RunOptions = RunOptions()) -> int:
 
         found = find_matches(cfg.runs) if cfg.runs else []
         state = "finished (kept with --resume)" if is_dataset_dir(out) else "to build"
-        print(f"mau dataset --dry-run: filter {cfg.filter} over {len(found)} match folders from {len(cfg.runs)} "
-              f"inputs -> {out} ({state}; nothing written)")
+        print(f"mau dataset --dry-run: filter {cfg.filter} over {len(found)} match folders from "
+              f"{len(cfg.runs)} inputs -> {out} ({state}; nothing written)")
         return 0
     if run.keep_finished(is_dataset_dir(out), cfg.resume, opts.force):
         h = read_dataset_header(out)
         ex = h["examples"]
-        print(f"{h['filter']}: " + " ".join(f"{k}={v}" for k, v in ex.items()) + f" (already finished) -> {out}")
+        print(f"{h['filter']}: " + " ".join(f"{k}={v}" for k, v in ex.items()) + f" (already finished) -> "
+                                                                                 f"{out}")
         return 0
     if not cfg.runs:
         raise ConfigError("runs: no input; give --runs DIR [DIR ...] (collect runs or match folders)")

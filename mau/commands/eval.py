@@ -6,14 +6,14 @@ imposter seats the imposter model, on one list of seeds shared by every arm. Mat
 processes (``--workers``) and appear whole when done, so a killed eval loses nothing: rerun with ``--resume``.
 ``--shard I/N`` plays one shard (Slurm arrays: slurm/eval.sbatch); ``--report-only`` plays nothing and
 recomputes the report from the run folder (after the shards; the config defaults to the run's config.yaml).
-Writes results.md (crew win rate, ejection recall and precision, imposters ejected, kills and missions per game,
-endings, each with n and a 95% interval; paired comparisons with the baseline; detection metrics from the
-belief probes with the ideal observer's row, as ``mau beliefs``), results.csv, results.json,
+Writes results.md (crew win rate, ejection recall and precision, imposters ejected, kills and missions per
+game, endings, each with n and a 95% interval; paired comparisons with the baseline; detection metrics from
+the belief probes with the ideal observer's row, as ``mau beliefs``), results.csv, results.json,
 results.png, and every match folder (collect format: the eval is also data for ``mau dataset``).
-Failures are loud: before the first match every arm's and imposter's model answers one preflight request (a dead
-server, a missing adapter or a misnamed model stops the eval in one line); an arm whose own calls fell back
-more than ``max_fallback_share`` (default 50 %), or whose model never answered, is reported as failed and the
-eval exits 1 (``--allow-fallbacks``: exit 0 anyway).
+Failures are loud: before the first match every arm's and imposter's model answers one preflight request (a
+dead server, a missing adapter or a misnamed model stops the eval in one line); an arm whose own calls fell
+back more than ``max_fallback_share`` (default 50 %), or whose model never answered, is reported as failed
+and the eval exits 1 (``--allow-fallbacks``: exit 0 anyway).
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ FLAGS = [*config_flags("seeds=[1,2,3]"), OUT,
          Flag("--report-only", "play nothing: recompute the report of --out (config: --config, else "
               "--out/config.yaml)", key="report_only", type=bool),
          NO_PROGRESS, DRY_RUN, MAX_FAILURES,
-         Flag("--allow-fallbacks", "exit 0 even when an arm's own calls fell back more than max_fallback_share",
+         Flag("--allow-fallbacks", "exit 0 even when an arm's own calls fell back more than "
+                                   "max_fallback_share",
               key="allow_fallbacks", type=bool)]
 
 
@@ -83,8 +84,8 @@ def main(cfg, opts: RunOptions = RunOptions()) -> int:
     if "loads" in r:  # local models (hf, lm): a worker loads each base once, however its matches alternate
         print(f"local model loads: {r['loads']} ({cfg.workers} worker{'s' if cfg.workers > 1 else ''})")
     c = r["probe_cost"]
-    print(f"probes: {c['probes']} model probe calls in {c['matches']} matches ({c['probes_per_match']:.1f} per "
-          f"match, {c['fallbacks']} fallbacks, {c['tokens']} tokens)")
+    print(f"probes: {c['probes']} model probe calls in {c['matches']} matches ({c['probes_per_match']:.1f} "
+          f"per match, {c['fallbacks']} fallbacks, {c['tokens']} tokens)")
     from mau.eval.report import failure_reason
 
     bad = {a: h for a, h in r.get("arm_health", {}).items() if h["over"]}

@@ -60,7 +60,8 @@ FLAGS = [*config_flags("horizon=meeting"),
          Flag("--module", "the decision's module (default vote)", key="module"),
          Flag("--n", "answers to sample (with --model), or the first n of --answers", key="n", type=int),
          Flag("--answers", "JSON-lines file of alternative answers", key="answers"),
-         Flag("--model", "sample answers from this model (hf backend: a local path or hub id)", key="model.model"),
+         Flag("--model", "sample answers from this model (hf backend: a local path or hub "
+                         "id)", key="model.model"),
          Flag("--adapter", "with --model: a LoRA adapter", key="model.adapter"),
          Flag("--horizon", "play to the end of the match or of the meeting", key="horizon",
               choices=("match", "meeting")),
@@ -70,7 +71,8 @@ FLAGS = [*config_flags("horizon=meeting"),
 
 
 def config_from_args(args: argparse.Namespace) -> ForkConfig:
-    """The flags, with ``--model`` meaning the hf backend unless ``--set model.backend=...`` says otherwise."""
+    """The flags, with ``--model`` meaning the hf backend unless ``--set model.backend=...`` says
+    otherwise."""
     from mau.commands.common import load, parse_sets
 
     cfg = load(ForkConfig, args, FLAGS)
@@ -91,7 +93,8 @@ def main(cfg: ForkConfig, opts: RunOptions = RunOptions()) -> int:
 
     rec = read_match(cfg.match)
     if rec.policy != "aria":
-        raise MauError(f"{cfg.match}: a scripted-policy match has no model decisions to fork; fork an ARIA match")
+        raise MauError(f"{cfg.match}: a scripted-policy match has no model decisions to fork; fork an ARIA "
+                       f"match")
     call = rec.find_decision(cfg.step, cfg.agent, cfg.module)
     if cfg.answers is None and cfg.model is None:
         raise ConfigError("give the alternatives: --answers FILE, or --model (with --n) to sample them")
@@ -105,8 +108,12 @@ def main(cfg: ForkConfig, opts: RunOptions = RunOptions()) -> int:
     run.keep_finished((run / FORK_HEADER).is_file(), False, opts.force)
     out = run.path
     out.mkdir(parents=True, exist_ok=True)
-    header = asyncio.run(run_fork(rec, call, answers, horizon=cfg.horizon, repeats=cfg.repeats, seats=cfg.seats,
-                                  frames=cfg.frames, out=out if cfg.write_branches else None))
+    header = asyncio.run(
+        run_fork(
+            rec, call, answers, horizon=cfg.horizon, repeats=cfg.repeats, seats=cfg.seats, frames=cfg.frames,
+            out=out if cfg.write_branches else None,
+        )
+    )
     header["config"] = cfg.model_dump(mode="json")
     (out / FORK_HEADER).write_text(json.dumps(header, indent=1))
     (out / FORK_REPORT).write_text(report_md(header))

@@ -21,7 +21,8 @@ def accelerator() -> str:
     import torch
 
     if torch.cuda.is_available():
-        names = [f"{torch.cuda.get_device_name(i)} ({torch.cuda.get_device_properties(i).total_memory / 2**30:.0f} GiB)"
+        names = [f"{torch.cuda.get_device_name(i)} "
+                 f"({torch.cuda.get_device_properties(i).total_memory / 2**30:.0f} GiB)"
                  for i in range(torch.cuda.device_count())]
         return f"cuda: {torch.cuda.device_count()} x " + ", ".join(names)
     if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():

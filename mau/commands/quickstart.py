@@ -3,16 +3,17 @@
 The whole loop on the embedded default, on a CPU, in minutes, ending with whether behaviour cloning lifted
 detection (docs/experiments.md, "The demo"). The learner: the CPU student SmolLM2-135M (``make student``
 installs it; docs/student.md); ``--set 'learners=[student,tiny]'`` adds a tiny random Qwen3.5 VLM built on the
-spot, which exercises the VLM path (frames, LoRA) end to end. Stages: (1) the models; (2) expert matches of the
-scripted teacher, the crewmates' VOTE prompt compact; (3) the behaviour-cloning datasets; (4) the student trained
-over the VOTE candidates on BCvote (the tiny VLM, when asked for, LoRA-trained on each dataset); (5) the re-entry
-eval: every learner untrained and trained as the crewmates' VOTE (answered by scoring the candidates, so never a
-fallback), the teacher beside them, on held-out seeds with belief probes, against a habit rung the student was
-trained against (accusatory) and the ladder's rung above it (quiet), which no training match holds. It ends with
-one table, ``results.png``, and a one-line verdict read from the paired interval of the trained student against
-the untrained one. The console shows one progress bar per stage; every other line (the stages' own output,
-library warnings) is in ``quickstart.log`` in the run folder. ``--config configs/quickstart/learn.yaml`` runs the
-tiny VLM's CPU-scale experiment of docs/experiments.md instead. Needs the ``ml`` extra.
+spot, which exercises the VLM path (frames, LoRA) end to end. Stages: (1) the models; (2) expert matches of
+the scripted teacher, the crewmates' VOTE prompt compact; (3) the behaviour-cloning datasets; (4) the student
+trained over the VOTE candidates on BCvote (the tiny VLM, when asked for, LoRA-trained on each dataset); (5)
+the re-entry eval: every learner untrained and trained as the crewmates' VOTE (answered by scoring the
+candidates, so never a fallback), the teacher beside them, on held-out seeds with belief probes, against a
+habit rung the student was trained against (accusatory) and the ladder's rung above it (quiet), which no
+training match holds. It ends with one table, ``results.png``, and a one-line verdict read from the paired
+interval of the trained student against the untrained one. The console shows one progress bar per stage;
+every other line (the stages' own output, library warnings) is in ``quickstart.log`` in the run folder.
+``--config configs/quickstart/learn.yaml`` runs the tiny VLM's CPU-scale experiment of docs/experiments.md
+instead. Needs the ``ml`` extra.
 """
 
 from __future__ import annotations
@@ -45,9 +46,9 @@ class QuickstartConfig(Model):
     resume: bool = Field(False, description="Continue a quickstart in --out: finished stages are kept.")
     learners: list[Learner] = Field(
         default_factory=lambda: ["student"],
-        description="Who learns: student (SmolLM2-135M, trained over the VOTE candidates on student_filters) and "
-                    "tiny (a random tiny Qwen3.5 VLM, LoRA on each of filters: the VLM path on frames, about two "
-                    "more minutes; --set 'learners=[student,tiny]'). The first is the verdict's.")
+        description="Who learns: student (SmolLM2-135M, trained over the VOTE candidates on student_filters) "
+                    "and tiny (a random tiny Qwen3.5 VLM, LoRA on each of filters: the VLM path on frames, "
+                    "about two more minutes; --set 'learners=[student,tiny]'). The first is the verdict's.")
     student_model: str = Field("runs/student/model", description="The student's folder: materialised there "
                                "(mau student) when missing, kept when present (make student writes it).")
     collect_config: str = Field("configs/collect/student.yaml", description="The expert grid to collect.")
@@ -55,34 +56,44 @@ class QuickstartConfig(Model):
                                    description="--set overrides for the collection.")
     workers: int = Field(2, ge=1, description="Worker processes for collection and evaluation.")
     student_filters: list[str] = Field(default_factory=lambda: ["bcvote"],
-                                       description="The BC datasets the student is trained on (one model each).")
+                                       description="The BC datasets the student is trained on (one model "
+                                                   "each).")
     student_train_config: str = Field("configs/student/train.yaml", description="The student's training.")
-    student_train_set: list[str] = Field(default_factory=lambda: ["training.epochs=2", "training.learning_rate=3e-4"],
-                                         description="--set overrides for every student training run.")
+    student_train_set: list[str] = Field(
+        default_factory=lambda: ["training.epochs=2", "training.learning_rate=3e-4"],
+        description="--set overrides for every student training run.",
+    )
     filters: list[str] = Field(default_factory=lambda: ["bcvote"],
                                description="The BC datasets the tiny VLM is trained on (one adapter each); "
-                                           "[bcwin, bcvote, bcwin+vote] adds the datasets with frames (minutes).")
+                                           "[bcwin, bcvote, bcwin+vote] adds the datasets with frames "
+                                           "(minutes).")
     train_config: str = Field("configs/train/tiny.yaml", description="The tiny VLM's training config.")
-    train_set: list[str] = Field(default_factory=lambda: ["training.max_steps=30", "data.max_eval_examples=64"],
-                                 description="--set overrides for every tiny VLM training run.")
-    eval_config: str = Field("configs/eval/quickstart.yaml", description="Evaluation config: its arm named like "
-                             "a learner (else its first model arm) is that learner's template; its scripted arms "
-                             "(the teacher) are kept.")
+    train_set: list[str] = Field(
+        default_factory=lambda: ["training.max_steps=30", "data.max_eval_examples=64"],
+        description="--set overrides for every tiny VLM training run.",
+    )
+    eval_config: str = Field("configs/eval/quickstart.yaml", description="Evaluation config: its arm named "
+                             "like a learner (else its first model arm) is that learner's template; its "
+                             "scripted arms (the teacher) are kept.")
     eval_set: list[str] = Field(default_factory=list, description="--set overrides for the evaluation.")
     arm_modules: list[str] | None = Field(
-        None, description="Modules the arms' model answers (the rest: arm_rest_model); None: as the eval config.")
+        None, description="Modules the arms' model answers (the rest: arm_rest_model); None: as the eval "
+                          "config.")
     probe_teacher_only: bool = Field(False, description="Probe only the teacher arm.")
-    teacher_arm: bool = Field(True, description="Keep a 'teacher' arm (the scripted expert when the eval config "
-                                                "has none).")
+    teacher_arm: bool = Field(True, description="Keep a 'teacher' arm (the scripted expert when the eval "
+                                                "config has none).")
     quiet: bool = Field(True, description="One progress bar per stage on the console; every other line (the "
-                                          "stages' output, library warnings) in quickstart.log of the run folder.")
-    student: bool = Field(False, description="The student alone (learners: [student], now the default; --student).")
+                                          "stages' output, library warnings) in quickstart.log of the run "
+                                          "folder.")
+    student: bool = Field(False, description="The student alone (learners: [student], now the default; "
+                                             "--student).")
 
 
 FLAGS = [*config_flags("workers=1"),
          Flag("--out", "run folder", key="out"),
          Flag("--resume", "keep finished stages of --out", key="resume", type=bool),
-         Flag("--student", "the CPU student alone (no tiny VLM): learners=[student]", key="student", type=bool),
+         Flag("--student", "the CPU student alone (no tiny VLM): "
+                           "learners=[student]", key="student", type=bool),
          NO_PROGRESS, DRY_RUN]
 CONFIG = "mau.commands.quickstart:QuickstartConfig"
 TOTAL = 5
@@ -101,8 +112,9 @@ def main(cfg: QuickstartConfig, opts: RunOptions = RunOptions()) -> int:
     run = RunDir.choose(cfg.out, "quickstart", "quickstart", "quickstart")
     out = run.path.resolve()
     if opts.dry_run:
-        print(f"mau quickstart --dry-run: learners {', '.join(cfg.learners)}; collect {cfg.collect_config}; datasets "
-              f"{', '.join(_filters(cfg))}; train {_train_configs(cfg)}; eval {cfg.eval_config} -> {out} "
+        print(f"mau quickstart --dry-run: learners {', '.join(cfg.learners)}; collect {cfg.collect_config}; "
+              f"datasets {', '.join(_filters(cfg))}; train {_train_configs(cfg)}; eval {cfg.eval_config} -> "
+              f"{out} "
               "(nothing written)")
         return 0
     if (out / "done.json").is_file() and not cfg.resume:
@@ -131,12 +143,13 @@ def main(cfg: QuickstartConfig, opts: RunOptions = RunOptions()) -> int:
 
 
 def _environment() -> None:
-    """OpenMP's waiting threads by how busy the machine is when the quickstart starts: on a machine that others
-    keep busy (a load average at or above its core count) they sleep at once (PASSIVE: two spinning threads on
-    two busy cores made the student's forward pass 4 to 9 times slower); else OpenMP's default (spin briefly,
-    then sleep), which runs the student's feature pass faster than PASSIVE on an idle machine. Never ACTIVE:
-    its threads spin for good, and the quickstart's own idle threads then take a core from the eval workers
-    (docs/experiments.md). And the hub off: every model here is local, and a mistyped path should fail at once,
+    """OpenMP's waiting threads by how busy the machine is when the quickstart starts: on a machine that
+    others keep busy (a load average at or above its core count) they sleep at once (PASSIVE: two spinning
+    threads on two busy cores made the student's forward pass 4 to 9 times slower); else OpenMP's default
+    (spin briefly, then sleep), which runs the student's feature pass faster than PASSIVE on an idle machine.
+    Never ACTIVE: its threads spin for good, and the quickstart's own idle threads then take a core from the
+    eval workers (docs/experiments.md). And the hub off: every model here is local, and a mistyped path
+    should fail at once,
     not after five retries of a download. A value you set wins."""
     if "OMP_WAIT_POLICY" not in os.environ and os.getloadavg()[0] >= (os.cpu_count() or 1):
         os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
@@ -228,7 +241,9 @@ def _collect(cfg: QuickstartConfig, out: Path, con: Any, sub: RunOptions) -> Pat
 
 
 # -- 3. datasets --------------------------------------------------------------------------------------------
-def _datasets(cfg: QuickstartConfig, out: Path, collect_dir: Path, con: Any, sub: RunOptions) -> dict[str, Path]:
+def _datasets(
+    cfg: QuickstartConfig, out: Path, collect_dir: Path, con: Any, sub: RunOptions
+) -> dict[str, Path]:
     from mau import schema as F
     from mau.commands.dataset import DatasetConfig
     from mau.commands.dataset import main as dataset_main
@@ -241,8 +256,13 @@ def _datasets(cfg: QuickstartConfig, out: Path, collect_dir: Path, con: Any, sub
 
     with con.stage(f"[3/{TOTAL}] BC datasets", poll, "datasets"):
         for f, d in datasets.items():
-            dataset_main(load_config(DatasetConfig, None, {"runs": [str(collect_dir)], "filter": f, "out": str(d),
-                                                           "resume": True}), sub)
+            dataset_main(
+                load_config(
+                    DatasetConfig, None,
+                    {"runs": [str(collect_dir)], "filter": f, "out": str(d), "resume": True},
+                ),
+                sub,
+            )
     return datasets
 
 
@@ -259,8 +279,9 @@ def _train(cfg: QuickstartConfig, out: Path, models: dict[str, Path], datasets: 
     mains = {"student": student_train_main, "tiny": train_main}
     plan: list[tuple[str, str, Path, Any]] = []  # (learner, filter, run folder, config)
     for learner, kind, config, sets, filters in (
-            ("student", StudentTrainConfig, cfg.student_train_config, cfg.student_train_set, cfg.student_filters),
-            ("tiny", TrainConfig, cfg.train_config, cfg.train_set, cfg.filters)):
+        ("student", StudentTrainConfig, cfg.student_train_config, cfg.student_train_set, cfg.student_filters),
+        ("tiny", TrainConfig, cfg.train_config, cfg.train_set, cfg.filters),
+    ):
         if learner not in cfg.learners:
             continue
         for f in filters:
@@ -271,7 +292,9 @@ def _train(cfg: QuickstartConfig, out: Path, models: dict[str, Path], datasets: 
     work = {run: _planned_work(tcfg) for _, _, run, tcfg in plan}
 
     def poll() -> tuple[float, float]:
-        return sum(_run_progress(run, *w) for run, w in work.items()), sum(_work_total(w) for w in work.values())
+        return sum(_run_progress(run, *w) for run, w in work.items()), sum(
+            _work_total(w) for w in work.values()
+        )
 
     trained: dict[str, dict[str, tuple[str, Path]]] = {}
     with con.stage(f"[4/{TOTAL}] training", poll, "example passes"):
@@ -336,11 +359,14 @@ def eval_arms(cfg: QuickstartConfig, base: Any, models: dict[str, Path],
         name = learner if learner in base.arms else next(
             (k for k, v in base.arms.items() if v.backend != "scripted"), None)
         if name is None:
-            raise MauError(f"{cfg.eval_config}: no arm named {learner!r} nor any model arm to use as its template")
+            raise MauError(f"{cfg.eval_config}: no arm named {learner!r} nor any model arm to use as its "
+                           f"template")
         templates[learner] = name
     arms: dict[str, Any] = {}
     for learner in cfg.learners:
-        tpl = base.arms[templates[learner]].model_copy(update={"model": str(models[learner]), "adapter": None})
+        tpl = base.arms[templates[learner]].model_copy(
+            update={"model": str(models[learner]), "adapter": None}
+        )
         arms[learner] = tpl.model_dump(mode="json")
         for f, (kind, path) in trained.get(learner, {}).items():
             update = {"adapter": str(path)} if kind == "adapter" else {"model": str(path)}
@@ -354,8 +380,10 @@ def eval_arms(cfg: QuickstartConfig, base: Any, models: dict[str, Path],
     return arms, baseline
 
 
-def _eval(cfg: QuickstartConfig, out: Path, models: dict[str, Path], trained: dict[str, dict[str, tuple[str, Path]]],
-          con: Any, sub: RunOptions) -> dict[str, Any] | None:
+def _eval(
+    cfg: QuickstartConfig, out: Path, models: dict[str, Path],
+    trained: dict[str, dict[str, tuple[str, Path]]], con: Any, sub: RunOptions,
+) -> dict[str, Any] | None:
     from mau.commands.eval import main as eval_main
     from mau.config import load_config, merge, parse_overrides
     from mau.eval.config import EvalConfig
@@ -381,7 +409,7 @@ def _eval(cfg: QuickstartConfig, out: Path, models: dict[str, Path], trained: di
     return json.loads(results_file.read_text()) if results_file.is_file() else None
 
 
-# -- the report -----------------------------------------------------------------------------------------------
+# -- the report ----------------------------------------------------------------------------------------------
 def _report(cfg: QuickstartConfig, out: Path, results: dict[str, Any] | None, wall: float, con: Any) -> None:
     from mau.eval.report import summary_table
     from mau.eval.verdict import verdict_line

@@ -20,11 +20,13 @@ from mau.options import RunOptions
 class ReplayCmdConfig(Model):
     """``mau replay``: replay recorded matches exactly."""
 
-    matches: list[str] = Field(min_length=1, description="Match folders (or collect / eval run folders) to replay.")
+    matches: list[str] = Field(min_length=1, description="Match folders (or collect / eval run folders) to "
+                                                         "replay.")
     check: bool = Field(False, description="Exit with status 1 if any replay differs from its record.")
 
 
-FLAGS = [Flag("matches", "match folders, or run folders (their matches/ are replayed)", key="matches", type=list),
+FLAGS = [Flag("matches", "match folders, or run folders (their matches/ are "
+                         "replayed)", key="matches", type=list),
          Flag("--check", "exit 1 when a replay differs from its record", key="check", type=bool)]
 CONFIG = "mau.commands.replay:ReplayCmdConfig"
 

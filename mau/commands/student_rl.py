@@ -1,9 +1,9 @@
 """mau student-rl --config configs/student/rl.yaml --set grpo.max_steps=5 --out runs/student/rl-smoke
 
-GRPO of the CPU student's VOTE over its candidates (docs/student.md): at each recorded crewmate VOTE decision of
-``decisions.runs``, ``grpo.num_generations`` candidates are sampled from the student's candidate scores and
-rewarded by the vote terms read from the match's roles (no forks, so the meeting and crew-win terms must be 0),
-with the exact KL to the start policy over the candidates. The lower layers' outputs come from a
+GRPO of the CPU student's VOTE over its candidates (docs/student.md): at each recorded crewmate VOTE decision
+of ``decisions.runs``, ``grpo.num_generations`` candidates are sampled from the student's candidate scores and
+rewarded by the vote terms read from the match's roles (no forks, so the meeting and crew-win terms must be
+0), with the exact KL to the start policy over the candidates. The lower layers' outputs come from a
 ``mau student-train`` run's ``features.pt`` (``grpo.feature_cache``) where there. The run folder holds the
 resolved config, provenance, trainer_log.jsonl, the model with its tokenizer (``OUT/model``) and rl.json
 (written last). Prints one line. ``--resume`` keeps a finished run. Needs the ``ml`` extra.
@@ -30,5 +30,6 @@ def main(cfg: StudentRLConfig, opts: RunOptions = RunOptions()) -> int:
     out = RunDir.choose(cfg.output.dir, "student-rl", opts.tag("student-rl"), "rl run").path
     s = train_candidates_rl(cfg, out)
     print(f"student-rl steps={s['steps']} decisions={s['decisions']} reward {s['reward_first']:.3f} -> "
-          f"{s['reward_last']:.3f} frac_reward_zero_std={s['frac_reward_zero_std']:.3f} -> {s['saved']}", flush=True)
+          f"{s['reward_last']:.3f} frac_reward_zero_std={s['frac_reward_zero_std']:.3f} -> "
+          f"{s['saved']}", flush=True)
     return 0

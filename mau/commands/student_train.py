@@ -1,4 +1,4 @@
-"""mau student-train --config configs/student/train.yaml --set training.max_steps=4 --out runs/student/train-smoke
+"""mau student-train --config configs/student/train.yaml --set training.max_steps=4 --out runs/student/t4
 
 The CPU student (docs/student.md) learns the expert's VOTE as a choice among the candidates of a BC dataset of
 compact VOTE prompts (``mau dataset --filter bcvote``): the cross-entropy of the expert's choice under the
@@ -17,7 +17,8 @@ from mau.student.config import StudentTrainConfig
 
 FLAGS = [*config_flags("training.max_steps=30"),
          Flag("--out", "run folder (output.dir)", key="output.dir"),
-         Flag("--resume", "keep a finished run in --out; an unfinished one reuses its feature cache", key="resume",
+         Flag("--resume", "keep a finished run in --out; an unfinished one reuses its feature "
+                          "cache", key="resume",
               type=bool),
          DRY_RUN]
 CONFIG = "mau.student.config:StudentTrainConfig"

@@ -24,12 +24,14 @@ class TinyModelConfig(Model):
     out: str = Field("runs/tiny-qwen3_5", description="Folder to write the model and processor into.")
     seed: int = Field(0, description="Seed of the tokenizer's training text and of the weights' random init.")
     vocab_size: int = Field(800, ge=300, le=32000, description="Tokenizer size, special tokens included.")
-    max_pixels: int = Field(256 * 256, ge=64 * 64, description="Image processor's pixel cap (one token per 32x32 px).")
-    hidden_size: int = Field(64, ge=32, description="Hidden size of the text and vision stacks (head_dim stays 32).")
+    max_pixels: int = Field(256 * 256, ge=64 * 64, description="Image processor's pixel cap (one token per "
+                                                               "32x32 px).")
+    hidden_size: int = Field(64, ge=32, description="Hidden size of the text and vision stacks (head_dim "
+                                                    "stays 32).")
     num_layers: int = Field(4, ge=4, description="Text layers (3 Gated DeltaNet per full-attention layer).")
     vision_depth: int = Field(2, ge=1, description="Vision transformer blocks.")
-    resume: bool = Field(False, description="Keep a model already in out (a finished folder is never overwritten "
-                                            "without --force).")
+    resume: bool = Field(False, description="Keep a model already in out (a finished folder is never "
+                                            "overwritten without --force).")
 
 
 FLAGS = [*config_flags("vocab_size=1000"),
@@ -43,7 +45,8 @@ def main(cfg: TinyModelConfig, opts: RunOptions = RunOptions()) -> int:
     from mau.commands.common import model_folder_run
 
     run = model_folder_run(cfg.out, "tiny model", "mau tiny-model",
-                           f"a tiny Qwen3.5 VLM seed={cfg.seed} vocab={cfg.vocab_size} -> {{run}} (~2 MB; nothing "
+                           f"a tiny Qwen3.5 VLM seed={cfg.seed} vocab={cfg.vocab_size} -> {{run}} (~2 MB; "
+                           f"nothing "
                            "written)", "tiny Qwen3.5 VLM (already built) -> {run}", cfg.resume, opts)
     if run is None:
         return 0

@@ -2,8 +2,8 @@
 
 Watch a match, a collect run or an eval run in a browser: writes a self-contained static site (one index.html,
 the viewer's JS and CSS, the data as script files and the frames it shows; no network at view time) and
-prints its path. ``--serve`` serves it on loopback (a free port unless ``--port``); ``--video`` writes an MP4 of a
-match's top-down map with captions instead. The pages and what they show: docs/viewer.md.
+prints its path. ``--serve`` serves it on loopback (a free port unless ``--port``); ``--video`` writes an MP4
+of a match's top-down map with captions instead. The pages and what they show: docs/viewer.md.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ class ViewConfig(Model):
     """``mau view``: one site per match or run folder."""
 
     path: str = Field(description="A match folder, a collect run or an eval run.")
-    out: str | None = Field(None, description="Site folder (or MP4 file with --video); default runs/view/<name>.")
+    out: str | None = Field(None, description="Site folder (or MP4 file with --video); default "
+                                              "runs/view/<name>.")
     serve: bool = Field(False, description="Serve the site on 127.0.0.1 after building it (Ctrl-C stops).")
     port: int = Field(0, ge=0, le=65535, description="--serve: the port; 0 picks a free one.")
     video: bool = Field(False, description="Write an MP4 of the match's top-down map with captions instead.")

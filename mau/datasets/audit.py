@@ -13,14 +13,16 @@ beliefs, at least ``MIN_AUTHORED_CHARS`` long).
 Who is hidden at a call: every player of the match except the caller itself and the players ejected at or
 before the call's tick (an ejection reveals the role to everyone).
 
-Kill authors: for every kill of the match up to the call's tick (``kill`` events), any of ``KILL_AUTHOR_PHRASES``
-naming its killer in the searched text is a leak, whoever the caller is and whether or not the killer has been
-ejected since: only players may say who killed whom (their speech and the caller's own words are taken out).
+Kill authors: for every kill of the match up to the call's tick (``kill`` events), any of
+``KILL_AUTHOR_PHRASES`` naming its killer in the searched text is a leak, whoever the caller is and whether
+or not the killer has been ejected since: only players may say who killed whom (their speech and the caller's
+own words are taken out).
 
 Claim labels (docs/claims.md): no call record may carry what only the analysis knows of a claim, the speaker's
-private ``intent`` label or the checker's verdict: a key ``intent``, ``verdict`` or ``epistemic`` in the answer
-(raw or parsed), or in the harness's text of the prompt such a key written out or a verdict word (``UNSUPPORTED``,
-``UNVERIFIABLE``, ``verdict: FALSE``). ``claim_label_leak`` finds it, for a call of either role.
+private ``intent`` label or the checker's verdict: a key ``intent``, ``verdict`` or ``epistemic`` in the
+answer (raw or parsed), or in the harness's text of the prompt such a key written out or a verdict word
+(``UNSUPPORTED``, ``UNVERIFIABLE``, ``verdict: FALSE``). ``claim_label_leak`` finds it, for a call of either
+role.
 
 ``vanished_rule`` measures the inference the issue found in the old privileged state (a player silently
 dropped from the position list is the victim; the player listed nearest to it one call earlier the killer);
@@ -43,16 +45,12 @@ from mau.datasets.sources import MatchInfo
 from mau.errors import MauError
 from mau.schema import IMPOSTER
 
-# Phrases that state a hidden player's role (each starts with "{name} ", the player); case-insensitive, any run
-# of whitespace between words. The first two are how the harness lists ejections ("Ejected: Olivia (was an Imposter).").
+# Phrases that state a hidden player's role (each starts with "{name} ", the player); case-insensitive, any
+# run of whitespace between words. The first two are how the harness lists ejections ("Ejected: Olivia (was
+# an Imposter).").
 LEAK_PHRASES: tuple[str, ...] = (
-    "{name} (was an Imposter)",
-    "{name} (was a Crewmate)",
-    "{name} was an Imposter",
-    "{name} was a Crewmate",
-    "{name} is an Imposter",
-    "{name} is the Imposter",
-    "{name} is a Crewmate",
+    "{name} (was an Imposter)", "{name} (was a Crewmate)", "{name} was an Imposter", "{name} was a Crewmate",
+    "{name} is an Imposter", "{name} is the Imposter", "{name} is a Crewmate",
 )
 # Phrases that leak on their own, whoever they name: only an imposter's prompt may speak of a fellow.
 ANY_PLAYER_PHRASES: tuple[str, ...] = ("fellow Imposter",)
@@ -61,15 +59,14 @@ ANY_PLAYER_PHRASES: tuple[str, ...] = ("fellow Imposter",)
 ROLE_MAPPING_AFTER_NAME = r"""["']?\s*[:=]\s*["']?(?:imposter|crewmate)\b"""
 # Phrases that state who killed whom ({killer}, {victim}: players of a kill of the match), case-insensitive.
 KILL_AUTHOR_PHRASES: tuple[str, ...] = (
-    "saw {killer} kill",
-    "{killer} killed",
-    "{killer} kill {victim}",
-    "{killer} kills {victim}",
+    "saw {killer} kill", "{killer} killed", "{killer} kill {victim}", "{killer} kills {victim}",
     "killed by {killer}",
 )
 # Claim labels: keys of a private label or a verdict, and the checker's words in the harness's text.
 CLAIM_LABEL_KEYS: tuple[str, ...] = ("intent", "verdict", "epistemic")
-CLAIM_LABEL_RE = re.compile(r"""["']?\b(?:intent|verdict|epistemic)\b["']?\s*[:=]|\bUNSUPPORTED\b|\bUNVERIFIABLE\b""")
+CLAIM_LABEL_RE = re.compile(
+    r"""["']?\b(?:intent|verdict|epistemic)\b["']?\s*[:=]|\bUNSUPPORTED\b|\bUNVERIFIABLE\b"""
+)
 # The caller's own earlier answers shorter than this are not taken out (names, rooms, "skip").
 MIN_AUTHORED_CHARS = 16
 
@@ -124,19 +121,37 @@ class Auditor:
         tails.append(ROLE_MAPPING_AFTER_NAME)
         # One pass per example over the lower-cased text (much faster than re.IGNORECASE): any player's name
         # followed by any phrase; then keep the hidden ones.
-        self.player_re = re.compile(r"(?<![\w])(?P<name>" + "|".join(re.escape(n.lower()) for n in names) + r")(?:"
-                                    + "|".join(tails) + ")")
+        self.player_re = re.compile(
+            r"(?<![\w])(?P<name>"
+            + "|".join(re.escape(n.lower()) for n in names)
+            + r")(?:"
+            + "|".join(tails)
+            + ")"
+        )
         self.canonical = {n.lower(): n for n in names}
         self.any_re = re.compile("|".join(_phrase_regex(p.lower()) for p in ANY_PLAYER_PHRASES))
-        # One line of the transcript: Name: "...". Speech over several lines is taken out whole (from the log).
-        self.speech_re = re.compile(r'^(?:' + "|".join(re.escape(n) for n in names) + r'): ".*"$', re.MULTILINE)
+        # One line of the transcript: Name: "...". Speech over several lines is taken out whole (from the
+        # log).
+        self.speech_re = re.compile(r'^(?:' + "|".join(re.escape(n) for n in names) + r'): '
+                                                                                      r'".*"$', re.MULTILINE)
         self.long_speech = [f'{s}: "{t}"' for s, t in match.utterances if "\n" in t]
         # Speech quoted in a module's event line (BELIEF: `Noah said: "..."`) is a player's words too.
         self.quoted_speech = [f'{s} said: "{t}"' for s, t in match.utterances]
         self.authored: dict[str, dict[str, None]] = {}
-        self.kill_res = [(tick, killer, victim, re.compile("|".join(
-            r"(?<![\w])" + _phrase_regex(ph.format(killer=killer.lower(), victim=victim.lower())) + r"(?![\w])"
-            for ph in KILL_AUTHOR_PHRASES))) for tick, killer, victim in match.kills]
+        self.kill_res = [
+            (
+                tick, killer, victim,
+                re.compile(
+                    "|".join(
+                        r"(?<![\w])"
+                        + _phrase_regex(ph.format(killer=killer.lower(), victim=victim.lower()))
+                        + r"(?![\w])"
+                        for ph in KILL_AUTHOR_PHRASES
+                    )
+                ),
+            )
+            for tick, killer, victim in match.kills
+        ]
 
     def observe(self, call: dict[str, Any]) -> None:
         """Remember what this call's answer may bring into the caller's later prompts (its own words)."""
@@ -191,11 +206,13 @@ class Auditor:
             return
         phrase = " ".join(leak.phrase.split())
         if leak.kill:
-            whose = f"who killed {leak.kill[1]} ({leak.kill[0]}): only players may say that, the harness never"
+            whose = (f"who killed {leak.kill[1]} ({leak.kill[0]}): only players may say that, the harness "
+                     f"never")
         elif leak.player:
             whose = f"the role of {leak.player}, not revealed by tick {call[F.TICK]}"
         elif leak.phrase.startswith(CLAIM_LABEL_PREFIX):
-            whose = "a claim's private label or the checker's verdict, which no call may carry (docs/claims.md)"
+            whose = ("a claim's private label or the checker's verdict, which no call may carry "
+                     "(docs/claims.md)")
         else:
             whose = "an imposter's teammate in a crewmate's prompt"
         raise RoleLeakError(
@@ -217,8 +234,9 @@ def _keys(value: Any) -> Iterable[str]:
 
 
 def claim_label_leak(call: dict[str, Any], text: str | None = None) -> str | None:
-    """A claim's private label or a verdict in a call record: as a key of the answer (parsed, or raw JSON), or in
-    the prompt's harness text (``text``: speech already taken out; default the whole input text). The phrase
+    """A claim's private label or a verdict in a call record: as a key of the answer (parsed, or raw JSON),
+    or in the prompt's harness text (``text``: speech already taken out; default the whole input text). The
+    phrase
     found (prefixed ``claim label: ``), or None."""
     answers: list[Any] = [call.get(F.PARSED)]
     raw = call.get(F.RAW_OUTPUT)
@@ -235,8 +253,9 @@ def claim_label_leak(call: dict[str, Any], text: str | None = None) -> str | Non
     return f"{CLAIM_LABEL_PREFIX}{m.group(0)}" if m else None
 
 
-# -- the "vanished player" inference ----------------------------------------------------------------------------
-_POSITIONS_RE = re.compile(r"^(?:Last known positions of the others|Positions of all players within range): (.*)\.$",
+# -- the "vanished player" inference -------------------------------------------------------------------------
+_POSITIONS_RE = re.compile(r"^(?:Last known positions of the others|Positions of all players within range): "
+                           r"(.*)\.$",
                            re.MULTILINE)
 _ENTRY_RE = re.compile(r"([A-Z][A-Za-z]*) in [^;(]*\((-?\d+(?:\.\d+)?), (-?\d+(?:\.\d+)?)\)")
 _LIST_RE = {"dead": re.compile(r"^Known dead: (.*)\.$", re.MULTILINE),
@@ -304,7 +323,9 @@ def audit_runs(paths: list[str]) -> dict[str, Any]:
 
     problems: list[str] = []
     leaks: list[str] = []
-    per_mode: dict[str, dict[str, Any]] = defaultdict(lambda: {"matches": 0, "crewmate_calls": 0, "calls": []})
+    per_mode: dict[str, dict[str, Any]] = defaultdict(
+        lambda: {"matches": 0, "crewmate_calls": 0, "calls": []}
+    )
     n = 0
     for match_dir, run in find_matches(paths):
         match = load_match(match_dir, run, lambda p: problems.append(str(p)))
@@ -320,14 +341,19 @@ def audit_runs(paths: list[str]) -> dict[str, Any]:
                 leak = auditor.find(call)
                 if leak is not None:
                     leaks.append(f"{match.match_id} {call[F.CALL_ID]}: {' '.join(leak.phrase.split())!r}")
-            elif (label := claim_label_leak(call, auditor.searched_text(call))) is not None:  # imposters' calls too
+            # imposters' calls too
+            elif (label := claim_label_leak(call, auditor.searched_text(call))) is not None:
                 leaks.append(f"{match.match_id} {call[F.CALL_ID]}: {label}")
             auditor.observe(call)
         for mode in modes:
             per_mode[mode]["matches"] += 1
-            rule = vanished_rule([c for c in calls if str((c.get(F.HARNESS) or {}).get("state")) == mode], match.kills)
+            rule = vanished_rule(
+                [c for c in calls if str((c.get(F.HARNESS) or {}).get("state")) == mode], match.kills
+            )
             per_mode[mode]["calls"].append(rule)
-    out: dict[str, Any] = {"matches": n, "leaks": len(leaks), "first_leaks": leaks[:10], "problems": len(problems)}
+    out: dict[str, Any] = {
+        "matches": n, "leaks": len(leaks), "first_leaks": leaks[:10], "problems": len(problems),
+    }
     for mode, d in sorted(per_mode.items()):
         ev = sum(r["events"] for r in d["calls"])
         hits = sum(r["hits"] for r in d["calls"])
@@ -339,7 +365,8 @@ def audit_runs(paths: list[str]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """python -m mau.datasets.audit RUN [RUN...]: the audit over collected matches, as JSON; exit 1 on a leak."""
+    """python -m mau.datasets.audit RUN [RUN...]: the audit over collected matches, as JSON; exit 1 on a
+    leak."""
     args = sys.argv[1:] if argv is None else argv
     if not args:
         print("usage: python -m mau.datasets.audit RUN [RUN...]", file=sys.stderr)

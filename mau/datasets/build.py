@@ -27,7 +27,8 @@ from mau.infer.learnability import cross_validated_accuracy, vote_rows
 from mau.rundir import make_staging
 from mau.schema import CREWMATE
 
-PRINTED_PROBLEMS = 20  # damaged inputs printed as they are met; all are counted and the first 100 listed in the card
+# damaged inputs printed as they are met; all are counted and the first 100 listed in the card
+PRINTED_PROBLEMS = 20
 MIN_LEARNABILITY_VOTES = 20  # fewer expert votes: no learnability figure in the card (two folds need both)
 BUILD_DIR = ".build"  # inside the staging folder: the per-split Arrow files before save_to_disk
 
@@ -39,12 +40,11 @@ def features():
     s, i64 = Value("string"), Value("int64")
     part = {F.DS_CONTENT_TYPE: s, F.DS_CONTENT_TEXT: s}
     cols: dict[str, Any] = {
-        F.DS_MESSAGES: List({F.ROLE: s, F.DS_CONTENT: List(part)}),
-        F.DS_IMAGES: List(Image()),
-        F.MATCH: s, F.CALL_ID: s, F.DS_RUN: s, F.SEED: i64, F.STEP: i64, F.TICK: i64, F.PHASE: s,
-        F.MODULE: s, F.AGENT: s, F.ROLE: s, F.MODEL: s, F.BACKEND: s, F.OUTCOME: s, F.DS_CREW_WON: Value("bool"),
-        **{axis: s for axis in F.DS_HARNESS_AXES},
-        F.DS_FILTERS: List(s), F.DS_N_IMAGES: Value("int32"), F.DS_PARSED_JSON: s, F.DS_RECORD_JSON: s,
+        F.DS_MESSAGES: List({F.ROLE: s, F.DS_CONTENT: List(part)}), F.DS_IMAGES: List(Image()), F.MATCH: s,
+        F.CALL_ID: s, F.DS_RUN: s, F.SEED: i64, F.STEP: i64, F.TICK: i64, F.PHASE: s, F.MODULE: s, F.AGENT: s,
+        F.ROLE: s, F.MODEL: s, F.BACKEND: s, F.OUTCOME: s, F.DS_CREW_WON: Value("bool"),
+        **{axis: s for axis in F.DS_HARNESS_AXES}, F.DS_FILTERS: List(s), F.DS_N_IMAGES: Value("int32"),
+        F.DS_PARSED_JSON: s, F.DS_RECORD_JSON: s,
     }
     return Features(cols)
 
@@ -76,7 +76,9 @@ def convert_messages(call: dict[str, Any]) -> tuple[list[dict[str, Any]], list[s
                     parts.append({F.DS_CONTENT_TYPE: "image", F.DS_CONTENT_TEXT: None})
                     paths.append(str(p.get(F.IMAGE_PATH)))
                 else:
-                    parts.append({F.DS_CONTENT_TYPE: "text", F.DS_CONTENT_TEXT: str(p.get(F.DS_CONTENT_TEXT, ""))})
+                    parts.append(
+                        {F.DS_CONTENT_TYPE: "text", F.DS_CONTENT_TEXT: str(p.get(F.DS_CONTENT_TEXT, ""))}
+                    )
         out.append({F.ROLE: str(m.get(F.ROLE)), F.DS_CONTENT: parts})
     out.append({F.ROLE: "assistant", F.DS_CONTENT: [{F.DS_CONTENT_TYPE: "text",
                                                      F.DS_CONTENT_TEXT: call[F.RAW_OUTPUT]}]})
@@ -162,7 +164,8 @@ class Built(NamedTuple):
 def build_dataset(cfg: DatasetConfig, out: Path, warn: Callable[[str], None] | None = None,
                   progress: bool = True) -> Built:
     """Build ``cfg`` (a ``DatasetConfig``) into ``out`` (which must not hold a dataset); return the header and
-    the statistics. Raises MauError (one line) on a role leak or an unreadable match; then nothing is written."""
+    the statistics. Raises MauError (one line) on a role leak or an unreadable match; then nothing is
+    written."""
     import yaml
     from datasets.arrow_writer import ArrowWriter
     from tqdm import tqdm
@@ -214,7 +217,8 @@ def build_dataset(cfg: DatasetConfig, out: Path, warn: Callable[[str], None] | N
                 if _seen_before(call, match, match_dir, seen_calls):
                     stats.skipped["duplicate_calls"] += 1
                     if not dup_warned:
-                        warn(f"mau dataset: warning: {match_dir}: its calls were already read from another input "
+                        warn(f"mau dataset: warning: {match_dir}: its calls were already read from another "
+                             f"input "
                              "(the same run given twice?); each is kept once")
                         dup_warned = True
                     continue
@@ -230,17 +234,20 @@ def build_dataset(cfg: DatasetConfig, out: Path, warn: Callable[[str], None] | N
                 elif not tags:
                     stats.skipped["not_selected"] += 1
                 else:
-                    _emit(call, match, tags, split, auditor, writers[split], feats, stats, tokens, cfg, problem)
+                    _emit(
+                        call, match, tags, split, auditor, writers[split], feats, stats, tokens, cfg, problem
+                    )
                 auditor.observe(call)
         _finish_writers(writers, arrow, stats)
         _publish_arrow(staging, arrow, feats)
         header = {
-            F.FORMAT: F.DATASET_FORMAT, F.FORMAT_VERSION: F.DATASET_FORMAT_VERSION,
-            "filter": cfg.filter, "filters": [f.name for f in filters], "filter_definition": definition(cfg.filter),
-            "split": {**fractions, "seed": cfg.split.seed}, "columns": list(feats),
-            **stats.summary(), "problem_list": stats.problems, "sources": sources, "match_dirs": split_matches,
-            "vote_learnability": cross_validated_accuracy(votes) if len(votes) >= MIN_LEARNABILITY_VOTES else None,
-            F.CONFIG: cfg.model_dump(mode="json"), "provenance": provenance(),
+            F.FORMAT: F.DATASET_FORMAT, F.FORMAT_VERSION: F.DATASET_FORMAT_VERSION, "filter": cfg.filter,
+            "filters": [f.name for f in filters], "filter_definition": definition(cfg.filter),
+            "split": {**fractions, "seed": cfg.split.seed}, "columns": list(feats), **stats.summary(),
+            "problem_list": stats.problems, "sources": sources, "match_dirs": split_matches,
+            "vote_learnability": cross_validated_accuracy(votes)
+            if len(votes) >= MIN_LEARNABILITY_VOTES
+            else None, F.CONFIG: cfg.model_dump(mode="json"), "provenance": provenance(),
         }
         (staging / F.RESOLVED_CONFIG).write_text(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False))
         (staging / F.DATASET_CARD).write_text(render_card(header, stats))
@@ -263,7 +270,8 @@ def _seen_before(call: dict[str, Any], match: Any, match_dir: Path, seen_calls: 
     if first is digest:
         return False
     if first != digest:
-        raise MauError(f"{match_dir}: call {call[F.CALL_ID]} also appears in an earlier input with other content "
+        raise MauError(f"{match_dir}: call {call[F.CALL_ID]} also appears in an earlier input with other "
+                       f"content "
                        "(two runs share match ids); give them as separate builds or rename one run's matches")
     return True
 
@@ -274,7 +282,8 @@ def _finish_writers(writers: dict[str, Any], arrow: dict[str, Path], stats: Buil
         written, _ = w.finalize()
         w.close()
         if written != stats.examples[s]:
-            raise MauError(f"{arrow[s]}: {written} rows written, {stats.examples[s]} counted; report this with "
+            raise MauError(f"{arrow[s]}: {written} rows written, {stats.examples[s]} counted; report this "
+                           f"with "
                            "`mau info`")
 
 
@@ -283,7 +292,9 @@ def _digest(call: dict[str, Any]) -> str:
     import hashlib
 
     key = [call.get(k) for k in (F.CALL_ID, F.MATCH, F.TICK, F.AGENT, F.MODULE, F.RAW_OUTPUT)]
-    return hashlib.sha256(json.dumps([key, call.get(F.MESSAGES)], sort_keys=True, default=str).encode()).hexdigest()
+    return hashlib.sha256(
+        json.dumps([key, call.get(F.MESSAGES)], sort_keys=True, default=str).encode()
+    ).hexdigest()
 
 
 def _publish_arrow(staging: Path, arrow: dict[str, Path], feats: Any) -> None:
@@ -295,7 +306,9 @@ def _publish_arrow(staging: Path, arrow: dict[str, Path], feats: Any) -> None:
 
     disable_progress_bars()
     try:
-        empty = DatasetDict({s: Dataset.from_dict({k: [] for k in feats}, features=feats) for s in F.DATASET_SPLITS})
+        empty = DatasetDict(
+            {s: Dataset.from_dict({k: [] for k in feats}, features=feats) for s in F.DATASET_SPLITS}
+        )
         empty.save_to_disk(str(staging), num_shards={s: 1 for s in F.DATASET_SPLITS})
     finally:
         enable_progress_bars()

@@ -1,4 +1,5 @@
-"""Statistics gathered while a dataset streams by (bounded memory), and the dataset card (README.md) made of them."""
+"""Statistics gathered while a dataset streams by (bounded memory), and the dataset card (README.md) made of
+them."""
 
 from __future__ import annotations
 
@@ -55,9 +56,17 @@ class BuildStats:
     matches: Counter = field(default_factory=Counter)  # split -> n matches
     by: dict[str, Counter] = field(default_factory=lambda: {k: Counter() for k in ("filter", "module",
                                                                                    "model", "images")})
-    skipped: Counter = field(default_factory=lambda: Counter(
-        {k: 0 for k in ("fallback", "non_crew", "not_selected", "corrupt_lines", "missing_images", "text_only",
-                        "duplicate_calls")}))
+    skipped: Counter = field(
+        default_factory=lambda: Counter(
+            {
+                k: 0
+                for k in (
+                    "fallback", "non_crew", "not_selected", "corrupt_lines", "missing_images", "text_only",
+                    "duplicate_calls",
+                )
+            }
+        )
+    )
     problems: list[str] = field(default_factory=list)
     n_problems: int = 0
     matches_without_calls: int = 0
@@ -83,14 +92,15 @@ class BuildStats:
     def summary(self) -> dict[str, Any]:
         return {
             "examples": {s: self.examples[s] for s in F.DATASET_SPLITS},
-            "matches": {s: self.matches[s] for s in F.DATASET_SPLITS},
-            "by_filter": self.table("filter"), "by_module": self.table("module"),
-            "by_model": self.table("model"), "by_images": self.table("images"),
-            "skipped": dict(self.skipped), "problems": self.n_problems,
+            "matches": {s: self.matches[s] for s in F.DATASET_SPLITS}, "by_filter": self.table("filter"),
+            "by_module": self.table("module"), "by_model": self.table("model"),
+            "by_images": self.table("images"), "skipped": dict(self.skipped), "problems": self.n_problems,
             "matches_without_calls": self.matches_without_calls,
-            "lengths": {"unit": self.token_unit,
-                        "input_chars": self.input_chars.summary(), "output_chars": self.output_chars.summary(),
-                        "input_tokens": self.input_tokens.summary(), "output_tokens": self.output_tokens.summary()},
+            "lengths": {
+                "unit": self.token_unit, "input_chars": self.input_chars.summary(),
+                "output_chars": self.output_chars.summary(), "input_tokens": self.input_tokens.summary(),
+                "output_tokens": self.output_tokens.summary(),
+            },
         }
 
 
@@ -98,7 +108,9 @@ def _md_table(rows: dict[str, dict[str, int]], first: str) -> list[str]:
     head = f"| {first} | " + " | ".join(F.DATASET_SPLITS) + " | total |"
     lines = [head, "|---" * (len(F.DATASET_SPLITS) + 2) + "|"]
     for k, per in rows.items():
-        lines.append(f"| {k} | " + " | ".join(str(per[s]) for s in F.DATASET_SPLITS) + f" | {sum(per.values())} |")
+        lines.append(f"| {k} | " + " | ".join(str(per[s]) for s in F.DATASET_SPLITS) + f" | "
+                                                                                       f"{sum(per.values())} "
+                                                                                       f"|")
     if not rows:
         lines.append("| (none) |" + " 0 |" * (len(F.DATASET_SPLITS) + 1))
     return lines
@@ -111,14 +123,15 @@ def _len_row(name: str, s: dict[str, Any]) -> str:
 
 
 def _learnability(v: dict[str, Any] | None) -> list[str]:
-    """The vote-learnability line (docs/detection.md, "Vote learnability"), when the sources had enough votes."""
+    """The vote-learnability line (docs/detection.md, "Vote learnability"), when the sources had enough
+    votes."""
     if not v or v.get("accuracy") is None:
         return []
     return ["### Vote learnability", "",
-            f"A conditional logit on features parsed from each expert VOTE prompt's text alone (its Evidence block "
-            f"and the meeting transcript; not the suspicion line) predicts {100 * v['accuracy']:.1f} % of the "
-            f"expert's votes, skips included, on held-out matches (n = {v['n']} votes of the sources, kept or not; "
-            f"skips {100 * v['skip_share']:.1f} %; docs/detection.md).", ""]
+            f"A conditional logit on features parsed from each expert VOTE prompt's text alone (its Evidence "
+            f"block and the meeting transcript; not the suspicion line) predicts {100 * v['accuracy']:.1f} % "
+            f"of the expert's votes, skips included, on held-out matches (n = {v['n']} votes of the sources, "
+            f"kept or not; skips {100 * v['skip_share']:.1f} %; docs/detection.md).", ""]
 
 
 def render_card(header: dict[str, Any], stats: BuildStats) -> str:
@@ -130,11 +143,9 @@ def render_card(header: dict[str, Any], stats: BuildStats) -> str:
         f"Format `{F.DATASET_FORMAT}` version {F.DATASET_FORMAT_VERSION} (docs/datasets.md). "
         f"Load it with `datasets.load_from_disk(\"<this folder>\")`: a `DatasetDict` with the splits "
         f"{', '.join(F.DATASET_SPLITS)}; rows are TRL conversational vision examples (`messages`, `images`) "
-        "plus metadata columns.", "",
-        "## Filter", "", header["filter_definition"], "",
+        "plus metadata columns.", "", "## Filter", "", header["filter_definition"], "",
         "Only crewmate calls that the model answered itself are examples (no fallback, a raw output). "
-        "Splits are by match (a hash of the split seed and the match id), never by row.", "",
-        "## Counts", "",
+        "Splits are by match (a hash of the split seed and the match id), never by row.", "", "## Counts", "",
         "Examples: " + ", ".join(f"{k} {v}" for k, v in ex.items()) + f" (total {sum(ex.values())}), from "
         + ", ".join(f"{k} {v}" for k, v in s["matches"].items()) + " matches.", "",
         *_learnability(header.get("vote_learnability")),
@@ -142,8 +153,7 @@ def render_card(header: dict[str, Any], stats: BuildStats) -> str:
         *_md_table(s["by_filter"], "filter"), "",
         "### Per module", "", *_md_table(s["by_module"], "module"), "",
         "### Per expert model", "", *_md_table(s["by_model"], "model"), "",
-        "### Images per example", "", *_md_table(s["by_images"], "images"), "",
-        "### Not in the dataset", "",
+        "### Images per example", "", *_md_table(s["by_images"], "images"), "", "### Not in the dataset", "",
         "| reason | count |", "|---|---|",
         f"| crewmate calls answered by a fallback (or without raw output) | {s['skipped']['fallback']} |",
         f"| imposter calls | {s['skipped']['non_crew']} |",
@@ -153,21 +163,19 @@ def render_card(header: dict[str, Any], stats: BuildStats) -> str:
         f"| text-only examples left out (include_text_only: false) | {s['skipped']['text_only']} |",
         f"| calls seen twice (the same call id and content in two inputs; kept once) | "
         f"{s['skipped'].get('duplicate_calls', 0)} |",
-        f"| matches without calls.jsonl | {s['matches_without_calls']} |", "",
-        "## Lengths", "",
+        f"| matches without calls.jsonl | {s['matches_without_calls']} |", "", "## Lengths", "",
         f"Input = system + user text (S); output = the raw answer (Y); text only (no image tokens, no chat "
-        f"template). Token counts are {stats.token_unit}. "
-        f"Median and p95 come from a reservoir sample of {RESERVOIR} values per statistic (exact below that).", "",
+        f"template). Token counts are {stats.token_unit}. Median and p95 come from a reservoir sample of "
+        f"{RESERVOIR} values per statistic (exact below that).", "",
         "| length | n | mean | min | median | p95 | max |", "|---|---|---|---|---|---|---|",
         _len_row("input characters", s["lengths"]["input_chars"]),
         _len_row("output characters", s["lengths"]["output_chars"]),
         _len_row(f"input {stats.token_unit.split(' (')[0]}", s["lengths"]["input_tokens"]),
         _len_row(f"output {stats.token_unit.split(' (')[0]}", s["lengths"]["output_tokens"]), "",
-        "## Sources", "",
-        *[f"- `{r}`: {n} matches" for r, n in header["sources"].items()], "",
+        "## Sources", "", *[f"- `{r}`: {n} matches" for r, n in header["sources"].items()], "",
         f"Split seed {header['split']['seed']}, fractions train {header['split']['train']}, validation "
-        f"{header['split']['validation']}, test {header['split']['test']}; the matches of each split are listed "
-        f"in `{F.DATASET_HEADER}`.", "",
+        f"{header['split']['validation']}, test {header['split']['test']}; the matches of each split are "
+        f"listed in `{F.DATASET_HEADER}`.", "",
     ]
     if stats.n_problems:
         lines += ["## Damaged inputs", "", f"{stats.n_problems} damaged inputs (file:line: what):", ""]

@@ -13,8 +13,8 @@ class SplitConfig(Model):
     train: float = Field(0.8, ge=0, le=1, description="Fraction of matches in the train split.")
     validation: float = Field(0.1, ge=0, le=1, description="Fraction of matches in the validation split.")
     test: float = Field(0.1, ge=0, le=1, description="Fraction of matches in the test split.")
-    seed: int = Field(0, description="Split seed: a match's split is a SHA-256 hash of (seed, match id), so it "
-                                     "is the same in every build with this seed.")
+    seed: int = Field(0, description="Split seed: a match's split is a SHA-256 hash of (seed, match id), so "
+                                     "it is the same in every build with this seed.")
 
     @model_validator(mode="after")
     def _sum_to_one(self) -> "SplitConfig":
@@ -27,16 +27,18 @@ class SplitConfig(Model):
 class DatasetConfig(Model):
     """``mau dataset``: a behaviour-cloning dataset from match folders."""
 
-    runs: list[str] = Field(default_factory=list, description="Collect run folders, match folders, or folders "
-                            "holding match folders (searched recursively for match.json; hidden folders skipped).")
-    filter: str = Field("bcwin", description="bcwin (crewmate calls of matches the crew won), bcvote (crewmate "
-                        "votes for a true imposter), bcwin+vote (their union), or all (every crewmate expert call); "
-                        "registered names joined by '+' give their union.")
+    runs: list[str] = Field(default_factory=list, description="Collect run folders, match folders, or "
+                            "folders holding match folders (searched recursively for match.json; hidden "
+                            "folders skipped).")
+    filter: str = Field("bcwin", description="bcwin (crewmate calls of matches the crew won), bcvote "
+                        "(crewmate votes for a true imposter), bcwin+vote (their union), or all (every "
+                        "crewmate expert call); registered names joined by '+' give their union.")
     vote_skips: bool = Field(True, description="bcvote keeps the expert's own skips (a skip is the scripted "
-                             "teacher's abstention when no player is likely enough; docs/datasets.md); false: "
-                             "only votes for a true imposter.")
+                             "teacher's abstention when no player is likely enough; docs/datasets.md); "
+                             "false: only votes for a true imposter.")
     out: str | None = Field(None, description="Dataset folder; default runs/datasets/<date>/<time>_<filter>.")
-    resume: bool = Field(False, description="Allow --out to be a finished dataset folder (it is kept as it is).")
+    resume: bool = Field(False, description="Allow --out to be a finished dataset folder (it is kept as it "
+                                            "is).")
     split: SplitConfig = Field(default_factory=SplitConfig, description="Split fractions and seed.")
     include_text_only: bool = Field(True, description="Keep examples without images (text-only modules: "
                                     "mission, meeting, vote, reflect, strategy).")

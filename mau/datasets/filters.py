@@ -49,17 +49,18 @@ def _vote_target(call: dict[str, Any]) -> Any:
     return parsed.get(F.VOTE_TARGET)
 
 
-@register("bcvote", "BCvote: crewmate VOTE calls (module 'vote') whose vote target (the answer's vote_target) "
-                    "was a true imposter (roles from the match header), whatever the outcome, and the expert's "
-                    "own skips (its abstentions when not confident; vote_skips: false drops them).")
+@register("bcvote", "BCvote: crewmate VOTE calls (module 'vote') whose vote target (the answer's "
+                    "vote_target) was a true imposter (roles from the match header), whatever the outcome, "
+                    "and the expert's own skips (its abstentions when not confident; vote_skips: false drops "
+                    "them).")
 def bcvote(call: dict[str, Any], match: MatchInfo, options: Any = None) -> bool:
     target = _vote_target(call)
     return target in match.imposters or (target == SKIP and getattr(options, "vote_skips", True))
 
 
 @register("bcclaims", "BCclaims: crewmate VOTE calls whose vote target was a true imposter whose claim the "
-                      "voter's own sightings contradicted (a contradiction line of its prompt's Evidence block; "
-                      "world.claims.mode structured).")
+                      "voter's own sightings contradicted (a contradiction line of its prompt's Evidence "
+                      "block; world.claims.mode structured).")
 def bcclaims(call: dict[str, Any], match: MatchInfo, options: Any = None) -> bool:
     from mau.infer.learnability import contradicted_speakers
 
@@ -88,7 +89,8 @@ def parse_spec(spec: str) -> list[Filter]:
     unknown = [n for n in names if n not in FILTERS]
     if unknown or not spec:
         known = sorted(FILTERS) + sorted(ALIASES)
-        raise ValueError(f"unknown filter {(unknown or [spec])[0]!r}; use one of {known} (or names joined by '+')")
+        raise ValueError(f"unknown filter {(unknown or [spec])[0]!r}; use one of {known} (or names joined by "
+                         f"'+')")
     return [FILTERS[n] for n in dict.fromkeys(names)]
 
 

@@ -70,12 +70,13 @@ def run_of(match_dir: Path) -> str:
 
 
 def find_matches(paths: list[str | Path]) -> list[tuple[Path, str]]:
-    """Every match folder (one holding ``match.json``) under ``paths``, recursively, sorted by path, each once,
-    with the run it belongs to. Hidden folders (staging folders ``.<name>.partial-*``) are skipped."""
+    """Every match folder (one holding ``match.json``) under ``paths``, recursively, sorted by path, each
+    once, with the run it belongs to. Hidden folders (staging folders ``.<name>.partial-*``) are skipped."""
     found: dict[Path, tuple[Path, str]] = {}
     for given in map(Path, paths):
         if not given.is_dir():
-            raise MauError(f"--runs {given}: no such folder; give a collect run, a match folder or a folder of them")
+            raise MauError(f"--runs {given}: no such folder; give a collect run, a match folder or a folder "
+                           f"of them")
         n = 0
         for root, dirs, files in os.walk(given):
             if F.MATCH_HEADER in files:
@@ -162,7 +163,8 @@ def load_match(match_dir: Path, run: str, problems: Callable[[Problem], None]) -
     events = match_dir / F.EVENTS_FILE
     if not events.is_file():
         # Without the log nobody counts as revealed: the leak audit is then as strict as it can be.
-        problems(Problem("missing_file", str(events), 0, "missing; every role counts as hidden for the leak audit"))
+        problems(Problem("missing_file", str(events), 0, "missing; every role counts as hidden for the leak "
+                                                         "audit"))
         return info
     for _, e in iter_jsonl(events, problems):
         if e.get(F.TYPE) == F.EV_EJECTION and e.get(F.EJECTED):

@@ -2,8 +2,8 @@
 program over ticks until it is done, fails, is interrupted by a meeting, or times out.
 
 Roam actions: goto, follow, flee, mission, fake_mission, kill, report, button, wait, look_around.
-Meeting actions: speak (text, or none to pass; with ``world.claims.mode: structured`` also a list of structured
-claims, docs/claims.md), vote (a player's name or "skip").
+Meeting actions: speak (text, or none to pass; with ``world.claims.mode: structured`` also a list of
+structured claims, docs/claims.md), vote (a player's name or "skip").
 """
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-ROAM_KINDS = ("goto", "follow", "flee", "mission", "fake_mission", "kill", "report", "button", "wait", "look_around")
+ROAM_KINDS = (
+    "goto", "follow", "flee", "mission", "fake_mission", "kill", "report", "button", "wait", "look_around",
+)
 MEETING_KINDS = ("speak", "vote")
 KINDS = ROAM_KINDS + MEETING_KINDS
 
@@ -38,7 +40,8 @@ class Action:
     text: str | None = None
     narration: str | None = None  # an imposter's private note of intent: logged, never shown to others
     claims: tuple[Any, ...] | None = None  # speak: structured claims (checked and made public by the world)
-    intent: tuple[str | None, ...] | None = None  # speak: private label per claim (lie, mistake): events.jsonl only
+    # speak: private label per claim (lie, mistake): events.jsonl only
+    intent: tuple[str | None, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         # What asdict gave (a copy of a point, None fields left out), without its recursive deep copy: this
@@ -69,7 +72,9 @@ class ActionRun:
     turned: float = 0.0
 
 
-def goto(target: str | None = None, *, station: int | None = None, point: tuple[float, float] | None = None) -> Action:
+def goto(
+    target: str | None = None, *, station: int | None = None, point: tuple[float, float] | None = None
+) -> Action:
     return Action("goto", target=target, station=station, point=point)
 
 
@@ -79,7 +84,9 @@ def parse_action(data: dict[str, Any] | Action) -> Action:
         return data
     if not isinstance(data, dict):
         raise ValueError(f"action: expected an object with a 'kind', got {type(data).__name__}")
-    unknown = set(data) - {"kind", "target", "station", "point", "ticks", "text", "narration", "claims", "intent"}
+    unknown = set(data) - {
+        "kind", "target", "station", "point", "ticks", "text", "narration", "claims", "intent",
+    }
     if unknown:
         raise ValueError(f"action: unknown field {sorted(unknown)[0]!r}; fields are kind, target, station, "
                          f"point, ticks, text, claims")
@@ -94,8 +101,13 @@ def parse_action(data: dict[str, Any] | Action) -> Action:
         raise ValueError("action.station: must be a station index (integer)")
     point = data.get("point")
     if point is not None:
-        if not (isinstance(point, (list, tuple)) and len(point) == 2
-                and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in point)):
+        if not (
+            isinstance(point, (list, tuple))
+            and len(point) == 2
+            and all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in point
+            )
+        ):
             raise ValueError("action.point: must be [x, z], two finite numbers")
         point = (float(point[0]), float(point[1]))
     ticks = data.get("ticks")

@@ -1,17 +1,17 @@
 """The top rung of the imposter ladder: an imposter that plans against a model of the crewmates' observer
 (``mau.env.imposters``, docs/game.md "The imposter ladder").
 
-``Lens`` is the imposter's estimate of what each crewmate perceived, built from its own perception only: at every
-step end, for each crewmate whose place it perceives, the players and bodies it perceives that stand in that
-crewmate's line of sight within view distance (facing unknown: assumed all round); every crewmate takes in the
-public record of meetings. Each crewmate's estimated evidence is an ``EvidenceLog``, read by the observer's model
-(``mau.infer.model``, the imposter's copy of the shipped parameters).
+``Lens`` is the imposter's estimate of what each crewmate perceived, built from its own perception only: at
+every step end, for each crewmate whose place it perceives, the players and bodies it perceives that stand in
+that crewmate's line of sight within view distance (facing unknown: assumed all round); every crewmate takes
+in the public record of meetings. Each crewmate's estimated evidence is an ``EvidenceLog``, read by the
+observer's model (``mau.infer.model``, the imposter's copy of the shipped parameters).
 
 At a report decision, a speech and a vote, ``Adversary`` plays each candidate out on that model (a fork: the
 evidence the candidate would add, on top of what each crewmate already has) and takes the one with the lowest
-cost: the crewmates' mean P(imposter) of itself and its living teammate, minus a gain for the crewmate that looks
-most guilty (a vote to eject) and plus the value of the predicted ejection at a vote. It never forks the world: the
-world's state holds what the imposter cannot know (crewmates out of its sight, their memories).
+cost: the crewmates' mean P(imposter) of itself and its living teammate, minus a gain for the crewmate that
+looks most guilty (a vote to eject) and plus the value of the predicted ejection at a vote. It never forks
+the world: the world's state holds what the imposter cannot know (crewmates out of its sight, their memories).
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from mau.schema import SKIP
 
 GUILT_GAIN = 0.5  # cost units per unit of the most suspected crewmate's mean P(imposter)
 EJECT_VALUE = {"crew": -1.0, "mate": 1.0, "me": 2.0, "none": 0.0}  # a vote's predicted outcome
-CREW_VOTE_AT = 0.6  # a crewmate votes its top suspect when its P(imposter) reaches this (the teacher's expert)
+# a crewmate votes its top suspect when its P(imposter) reaches this (the teacher's expert)
+CREW_VOTE_AT = 0.6
 
 
 class Lens:
@@ -71,7 +72,10 @@ class Lens:
                 base["players_in_view"] = [
                     {"name": n, "position": [x, z], "room": game_map.place_name(x, z)}
                     for n, (x, z) in sorted(known.items())
-                    if n != c and math.hypot(x - cx, z - cz) <= self.view and game_map.line_of_sight(cx, cz, x, z)]
+                    if n != c
+                    and math.hypot(x - cx, z - cz) <= self.view
+                    and game_map.line_of_sight(cx, cz, x, z)
+                ]
                 base["bodies_in_view"] = [
                     b for b in bodies if math.hypot(b["position"][0] - cx, b["position"][1] - cz) <= self.view
                     and game_map.line_of_sight(cx, cz, b["position"][0], b["position"][1])]
@@ -102,8 +106,8 @@ class Adversary(Strategy):
     # -- the cost of a fork ---------------------------------------------------------------------------------
     def cost(self, obs: dict[str, Any], extra: dict[str, list[dict[str, Any]]] | None = None,
              guilt: bool = True, dead: str | None = None) -> float:
-        """Mean over living crewmates (``dead``: one the fork kills) of P(me) + P(living teammate), each with its
-        ``extra`` evidence, minus the gain of the most suspected crewmate's mean P(imposter)."""
+        """Mean over living crewmates (``dead``: one the fork kills) of P(me) + P(living teammate), each with
+        its ``extra`` evidence, minus the gain of the most suspected crewmate's mean P(imposter)."""
         assert self.lens is not None
         me, mates = self.brain.name, self.mind.mates
         crew = [c for c in self.lens.crew(obs) if c != dead]
@@ -121,8 +125,8 @@ class Adversary(Strategy):
         return total / len(crew) - GUILT_GAIN * gain
 
     def _heard(self, obs: dict[str, Any], acts: list[Act]) -> dict[str, list[dict[str, Any]]]:
-        """The evidence every crewmate would take from my saying ``acts`` now: its accusations, read as crewmates
-        read speech (``mau.infer.hearsay``)."""
+        """The evidence every crewmate would take from my saying ``acts`` now: its accusations, read as
+        crewmates read speech (``mau.infer.hearsay``)."""
         if not acts or self.lens is None:
             return {}
         text = realise(acts, "cost")  # every paraphrase of an act reads the same to hearsay
@@ -133,16 +137,24 @@ class Adversary(Strategy):
 
     # -- decisions ------------------------------------------------------------------------------------------
     def kill(self, obs: dict[str, Any]) -> tuple[str, str]:
-        """Unwatched kills as the quiet imposter, the target whose death costs least (witnesses by the lens)."""
+        """Unwatched kills as the quiet imposter, the target whose death costs least (witnesses by the
+        lens)."""
         crew = [p for p in self.crew_in_view(obs) if p["distance"] <= QUIET_RADIUS]
         if obs.get("kill_cooldown_ticks", 1) != 0 or not crew:
             return super().kill(obs)
         best = None
         for p in crew:
             spot = (float(p["position"][0]), float(p["position"][1]))
-            if self.mind.witnesses(obs, p["name"], spot) or self.mind.exposure(obs, p["name"], spot) > RISK_MAX:
+            if (
+                self.mind.witnesses(obs, p["name"], spot)
+                or self.mind.exposure(obs, p["name"], spot) > RISK_MAX
+            ):
                 continue
-            saw = {c: [{"k": "saw_kill", "p": self.brain.name}] for c in self.watchers(obs, spot) if c != p["name"]}
+            saw = {
+                c: [{"k": "saw_kill", "p": self.brain.name}]
+                for c in self.watchers(obs, spot)
+                if c != p["name"]
+            }
             c = self.cost(obs, saw, guilt=False, dead=p["name"])
             if best is None or c < best[0]:
                 best = (c, p["name"])
@@ -158,20 +170,22 @@ class Adversary(Strategy):
                 and self.brain.map.line_of_sight(x, z, spot[0], spot[1])]
 
     def report(self, obs: dict[str, Any], victim: str) -> bool:
-        """Report when the report lowers the crewmates' suspicion of us (a reporter is rarely an imposter, to an
-        observer fitted on habits) more than staying silent does."""
+        """Report when the report lowers the crewmates' suspicion of us (a reporter is rarely an imposter, to
+        an observer fitted on habits) more than staying silent does."""
         crew = self.lens.crew(obs) if self.lens else []
         rep = {c: [{"k": "reported", "p": self.brain.name}] for c in crew}
         return self.cost(obs, rep, guilt=False) < self.cost(obs, guilt=False)
 
     def accuse_whom(self, obs: dict[str, Any], crew: list[str]) -> str | None:
-        """Whom I accuse (as often as the table accuses): the player whose accusation, with my reason against it,
-        costs least; my living teammate too (two imposters rarely accuse each other, so an
+        """Whom I accuse (as often as the table accuses): the player whose accusation, with my reason against
+        it, costs least; my living teammate too (two imposters rarely accuse each other, so an
         observer reads an accusation of my teammate as a sign that we are not a pair)."""
         mates = [m for m in sorted(self.mind.mates) if m in obs["meeting"]["alive_players"]]
         if not crew and not mates:
             return None
-        scored = [(self.cost(obs, self._heard(obs, self.reason(x) + [Act(VOTE, who=x)])), x) for x in crew + mates]
+        scored = [
+            (self.cost(obs, self._heard(obs, self.reason(x) + [Act(VOTE, who=x)])), x) for x in crew + mates
+        ]
         return min(scored)[1]
 
     def vouchee(self, obs: dict[str, Any], tab: dict[str, float]) -> str | None:
@@ -208,7 +222,9 @@ class Adversary(Strategy):
             skips = voters - sum(tally.values())
             out = leaders[0] if len(leaders) == 1 and top > skips else None
             what = "none" if out is None else "me" if out == me else "mate" if out in mates else "crew"
-            vote_item = [] if choice == SKIP else [{"k": "vote", "meeting": n_meeting, "p": me, "target": choice}]
+            vote_item = (
+                [] if choice == SKIP else [{"k": "vote", "meeting": n_meeting, "p": me, "target": choice}]
+            )
             c = self.cost(obs, {x: vote_item for x in self.lens.crew(obs)}, guilt=False) + EJECT_VALUE[what]
             if best is None or c < best[0] - 1e-9:
                 best = (c, choice)

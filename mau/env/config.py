@@ -49,33 +49,41 @@ class GameConfig(Model):
                               "the paper's code.")
     missions_per_crewmate: int = Field(3, ge=1, description="Stations assigned to each crewmate (imposters "
                                                             "get as many to fake).")
-    mission_hold_ticks: int = Field(1200, ge=1, description="Ticks a player must stay still at a pressed station.")
+    mission_hold_ticks: int = Field(1200, ge=1, description="Ticks a player must stay still at a pressed "
+                                                            "station.")
     station_range: float = Field(1.5, gt=0, description="How close to a station's centre a player must "
                                                         "stand to press it.")
     kill_reach: float = Field(3.0, gt=0, description="Melee reach of a kill.")
     kill_cooldown_ticks: int | None = Field(
-        None, ge=0, description="Cooldown after a kill; None = 3600 with 6 crewmates, 1200 in the smaller variants.")
+        None, ge=0, description="Cooldown after a kill; None = 3600 with 6 crewmates, 1200 in the smaller "
+                                "variants.")
     kill_cooldown_initial_ticks: int = Field(600, ge=0, description="Cooldown at match start (not given by "
                                                                     "the paper; 30 s).")
     report_range: float = Field(2.0, gt=0, description="How close to a body a player must be to report it.")
-    button_range: float = Field(2.0, gt=0, description="How close to the button a player must be to press it.")
-    button_lock_start_ticks: int = Field(2400, ge=0, description="No emergency meeting in the first ticks of a match.")
+    button_range: float = Field(2.0, gt=0, description="How close to the button a player must be to press "
+                                                       "it.")
+    button_lock_start_ticks: int = Field(2400, ge=0, description="No emergency meeting in the first ticks of "
+                                                                 "a match.")
     button_lock_after_meeting_ticks: int = Field(1200, ge=0, description="No emergency meeting for this "
                                                                          "long after a meeting.")
     meeting_rounds: int = Field(3, ge=1, description="Speaking rounds per meeting at most; a round where "
                                                      "nobody speaks ends the talk.")
     max_steps: int = Field(200, ge=1, description="Step budget; when spent the match ends in TIMEOUT "
                                                   "(counted for the imposters).")
-    step_ticks: int = Field(100, ge=1, description="Ticks between two decision points (one step); see docs/game.md.")
+    step_ticks: int = Field(100, ge=1, description="Ticks between two decision points (one step); see "
+                                                   "docs/game.md.")
     substep_ticks: int = Field(5, ge=1, description="Ticks the sim advances between two rule checks (0.25 "
                                                     "s, the paper's resume).")
     action_timeout_ticks: int = Field(600, ge=1, description="An action that has not finished after this "
                                                              "long times out (30 s).")
     walk_speed: float = Field(4.317, gt=0, description="Blocks per second (Minecraft walking speed).")
     eye_height: float = Field(1.62, gt=0, description="Camera height above the floor.")
-    ego_view_distance: float = Field(36.0, gt=0, description="Ego state: players farther than this are not seen.")
-    privileged_radius: float = Field(96.0, gt=0, description="Privileged state: players within this radius are listed.")
-    fov_vertical_deg: float = Field(70.0, gt=0, lt=180, description="Vertical field of view (Minecraft's default).")
+    ego_view_distance: float = Field(36.0, gt=0, description="Ego state: players farther than this are not "
+                                                             "seen.")
+    privileged_radius: float = Field(96.0, gt=0, description="Privileged state: players within this radius "
+                                                             "are listed.")
+    fov_vertical_deg: float = Field(70.0, gt=0, lt=180, description="Vertical field of view (Minecraft's "
+                                                                    "default).")
     view_aspect: float = Field(16 / 9, gt=0, description="Width / height of the view; sets the horizontal "
                                                          "field of view.")
     teleport_after_meeting: bool = Field(True, description="Everyone returns to the table around the "
@@ -128,22 +136,24 @@ class ObservationConfig(Model):
     """What an observation may say beyond what a player perceives (docs/game.md, "Observations")."""
 
     witness_text: bool = Field(
-        False, description="Ablation only: tell a player in words who killed whom when it had the victim in view "
-                           "(witnessed_kills, and the harness's 'You saw X kill Y'). Off: kills are perceived "
-                           "only through frames and bodies, as in the paper.")
+        False, description="Ablation only: tell a player in words who killed whom when it had the victim in "
+                           "view (witnessed_kills, and the harness's 'You saw X kill Y'). Off: kills are "
+                           "perceived only through frames and bodies, as in the paper.")
     privileged: Literal["sight", "radar"] = Field(
-        "sight", description="What privileged state perceives beyond ego: sight (every player and body in line of "
-                             "sight within privileged_radius, in every direction, and each player's last sighting: "
-                             "no list tells of a death the player did not perceive) or radar (the paper's: every "
-                             "player within privileged_radius through walls; a player killed out of sight stays "
-                             "listed, still, where it fell: a tell, kept for replication only; docs/game.md).")
+        "sight", description="What privileged state perceives beyond ego: sight (every player and body in "
+                             "line of sight within privileged_radius, in every direction, and each player's "
+                             "last sighting: no list tells of a death the player did not perceive) or radar "
+                             "(the paper's: every player within privileged_radius through walls; a player "
+                             "killed out of sight stays listed, still, where it fell: a tell, kept for "
+                             "replication only; docs/game.md).")
 
 
 class WorldConfig(Model):
     """Which world runs the rules, on which map."""
 
     backend: str = Field(
-        "sim", description="World backend from the registry (mau.env.backends): sim, or minecraft (docs/minecraft.md).")
+        "sim", description="World backend from the registry (mau.env.backends): sim, or minecraft "
+                           "(docs/minecraft.md).")
     map: str = Field("skeld", description="A built-in map name or a path to a map YAML file.")
     game: GameConfig = Field(default_factory=GameConfig, description="The rules' constants (docs/game.md).")
     frames: FramesConfig = Field(default_factory=FramesConfig, description="First-person frames.")

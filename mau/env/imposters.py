@@ -1,28 +1,29 @@
-"""The imposter ladder: scripted imposters from today's habits up to one that plans against the crewmates' observer
-(docs/game.md, "The imposter ladder").
+"""The imposter ladder: scripted imposters from today's habits up to one that plans against the crewmates'
+observer (docs/game.md, "The imposter ladder").
 
-Every rung decides from what an imposter may know and nothing else: its own observations in its state mode (its
-position, the players and bodies it perceives, the public record of meetings, its teammate, its cooldown), the
-kills its frames showed, and its own memory of those. Never a crewmate's evidence, memory, beliefs, probes or
-prompts: a rung is handed the observation, not the world (tests/test_ladder.py perturbs what lies outside an
-imposter's perception and gets the same decisions).
+Every rung decides from what an imposter may know and nothing else: its own observations in its state mode
+(its position, the players and bodies it perceives, the public record of meetings, its teammate, its
+cooldown), the kills its frames showed, and its own memory of those. Never a crewmate's evidence, memory,
+beliefs, probes or prompts: a rung is handed the observation, not the world (tests/test_ladder.py perturbs
+what lies outside an imposter's perception and gets the same decisions).
 
-Every rung speaks in the crewmates' forms at the crewmates' rates (``Strategy.speech``: as often as the table of
-crewmates has accused, asked for a vote, vouched or agreed so far, ``Mind.blend``), so how it speaks does not tell
-its role; the rungs differ in content: whom they accuse and why, and what they do.
+Every rung speaks in the crewmates' forms at the crewmates' rates (``Strategy.speech``: as often as the table
+of crewmates has accused, asked for a vote, vouched or agreed so far, ``Mind.blend``), so how it speaks does
+not tell its role; the rungs differ in content: whom they accuse and why, and what they do.
 
 - ``Habit`` (the lower rungs: the temperaments ``accusatory``, ``expert``, ``mission``, ``cautious``): today's
-  imposters, whose habits give them away: an accusation names a random crewmate (a false eyewitness with made-up
-  distances at the temperament's rate), so does a counter-accusation; kills with a crewmate in view
+  imposters, whose habits give them away: an accusation names a random crewmate (a false eyewitness with
+  made-up distances at the temperament's rate), so does a counter-accusation; kills with a crewmate in view
   (accusatory: up to one), stalking, self-reports at the temperament's rate, and never a vote for the partner.
-- ``Quiet``: never stalks; kills only when no other player it perceives (now, or within the last 10 s) could see
-  the spot by the engine's view rules (distance and line of sight; facing unknown, so assumed), then walks off;
-  fakes missions; its accusations are its own true sightings (never of its teammate); reports a body it comes upon
-  when a crewmate has it in sight (walking past would look worse); votes with the table (the most accused player
-  of the meeting, its teammate too when the table is against it), else skips.
-- ``Framer``: the quiet imposter, but it kills where a crewmate it saw within the last 30 s stood near the target,
-  then tells the truth that places that crewmate there ("I saw X near where V died ..."); with structured claims
-  its alibis are true (a true claim is never FALSE); it votes the crewmate it framed when another accuses it too.
+- ``Quiet``: never stalks; kills only when no other player it perceives (now, or within the last 10 s) could
+  see the spot by the engine's view rules (distance and line of sight; facing unknown, so assumed), then
+  walks off; fakes missions; its accusations are its own true sightings (never of its teammate); reports a
+  body it comes upon when a crewmate has it in sight (walking past would look worse); votes with the table
+  (the most accused player of the meeting, its teammate too when the table is against it), else skips.
+- ``Framer``: the quiet imposter, but it kills where a crewmate it saw within the last 30 s stood near the
+  target, then tells the truth that places that crewmate there ("I saw X near where V died ..."); with
+  structured claims its alibis are true (a true claim is never FALSE); it votes the crewmate it framed when
+  another accuses it too.
 - ``Adversary`` (``mau.env.adversary``): plans against a model of the crewmates' observer.
 """
 
@@ -51,13 +52,15 @@ FRAME_NEAR = 8.0  # blocks: how near the spot the framed crewmate stood
 QUIET_RADIUS = 5.0  # blocks: the farthest target a careful imposter goes for (the strike comes at once)
 IMPATIENT_S = 60.0  # the framer: after this long off cooldown without a frame, it kills as the quiet one does
 DEFAULT_VIEW = 36.0
-FACING = 0.3  # the chance that a player who stands where it could see a spot looks that way (a 102 degree view)
-RISK_MAX = 0.15  # the careful rungs strike only when the chance that an unseen crewmate watches is at most this
-# What an imposter expects of the table's speech before it has heard any (Mind.blend), per round: the shares of the
-# scripted crewmates' statements (expert crewmates in ego state against the expert, quiet and adversarial
-# imposters, 60 matches; docs/game.md "Speech" gives the command): round 1, with a call to vote 0.62; of the
-# accusations, a kill seen as the reason 0.04, a sighting by a victim 0.01; round 2, a call to vote 0.66, a vouch
-# or an agreement next to never (0.003). Worth 4 statements.
+# the chance that a player who stands where it could see a spot looks that way (a 102 degree view)
+FACING = 0.3
+# the careful rungs strike only when the chance that an unseen crewmate watches is at most this
+RISK_MAX = 0.15
+# What an imposter expects of the table's speech before it has heard any (Mind.blend), per round: the shares
+# of the scripted crewmates' statements (expert crewmates in ego state against the expert, quiet and
+# adversarial imposters, 60 matches; docs/game.md "Speech" gives the command): round 1, with a call to vote
+# 0.62; of the accusations, a kill seen as the reason 0.04, a sighting by a victim 0.01; round 2, a call to
+# vote 0.66, a vouch or an agreement next to never (0.003). Worth 4 statements.
 PRIOR = {1: {"accuse": 1.0, "vote": 0.62, "kill": 0.04, "near": 0.01, "vouch": 0.003, "agree": 0.003},
          2: {"accuse": 0.66, "vote": 0.66, "kill": 0.0, "near": 0.0, "vouch": 0.003, "agree": 0.003}}
 PRIOR_WEIGHT = 4.0
@@ -83,23 +86,29 @@ class Mind:
     view: float = DEFAULT_VIEW
     walk: float = 4.317
     last: dict[str, Sighting] = field(default_factory=dict)  # each player's last sighting
-    history: list[tuple[int, dict[str, tuple[float, float]]]] = field(default_factory=list)  # recent step ends
+    # recent step ends
+    history: list[tuple[int, dict[str, tuple[float, float]]]] = field(default_factory=list)
     frames: dict[str, dict[str, Any]] = field(default_factory=dict)  # victim -> the crewmate I framed
     ev: EvidenceLog | None = None  # my perception read as a crewmate would (the mimic's evidence)
     tick: int = -1
     off_cooldown_since: int | None = None
     heard: dict[tuple[int, int], tuple[int, str, bool, frozenset[str]]] = field(default_factory=dict)
-    # (meeting tick, line) -> (round, its accusation: "" none, "kill", "near" (strong) or "weak", it asked for a
-    # vote, its acts (mau.env.speech.kinds)): others' speech
+    # (meeting tick, line) -> (round, its accusation: "" none, "kill", "near" (strong) or "weak", it asked
+    # for a vote, its acts (mau.env.speech.kinds)): others' speech
 
     def blend(self, round_: int, meeting: int | None = None) -> dict[str, float]:
         """How the table speaks, from the crewmates' statements of this round: the share that accused someone
         (``accuse``), that called for a vote (``vote``), vouched (``vouch``) or agreed (``agree``); of the
-        accusations, the share that claimed to have seen a kill (``kill``) or the player by a victim (``near``).
-        The statements of the current meeting (``meeting``: its tick) count ``NOW_WEIGHT`` times (a table that
+        accusations, the share that claimed to have seen a kill (``kill``) or the player by a victim
+        (``near``). The statements of the current meeting (``meeting``: its tick) count ``NOW_WEIGHT`` times
+        (a table that
         accuses as one is joined), the earlier ones of the match once, a prior worth ``PRIOR_WEIGHT``."""
         prior = {k: PRIOR_WEIGHT * v for k, v in PRIOR[min(max(round_, 1), 2)].items()}
-        w = {key: (NOW_WEIGHT if key[0] == meeting else 1.0) for key, (r, *_) in self.heard.items() if r == round_}
+        w = {
+            key: (NOW_WEIGHT if key[0] == meeting else 1.0)
+            for key, (r, *_) in self.heard.items()
+            if r == round_
+        }
         said = [(w[key], a, v, k) for key, (r, a, v, k) in self.heard.items() if r == round_]
         m = sum(x for x, *_ in said) + PRIOR_WEIGHT
         acc = sum(x for x, a, _, _ in said if a)
@@ -127,12 +136,18 @@ class Mind:
         if m is not None:
             for i, t in enumerate(m["transcript"]):
                 # the crewmates' speech only: my teammates' is no model of how crewmates talk
-                if t["speaker"] != self.me and t["speaker"] not in self.mates and (obs["tick"], i) not in self.heard:
+                if (
+                    t["speaker"] != self.me
+                    and t["speaker"] not in self.mates
+                    and (obs["tick"], i) not in self.heard
+                ):
                     found = accusations(t["text"], t["speaker"], self.roster)
                     kind = "" if not found else "weak" if STRONG not in found.values() else \
                         "kill" if _KILL.search(t["text"]) else "near"
                     vote = _VOTE.search(t["text"]) is not None
-                    self.heard[(obs["tick"], i)] = (int(t.get("round") or 1), kind, vote, frozenset(kinds(t["text"])))
+                    self.heard[(obs["tick"], i)] = (
+                        int(t.get("round") or 1), kind, vote, frozenset(kinds(t["text"])),
+                    )
             return
         if obs["tick"] == self.tick:
             return
@@ -143,7 +158,9 @@ class Mind:
         self.history.append((obs["tick"], fresh))
         del self.history[:-int(FRAME_S / 5) - 2]
         if obs.get("kill_cooldown_ticks", 1) == 0:
-            self.off_cooldown_since = obs["tick"] if self.off_cooldown_since is None else self.off_cooldown_since
+            self.off_cooldown_since = (
+                obs["tick"] if self.off_cooldown_since is None else self.off_cooldown_since
+            )
         else:
             self.off_cooldown_since = None
 
@@ -152,12 +169,14 @@ class Mind:
         """The players I perceive now: in view, and (privileged state) those observed now."""
         out = {p["name"]: (float(p["position"][0]), float(p["position"][1])) for p in obs.get("players") or []
                if p.get("seen_s_ago") == 0}
-        out.update({p["name"]: (float(p["position"][0]), float(p["position"][1])) for p in obs["players_in_view"]})
+        out.update(
+            {p["name"]: (float(p["position"][0]), float(p["position"][1])) for p in obs["players_in_view"]}
+        )
         return out
 
     def witnesses(self, obs: dict[str, Any], target: str, spot: tuple[float, float]) -> list[str]:
-        """Players other than me, my teammates and the target who, as far as my perception shows, could see the
-        spot: perceived now within view distance with a line of sight to it, or seen within the last
+        """Players other than me, my teammates and the target who, as far as my perception shows, could see
+        the spot: perceived now within view distance with a line of sight to it, or seen within the last
         ``RECENT_S`` near enough to have walked into view since (facing is unknown: assumed towards it)."""
         gone = set(obs["known_dead"]) | {e["name"] for e in obs["ejections"]}
         fresh = self.fresh(obs)
@@ -176,9 +195,11 @@ class Mind:
         return sorted(out)
 
     def exposure(self, obs: dict[str, Any], target: str, spot: tuple[float, float]) -> float:
-        """The chance that some crewmate I do not perceive now watches the spot: for each living crewmate out of
-        my perception, the share of the floor it may stand on (within walking reach of my last sighting of it, or
-        anywhere when I never saw it) from which the spot is in sight within view distance, times ``FACING``."""
+        """The chance that some crewmate I do not perceive now watches the spot: for each living crewmate out
+        of my perception, the share of the floor it may stand on (within walking reach of my last sighting of
+        it, or
+        anywhere when I never saw it) from which the spot is in sight within view distance, times
+        ``FACING``."""
         vis, cells = visible_cells(self.game_map, spot, self.view)
         gone = set(obs["known_dead"]) | {e["name"] for e in obs["ejections"]}
         fresh = self.fresh(obs)
@@ -198,15 +219,22 @@ class Mind:
         return 1.0 - safe
 
     def mimic(self, candidates: list[str], params: infer.Params) -> dict[str, float]:
-        """P(imposter) of each crewmate candidate as a crewmate with my perception would reckon it: the model over
-        my evidence with my teammates left out of it (no suspects of mine, nothing of theirs weighed), the rules'
+        """P(imposter) of each crewmate candidate as a crewmate with my perception would reckon it: the model
+        over my evidence with my teammates left out of it (no suspects of mine, nothing of theirs weighed),
+        the rules'
         number of imposters among the rest, so its numbers stand on a crewmate's scale."""
         if self.ev is None or not candidates:
             return {c: 0.0 for c in candidates}
         roster = [n for n in self.roster if n not in self.mates]
-        items = [({**it, "bins": {n: b for n, b in it["bins"].items() if n not in self.mates}}
-                  if it["k"] == "death" else it) for it in self.ev.items()
-                 if it.get("p") not in self.mates and it.get("target") not in self.mates and it["k"] != "saw_kill"]
+        items = [
+            (
+                {**it, "bins": {n: b for n, b in it["bins"].items() if n not in self.mates}}
+                if it["k"] == "death"
+                else it
+            )
+            for it in self.ev.items()
+            if it.get("p") not in self.mates and it.get("target") not in self.mates and it["k"] != "saw_kill"
+        ]
         k = min(self.n_imposters, max(1, len(roster) - 2))
         return infer.beliefs(self.me, roster, candidates, k, items, params)[0]
 
@@ -214,9 +242,11 @@ class Mind:
         """(victim, blocks, game s) of my closest sighting of ``name`` by a spot where a victim lay (true)."""
         return self.ev.near_sighting(name) if self.ev else None
 
-    def frame_candidate(self, obs: dict[str, Any], target: str, spot: tuple[float, float]) -> dict[str, Any] | None:
-        """A crewmate (not the target) I saw within ``FRAME_S`` standing within ``FRAME_NEAR`` of the spot: the
-        closest such sighting (who, blocks, game s)."""
+    def frame_candidate(
+        self, obs: dict[str, Any], target: str, spot: tuple[float, float]
+    ) -> dict[str, Any] | None:
+        """A crewmate (not the target) I saw within ``FRAME_S`` standing within ``FRAME_NEAR`` of the spot:
+        the closest such sighting (who, blocks, game s)."""
         best = None
         for tick, seen in self.history:
             if (obs["tick"] - tick) / TICKS_PER_SECOND > FRAME_S:
@@ -266,12 +296,15 @@ def table(meeting: dict[str, Any], names: list[str], me: str) -> dict[str, float
 
 
 def accusers(meeting: dict[str, Any], names: list[str], target: str) -> list[str]:
-    return [t["speaker"] for t in meeting["transcript"] if target in accusations(t["text"], t["speaker"], names)]
+    return [
+        t["speaker"] for t in meeting["transcript"] if target in accusations(t["text"], t["speaker"], names)
+    ]
 
 
 class Strategy:
-    """An imposter's decisions (as ``ScriptedBrain`` asks them); the base is the quiet imposter. ``brain``: the
-    scripted brain it belongs to (its random stream, map, thresholds, and the crewmate speech it imitates)."""
+    """An imposter's decisions (as ``ScriptedBrain`` asks them); the base is the quiet imposter. ``brain``:
+    the scripted brain it belongs to (its random stream, map, thresholds, and the crewmate speech it
+    imitates)."""
 
     name = "quiet"
 
@@ -288,9 +321,11 @@ class Strategy:
                       key=lambda p: (p["distance"], p["name"]))
 
     def crew_alive(self, obs: dict[str, Any]) -> list[str]:
-        return [n for n in obs["meeting"]["alive_players"] if n != self.brain.name and n not in self.mind.mates]
+        return [
+            n for n in obs["meeting"]["alive_players"] if n != self.brain.name and n not in self.mind.mates
+        ]
 
-    # -- roam --------------------------------------------------------------------------------------------------
+    # -- roam ------------------------------------------------------------------------------------------------
     def kill(self, obs: dict[str, Any]) -> tuple[str, str]:
         crew = self.crew_in_view(obs)
         if obs.get("kill_cooldown_ticks", 1) == 0:
@@ -298,8 +333,11 @@ class Strategy:
                 if p["distance"] > QUIET_RADIUS:
                     break
                 spot = (float(p["position"][0]), float(p["position"][1]))
-                if not self.mind.witnesses(obs, p["name"], spot) and \
-                        self.mind.exposure(obs, p["name"], spot) <= RISK_MAX and self.may_kill(obs, p["name"], spot):
+                if (
+                    not self.mind.witnesses(obs, p["name"], spot)
+                    and self.mind.exposure(obs, p["name"], spot) <= RISK_MAX
+                    and self.may_kill(obs, p["name"], spot)
+                ):
                     return "KILL", p["name"]
         return "DEFER", crew[0]["name"] if crew else NONE
 
@@ -313,7 +351,7 @@ class Strategy:
         return any(self.brain.map.line_of_sight(p["position"][0], p["position"][1], *me)
                    for p in self.crew_in_view(obs))
 
-    # -- meetings ----------------------------------------------------------------------------------------------
+    # -- meetings --------------------------------------------------------------------------------------------
     def reason(self, name: str) -> list[Act]:
         """What I say against ``name``: my true closest sighting of it by a victim, else my suspicion."""
         near = self.mind.near_sighting(name)
@@ -322,9 +360,10 @@ class Strategy:
         return [Act(SUSPECT, who=name)]
 
     def speech(self, obs: dict[str, Any], room: str) -> list[Act]:
-        """The crewmates' forms at the crewmates' rates (``Mind.blend``): in round 1 an accusation as often as the
-        table makes one (with a call to vote as often), else where I was and that I saw nothing; in round 2 where
-        I stand, then an accusation, a vouch or an agreement as often as the table. Whom I accuse is my rung's
+        """The crewmates' forms at the crewmates' rates (``Mind.blend``): in round 1 an accusation as often
+        as the table makes one (with a call to vote as often), else where I was and that I saw nothing; in
+        round 2 where I stand, then an accusation, a vouch or an agreement as often as the table. Whom I
+        accuse is my rung's
         (``accuse_whom``); with nobody to accuse I say what I would say without one."""
         r = obs["meeting"]["round"]
         if r not in (1, 2):
@@ -332,14 +371,22 @@ class Strategy:
         crew = self.crew_alive(obs)
         table_ = self.mind.blend(r, obs["tick"])
         target = self.accuse_whom(obs, crew)
-        vote = [Act(VOTE, who=target)] if target is not None and self.brain.phrase.random() < table_["vote"] else []
+        vote = (
+            [Act(VOTE, who=target)]
+            if target is not None and self.brain.phrase.random() < table_["vote"]
+            else []
+        )
         if r == 1:
-            return [Act(ALIBI, room=room)] + (self.reason(target) if target is not None else [Act(NOTHING)]) + vote
+            return (
+                [Act(ALIBI, room=room)]
+                + (self.reason(target) if target is not None else [Act(NOTHING)])
+                + vote
+            )
         return [Act(STANCE, room=room)] + (vote or self.answer_in(obs, crew))
 
     def accuse_whom(self, obs: dict[str, Any], crew: list[str]) -> str | None:
-        """The crewmate a crewmate with my perception would suspect (``Mind.mimic``) when sure enough to say so,
-        else one the table accuses already, else my mimic's lean: never a random name, always a reason a
+        """The crewmate a crewmate with my perception would suspect (``Mind.mimic``) when sure enough to say
+        so, else one the table accuses already, else my mimic's lean: never a random name, always a reason a
         crewmate could have."""
         bel = self.mind.mimic(crew, self.brain.params)
         top = max(sorted(bel), key=lambda n: bel[n]) if bel else None
@@ -363,7 +410,8 @@ class Strategy:
         return []
 
     def vouchee(self, obs: dict[str, Any], tab: dict[str, float]) -> str | None:
-        """Whom I vouch for: the least accused crewmate of those accused (never my teammate: that would tie us)."""
+        """Whom I vouch for: the least accused crewmate of those accused (never my teammate: that would tie
+        us)."""
         cands = [n for n in tab if n not in self.mind.mates and n in obs["meeting"]["alive_players"]]
         return min(sorted(cands), key=lambda n: tab[n]) if cands else None
 
@@ -425,8 +473,9 @@ class Framer(Strategy):
 
 
 class Habit(Strategy):
-    """Today's imposters (the temperaments' numbers): random accusations, stalking, kills with a witness in view
-    where the temperament allows, self-reports at its rate, a vote for the most accused crewmate (never the
+    """Today's imposters (the temperaments' numbers): random accusations, stalking, kills with a witness in
+    view where the temperament allows, self-reports at its rate, a vote for the most accused crewmate (never
+    the
     partner) or a random one."""
 
     name = "habit"
@@ -473,7 +522,9 @@ class Habit(Strategy):
         b = self.brain
         alive = [n for n in obs["meeting"]["alive_players"] if n != b.name]
         mates = self.mind.mates
-        ranked = sorted(((s, n) for n, s in b.suspicion.items() if n in alive and n not in mates), reverse=True)
+        ranked = sorted(
+            ((s, n) for n, s in b.suspicion.items() if n in alive and n not in mates), reverse=True
+        )
         if ranked and ranked[0][0] > 0:
             return ranked[0][1]
         crew = [n for n in alive if n not in mates]

@@ -128,8 +128,12 @@ class GameMap:
         self.wall_height = spec.wall_height
         regions: list[Region] = []
         for room in spec.rooms:
-            regions.append(Region(len(regions), room.name, room.name, tuple(room.rect), _rgb(room.floor_color),
-                                  _rgb(room.wall_color)))
+            regions.append(
+                Region(
+                    len(regions), room.name, room.name, tuple(room.rect), _rgb(room.floor_color),
+                    _rgb(room.wall_color),
+                )
+            )
         for corridor in spec.corridors:
             for rect in corridor.rects:
                 regions.append(Region(len(regions), f"corridor {corridor.name}", None, tuple(rect),
@@ -148,7 +152,8 @@ class GameMap:
                                    z0 - self.origin[1]: z1 - self.origin[1] + 1]
             if (sub >= 0).any():
                 other = regions[int(sub[sub >= 0][0])].name
-                raise ConfigError(f"map {source}: {r.name} overlaps {other}; rectangles must not share blocks")
+                raise ConfigError(f"map {source}: {r.name} overlaps {other}; rectangles must not share "
+                                  f"blocks")
             sub[...] = r.index
         self.floor = self.region_grid >= 0
         # Flat copies for the hot path (pure-Python indexing is faster on lists than on numpy scalars).
@@ -173,7 +178,7 @@ class GameMap:
         self.room_centers = {r.name: _rect_center(r.rect) for r in regions if r.room}
         self._build_nav()
 
-    # -- lookups -----------------------------------------------------------------------------------------------
+    # -- lookups ---------------------------------------------------------------------------------------------
     def region_index(self, x: float, z: float) -> int:
         ix = math.floor(x) - self.origin[0]
         iz = math.floor(z) - self.origin[1]
@@ -193,7 +198,7 @@ class GameMap:
         i = self.region_index(x, z)
         return self.regions[i].name if i >= 0 else "outside"
 
-    # -- line of sight -----------------------------------------------------------------------------------------
+    # -- line of sight ---------------------------------------------------------------------------------------
     def line_of_sight(self, ax: float, az: float, bx: float, bz: float) -> bool:
         """True when the segment a-b crosses only floor blocks (walls are taller than the eye)."""
         ra = self.region_index(ax, az)
@@ -223,7 +228,7 @@ class GameMap:
                 return False
         return True
 
-    # -- navigation --------------------------------------------------------------------------------------------
+    # -- navigation ------------------------------------------------------------------------------------------
     def _find_portals(self) -> list[Portal]:
         portals = []
         rs = self.regions
@@ -247,7 +252,8 @@ class GameMap:
                     todo.append(n)
         missing = [r.name for r in self.regions if r.index not in seen]
         if missing:
-            raise ConfigError(f"map {self.source}: {missing[0]} cannot be reached from {self.regions[0].name}; "
+            raise ConfigError(f"map {self.source}: {missing[0]} cannot be reached from "
+                              f"{self.regions[0].name}; "
                               "join it with a corridor rect that shares an edge with both")
 
     def _build_nav(self) -> None:

@@ -19,8 +19,8 @@ from mau.schema import TICKS_PER_SECOND
 
 
 class ObservedWorld(Protocol):
-    """What ``observe`` reads of a world (``SimWorld``, and the minecraft world built on it): a protocol, so that
-    this module does not import the sim that calls it."""
+    """What ``observe`` reads of a world (``SimWorld``, and the minecraft world built on it): a protocol, so
+    that this module does not import the sim that calls it."""
 
     state: GameState
     map: Any
@@ -58,9 +58,13 @@ def _privileged_players(world: ObservedWorld, me: PlayerState, in_view: set[str]
             x, z, tick = me.last_known[p.name]
         else:
             continue
-        out.append({"name": p.name, "color": p.color, "position": [_r(x), _r(z)],
-                    "distance": _r(math.hypot(x - me.x, z - me.z)), "room": gmap.place_name(x, z),
-                    "in_view": p.name in in_view, "seen_s_ago": round((st.tick - tick) / TICKS_PER_SECOND, 2)})
+        out.append(
+            {
+                "name": p.name, "color": p.color, "position": [_r(x), _r(z)],
+                "distance": _r(math.hypot(x - me.x, z - me.z)), "room": gmap.place_name(x, z),
+                "in_view": p.name in in_view, "seen_s_ago": round((st.tick - tick) / TICKS_PER_SECOND, 2),
+            }
+        )
     return out
 
 
@@ -109,8 +113,12 @@ def observe(world: ObservedWorld, name: str, mode: str = "ego") -> F.Observation
         if p is me or not p.active:
             continue
         if me.active and vision.sees(me, p.x, p.z):
-            seen.append({"name": p.name, "color": p.color, "position": [_r(p.x), _r(p.z)],
-                         "distance": _r(math.hypot(p.x - me.x, p.z - me.z)), "room": gmap.place_name(p.x, p.z)})
+            seen.append(
+                {
+                    "name": p.name, "color": p.color, "position": [_r(p.x), _r(p.z)],
+                    "distance": _r(math.hypot(p.x - me.x, p.z - me.z)), "room": gmap.place_name(p.x, p.z),
+                }
+            )
     obs["players_in_view"] = seen
     if mode == "privileged":
         obs["players"] = _privileged_players(world, me, {q["name"] for q in seen})

@@ -1,12 +1,12 @@
 """A PettingZoo ``ParallelEnv`` view of the sim (install the ``pettingzoo`` extra).
 
 Observations are the structured dicts of ``SimWorld.observe`` plus an ``action_mask`` (and, with
-``frames=True``, the first-person ``frame``). Actions are indices into one ``Discrete`` vocabulary of structured
-actions (``env.decode(i)`` shows which); an ``Action`` or an action dict is accepted too, so text speech and
-points are possible. Reward: +1 when the match ends to every member of the winning team still active at the
-end (docs/game.md; a winner killed or ejected in the ending step gets 0), else 0. An agent leaves ``agents``
-when it is killed or ejected (terminated), and everyone terminates at the ending, TIMEOUT included (the step
-budget is a rule of the game, not a truncation: ``truncations`` are always False).
+``frames=True``, the first-person ``frame``). Actions are indices into one ``Discrete`` vocabulary of
+structured actions (``env.decode(i)`` shows which); an ``Action`` or an action dict is accepted too, so text
+speech and points are possible. Reward: +1 when the match ends to every member of the winning team still
+active at the end (docs/game.md; a winner killed or ejected in the ending step gets 0), else 0. An agent
+leaves ``agents`` when it is killed or ejected (terminated), and everyone terminates at the ending, TIMEOUT
+included (the step budget is a rule of the game, not a truncation: ``truncations`` are always False).
 
 ``action_mask`` is a legality mask from what the agent knows: an action it marks is possible now (the right
 phase and role, one's own open stations, a target believed alive and not oneself or a teammate, the button

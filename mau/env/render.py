@@ -38,7 +38,8 @@ PLAYER_WIDTH, PLAYER_HEIGHT, HEAD_HEIGHT = 0.6, 1.8, 0.45
 STATION_SIZE = 1.0
 BUTTON_WIDTH, BUTTON_HEIGHT = 0.6, 0.5
 # A body: a lying figure in the victim's colour where it fell, as long as a player is tall and half a block
-# high, so that SURVEILLANCE can see it in a frame (a 1/16-block carpet was nearly invisible beyond a few blocks).
+# high, so that SURVEILLANCE can see it in a frame (a 1/16-block carpet was nearly invisible beyond a few
+# blocks).
 BODY_LENGTH, BODY_WIDTH, BODY_HEIGHT = 1.8, 0.9, 0.5
 
 NEAR = 0.05  # near plane (blocks): nothing closer to the eye is drawn
@@ -68,7 +69,8 @@ class _Palette:
         i = self._index.get(rgb)
         if i is None:
             if len(self.colors) == 256:
-                raise ValueError("the renderer's palette is full (256 colours); the map uses too many colours")
+                raise ValueError("the renderer's palette is full (256 colours); the map uses too many "
+                                 "colours")
             i = self._index[rgb] = len(self.colors)
             self.colors.append(rgb)
         return i
@@ -85,7 +87,8 @@ class Renderer:
         self.width, self.height = int(width), int(height)
         self.eye = float(eye_height)
         self.wall_height = float(game_map.wall_height)
-        # Square pixels: the same focal length (pixels) in both axes gives hfov = 2 atan(tan(vfov/2) * aspect).
+        # Square pixels: the same focal length (pixels) in both axes gives hfov = 2 atan(tan(vfov/2) *
+        # aspect).
         self.focal = (self.height / 2) / math.tan(math.radians(fov_vertical_deg) / 2)
         self.fov_horizontal = 2 * math.atan((self.width / 2) / self.focal)
         # Column c looks along forward + k[c] * right; forward has length 1, so a ray's parameter t is the
@@ -121,9 +124,10 @@ class Renderer:
         self._finish_palette()
         self._topdown_base: dict[int, np.ndarray] = {}
 
-    # -- set-up ------------------------------------------------------------------------------------------------
+    # -- set-up ----------------------------------------------------------------------------------------------
     def _build_grids(self) -> None:
-        """Per-cell palette indices: floor colour of each floor cell, wall colour (both shades) of each wall cell."""
+        """Per-cell palette indices: floor colour of each floor cell, wall colour (both shades) of each wall
+        cell."""
         m, pal = self.map, self._pal
         grid = m.region_grid
         nx, nz = grid.shape
@@ -211,8 +215,9 @@ class Renderer:
         n = self.width * self.height
         # The fast lookup writes each pixel as one 4-byte word at a 3-byte stride into a buffer with one spare
         # byte: every word's 4th byte lands on the next pixel's red, which the next (later) write then sets.
-        # That is about twice as fast as np.take(..., axis=0) on (256, 3) rows, but it relies on numpy writing in
-        # increasing order, so it is checked once here against the plain gather and replaced by it if they differ.
+        # That is about twice as fast as np.take(..., axis=0) on (256, 3) rows, but it relies on numpy
+        # writing in increasing order, so it is checked once here against the plain gather and replaced by it
+        # if they differ.
         self._rgb_buf = np.empty(3 * n + 1, dtype=np.uint8)
         self._rgb_words = np.ndarray((n,), dtype=np.uint32, buffer=self._rgb_buf, strides=(3,))
         self._fast_lookup = True
@@ -227,7 +232,7 @@ class Renderer:
         np.take(self._pal32, rows_first.reshape(-1), out=self._rgb_words, mode="clip")
         return self._rgb_buf[:-1].reshape(self.height, self.width, 3).copy()
 
-    # -- first person ------------------------------------------------------------------------------------------
+    # -- first person ----------------------------------------------------------------------------------------
     def first_person(self, state: GameState, viewer: str, yaw: float | None = None) -> np.ndarray:
         """The view from ``viewer``'s eye, facing its yaw (or ``yaw``): a (height, width, 3) uint8 array."""
         me = state.player(viewer)
@@ -255,12 +260,15 @@ class Renderer:
             idx = self.first_person(state, viewer, yaw)
         finally:
             self._to_rgb = rgb_of
-        im = Image.frombuffer("P", (self.height, self.width), np.ascontiguousarray(idx).tobytes(), "raw", "P", 0, 1)
+        im = Image.frombuffer(
+            "P", (self.height, self.width), np.ascontiguousarray(idx).tobytes(), "raw", "P", 0, 1
+        )
         im.putpalette(self._pal_bytes)
         return im.transpose(Image.Transpose.TRANSPOSE).convert("RGB")
 
     def _cast(self, cx: float, cz: float, dx: np.ndarray, dz: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Walls and floors: per-column wall distance (the depth buffer) and the (width, height) index image."""
+        """Walls and floors: per-column wall distance (the depth buffer) and the (width, height) index
+        image."""
         W, H, F = self.width, self.height, self.focal
         m = self.map
         ix, iz = math.floor(cx) - m.origin[0], math.floor(cz) - m.origin[1]
@@ -294,7 +302,8 @@ class Renderer:
             xface = tx < tz
             t = np.where(xface, tx, tz)
             T[k, cols] = t
-            along = np.where(xface, cz + t * ddz, cx + t * ddx)  # where the ray leaves, along the side it leaves by
+            # where the ray leaves, along the side it leaves by
+            along = np.where(xface, cz + t * ddz, cx + t * ddx)
             key = np.where(xface, kx, kz)
             cell = offset.take(key) + (along - lo_pad.take(key)).astype(np.intp)
             nxt = strip.take(cell)
@@ -332,9 +341,12 @@ class Renderer:
         img = np.repeat(colours.T.reshape(-1), counts.T.reshape(-1)).reshape(W, H)
         return depth, img
 
-    def _draw_sprites(self, img: np.ndarray, state: GameState, me: PlayerState, cx: float, cz: float, fx: float,
-                      fz: float, rx: float, rz: float, dx: np.ndarray, dz: np.ndarray, depth: np.ndarray) -> None:
-        """Bodies, then stations, the button and other players far to near; each column hides behind nearer walls."""
+    def _draw_sprites(
+        self, img: np.ndarray, state: GameState, me: PlayerState, cx: float, cz: float, fx: float, fz: float,
+        rx: float, rz: float, dx: np.ndarray, dz: np.ndarray, depth: np.ndarray,
+    ) -> None:
+        """Bodies, then stations, the button and other players far to near; each column hides behind nearer
+        walls."""
         W, F = self.width, self.focal
         half_tan = (W / 2) / F
         # (flat, view depth, order, kind, data), drawn far to near; the order keeps ties stable.
@@ -365,7 +377,9 @@ class Renderer:
             else:
                 self._draw_player(img, data, d, (data.x - cx) * rx + (data.z - cz) * rz, depth)
 
-    def _draw_player(self, img: np.ndarray, p: PlayerState, d: float, lateral: float, depth: np.ndarray) -> None:
+    def _draw_player(
+        self, img: np.ndarray, p: PlayerState, d: float, lateral: float, depth: np.ndarray
+    ) -> None:
         """An upright billboard facing the camera plane: body in the player's colour, a darker head band."""
         W, H, F = self.width, self.height, self.focal
         xc = W / 2 + F * lateral / d
@@ -388,9 +402,12 @@ class Renderer:
         img[cols, top:neck] = head
         img[cols, neck:foot] = body
 
-    def _draw_box(self, img: np.ndarray, cam: tuple[float, ...], dx: np.ndarray, dz: np.ndarray, depth: np.ndarray,
-                  x0: float, x1: float, z0: float, z1: float, height: float, shades: list[int]) -> None:
-        """An axis-aligned box standing on the floor: the face each ray enters by, and the top seen from above."""
+    def _draw_box(
+        self, img: np.ndarray, cam: tuple[float, ...], dx: np.ndarray, dz: np.ndarray, depth: np.ndarray,
+        x0: float, x1: float, z0: float, z1: float, height: float, shades: list[int],
+    ) -> None:
+        """An axis-aligned box standing on the floor: the face each ray enters by, and the top seen from
+        above."""
         W, H, F, eye = self.width, self.height, self.focal, self.eye
         cx, cz, fx, fz, rx, rz = cam
         # Columns that can see it: between the projections of its corners; a corner behind the eye means all.
@@ -433,12 +450,13 @@ class Renderer:
         if r0 >= r1:
             return
         rows = self._rows[r0:r1]
-        face = np.where(nx > nz, shades[0], shades[1]).astype(np.uint8)  # entered through an x side or a z side
+        # entered through an x side or a z side
+        face = np.where(nx > nz, shades[0], shades[1]).astype(np.uint8)
         colour = np.where(rows >= side_top[:, None], face[:, None], np.uint8(shades[2]))
         mask = seen[:, None] & (rows >= lo[:, None]) & (rows < side_bot[:, None])
         np.copyto(img[c0:c1, r0:r1], colour, where=mask)
 
-    # -- top down ----------------------------------------------------------------------------------------------
+    # -- top down --------------------------------------------------------------------------------------------
     def topdown(self, state: GameState, scale: int = 4) -> np.ndarray:
         """The whole map from above, north (-z) up and east (+x) right: a (nz*scale, nx*scale, 3) uint8 image.
 
@@ -504,8 +522,8 @@ class Renderer:
 
 
 def body_box(b) -> tuple[float, float, float, float]:
-    """The footprint [x0, x1, z0, z1] of a body: centred where the victim fell, lying along the axis nearest to
-    the way it faced."""
+    """The footprint [x0, x1, z0, z1] of a body: centred where the victim fell, lying along the axis nearest
+    to the way it faced."""
     along_x = abs(math.cos(b.yaw)) >= abs(math.sin(b.yaw))
     hx, hz = (BODY_LENGTH / 2, BODY_WIDTH / 2) if along_x else (BODY_WIDTH / 2, BODY_LENGTH / 2)
     return b.x - hx, b.x + hx, b.z - hz, b.z + hz
@@ -527,7 +545,9 @@ def typical_scene() -> tuple[GameState, str]:
     players[0].yaw = math.pi / 2
     bodies = []
     for i, (name, colour, x, z) in enumerate((("Ava", "orange", 85.3, 80.6), ("Liam", "cyan", 91.2, 85.4))):
-        players.append(PlayerState(name=name, color=colour, seat=8 + i, role="crewmate", x=x, z=z, alive=False))
+        players.append(
+            PlayerState(name=name, color=colour, seat=8 + i, role="crewmate", x=x, z=z, alive=False)
+        )
         bodies.append(Body(victim=name, color=colour, x=x, z=z, room="Cafeteria", tick=0))
     return GameState(players=players, seed=0, bodies=bodies), players[0].name
 

@@ -117,7 +117,9 @@ class Rules:
     def do_press_station(self, state: GameState, p: PlayerState, station: int) -> None:
         p.holding_station, p.holding_ticks, p.holding_fake = station, 0, p.is_imposter
         kind = F.EV_FAKE_MISSION_START if p.is_imposter else F.EV_MISSION_START
-        state.emit(kind, player=p.name, station=station, room=self.map.station_rooms[station], position=_pos(p))
+        state.emit(
+            kind, player=p.name, station=station, room=self.map.station_rooms[station], position=_pos(p)
+        )
 
     def on_moved(self, state: GameState, p: PlayerState) -> None:
         """Moving cancels a held mission (a fake one ends)."""
@@ -134,11 +136,15 @@ class Rules:
         station = p.holding_station
         p.holding_station, p.holding_ticks = None, 0
         if p.holding_fake:
-            state.emit(F.EV_FAKE_MISSION_END, player=p.name, station=station, held_ticks=self.cfg.mission_hold_ticks)
+            state.emit(
+                F.EV_FAKE_MISSION_END, player=p.name, station=station, held_ticks=self.cfg.mission_hold_ticks
+            )
             return
         p.missions_done[p.missions.index(station)] = True
-        state.emit(F.EV_MISSION_COMPLETE, player=p.name, station=station, room=self.map.station_rooms[station],
-                   done=sum(p.missions_done), of=len(p.missions))
+        state.emit(
+            F.EV_MISSION_COMPLETE, player=p.name, station=station, room=self.map.station_rooms[station],
+            done=sum(p.missions_done), of=len(p.missions),
+        )
 
     # -- kills ---------------------------------------------------------------------------------------------
     def check_kill(self, state: GameState, killer: PlayerState, victim: PlayerState) -> str | None:
@@ -158,7 +164,9 @@ class Rules:
             return f"{victim.name} is out of reach"
         return None
 
-    def do_kill(self, state: GameState, killer: PlayerState, victim: PlayerState, witnesses: list[str]) -> None:
+    def do_kill(
+        self, state: GameState, killer: PlayerState, victim: PlayerState, witnesses: list[str]
+    ) -> None:
         victim.alive = False
         victim.death_tick = state.tick
         victim.holding_station, victim.holding_ticks = None, 0
@@ -169,7 +177,9 @@ class Rules:
                    z=round(victim.z, 2), room=room, witnesses=list(witnesses), position=_pos(killer))
         for name in witnesses:
             w = state.player(name)
-            w.witnessed.append({F.TICK: state.tick, "killer": killer.name, "victim": victim.name, "room": room})
+            w.witnessed.append(
+                {F.TICK: state.tick, "killer": killer.name, "victim": victim.name, "room": room}
+            )
             if victim.name not in w.seen_bodies:
                 w.seen_bodies.append(victim.name)
         self.check_end(state)
@@ -199,7 +209,9 @@ class Rules:
         """Ticks until the emergency button can be pressed (0 = now)."""
         left = self.cfg.button_lock_start_ticks - state.tick
         if state.last_meeting_end_tick is not None:
-            left = max(left, state.last_meeting_end_tick + self.cfg.button_lock_after_meeting_ticks - state.tick)
+            left = max(
+                left, state.last_meeting_end_tick + self.cfg.button_lock_after_meeting_ticks - state.tick
+            )
         return max(0, left)
 
     def check_button(self, state: GameState, p: PlayerState) -> str | None:
@@ -228,7 +240,9 @@ class Rules:
         newly_dead = [p.name for p in state.players if not p.alive and p.name not in state.public_dead]
         state.public_dead.extend(newly_dead)
         state.bodies.clear()  # bodies stay until a meeting starts
-        state.meeting = Meeting(caller=caller.name, reason=reason, body=body, order=order, start_tick=state.tick)
+        state.meeting = Meeting(
+            caller=caller.name, reason=reason, body=body, order=order, start_tick=state.tick
+        )
         state.phase = DISCUSSION
         state.meetings_held += 1
         state.emit(F.EV_MEETING_START, caller=caller.name, reason=reason, body=body, order=order,
@@ -245,9 +259,10 @@ class Rules:
 
     def do_speak(self, state: GameState, p: PlayerState, text: str | None, claims: Any = None,
                  intent: Any = None) -> None:
-        """The current speaker says ``text`` (None or blank = pass) and, with claims on, its structured claims:
-        each is checked against the grammar (a bad one is dropped with its reason, in the event), the kept ones
-        are public (in the transcript, and rendered after the text); ``intent`` (a private label per claim, in
+        """The current speaker says ``text`` (None or blank = pass) and, with claims on, its structured
+        claims: each is checked against the grammar (a bad one is dropped with its reason, in the event), the
+        kept ones are public (in the transcript, and rendered after the text); ``intent`` (a private label
+        per claim, in
         the order given) goes to the event log only. Then the turn moves on."""
         m = state.meeting
         assert m is not None
@@ -262,7 +277,10 @@ class Rules:
                 text = utterance(text, kept)
             if kept:  # structured: public; free: what the words say, private (the extractor's gold)
                 extra[F.CLAIMS if self.claims.on else F.CLAIMS_GOLD] = kept
-                labels = [intent[i] if isinstance(intent, (list, tuple)) and i < len(intent) else None for i in where]
+                labels = [
+                    intent[i] if isinstance(intent, (list, tuple)) and i < len(intent) else None
+                    for i in where
+                ]
                 if any(labels):
                     extra[F.CLAIM_INTENT] = labels
             if dropped:
@@ -305,7 +323,8 @@ class Rules:
         state.emit(F.EV_VOTE, voter=p.name, target=target)
 
     def close_vote(self, state: GameState) -> None:
-        """Count the votes (a missing vote counts as skip); plurality ejects; any tie, skip included, does not."""
+        """Count the votes (a missing vote counts as skip); plurality ejects; any tie, skip included, does
+        not."""
         m = state.meeting
         assert m is not None
         tally: dict[str, int] = {}
@@ -327,8 +346,12 @@ class Rules:
         what = "an Imposter" if role == IMPOSTER else "a Crewmate"
         text = f"{ejected} was {what}." if ejected else "No one was ejected."
         state.emit(F.EV_EJECTION, ejected=ejected, role=role, tally=dict(sorted(tally.items())), text=text)
-        state.meeting_log.append({"n": state.meetings_held, "caller": m.caller, "reason": m.reason, "body": m.body,
-                                  "votes": {n: m.votes.get(n, SKIP) for n in m.order}, "ejected": ejected})
+        state.meeting_log.append(
+            {
+                "n": state.meetings_held, "caller": m.caller, "reason": m.reason, "body": m.body,
+                "votes": {n: m.votes.get(n, SKIP) for n in m.order}, "ejected": ejected,
+            }
+        )
         state.emit(F.EV_MEETING_END, caller=m.caller, reason=m.reason, ejected=ejected)
         state.meeting = None
         state.last_meeting_end_tick = state.tick

@@ -63,27 +63,20 @@ def play_match(world, policies: dict[str, Policy], seed: int, state_mode: str = 
         if on_step is not None:
             on_step(st)
     wall = time.perf_counter() - t0
-    return MatchResult(seed, st.outcome, st.end_reason, st.step, st.tick, wall, writer.final if writer else None)
+    return MatchResult(
+        seed, st.outcome, st.end_reason, st.step, st.tick, wall, writer.final if writer else None
+    )
 
 
 def match_header(world, result: MatchResult, config, provenance: dict[str, Any]) -> dict[str, Any]:
     st = world.state
     return {
-        F.SEED: result.seed,
-        F.BACKEND: world.name,
-        F.MAP: world.map.name,
+        F.SEED: result.seed, F.BACKEND: world.name, F.MAP: world.map.name,
         F.PLAYERS: [{"name": p.name, "color": p.color, "seat": p.seat, "role": p.role} for p in st.players],
-        F.ROLES: {p.name: p.role for p in st.players},
-        F.OUTCOME: st.outcome,
-        F.END_REASON: st.end_reason,
-        F.STEPS: st.step,
-        "meeting_steps": st.meeting_steps,
-        F.TICKS: st.tick,
-        "game_seconds": st.tick / TICKS_PER_SECOND,
-        F.WALL_SECONDS: round(result.wall_seconds, 4),
-        F.N_EVENTS: len(st.events),
-        F.CONFIG: config.model_dump(mode="json"),
-        "provenance": provenance,
+        F.ROLES: {p.name: p.role for p in st.players}, F.OUTCOME: st.outcome, F.END_REASON: st.end_reason,
+        F.STEPS: st.step, "meeting_steps": st.meeting_steps, F.TICKS: st.tick,
+        "game_seconds": st.tick / TICKS_PER_SECOND, F.WALL_SECONDS: round(result.wall_seconds, 4),
+        F.N_EVENTS: len(st.events), F.CONFIG: config.model_dump(mode="json"), "provenance": provenance,
     }
 
 
@@ -112,7 +105,8 @@ def write_match(writer: MatchWriter, world, result: MatchResult, config, provena
     if sights is not None and sights.lines:
         writer.write_text(F.SIGHTS_FILE, jsonl(sights.lines))
         header[F.SIGHTS] = {"version": F.SIGHTS_VERSION, "lines": len(sights.lines)}
-        if world.config.claims.on:  # the checker's verdicts, from memory (mau claims recomputes them from files)
+        # the checker's verdicts, from memory (mau claims recomputes them from files)
+        if world.config.claims.on:
             from mau.claims.check import check_match, counts
 
             records = check_match(world.state.events, sights.lines)

@@ -1,29 +1,30 @@
 """A scripted player for both roles that plays sensibly from the observation alone (no hidden state).
 
-Crewmates do their missions, report bodies, call a meeting on strong evidence, say what they saw and vote on it.
-They reason with the ideal observer's model (``mau.infer``) over their own evidence (``EvidenceLog``: the
+Crewmates do their missions, report bodies, call a meeting on strong evidence, say what they saw and vote on
+it. They reason with the ideal observer's model (``mau.infer``) over their own evidence (``EvidenceLog``: the
 positions they were shown, the kills their frames showed, the bodies they saw, what was said and voted in
-meetings), so a crewmate's suspicion is the exact posterior P(imposter) of that evidence; it votes the posterior's
-top player when it is confident enough and skips otherwise. An accusation counts by the speaker's credibility:
-the model gives the speaker's own role a part in every hypothesis, so an accusation by a revealed imposter clears
-its target. Imposters decide by their rung of the imposter ladder (``mau.env.imposters``: today's habits, or the
-quiet, framer and adversarial imposters), from their own observations only. Both roles speak in the same phrasing
-(``mau.env.speech``). Each player's choices draw on its own seeded random stream, so a match is a pure function of
-its seed.
+meetings), so a crewmate's suspicion is the exact posterior P(imposter) of that evidence; it votes the
+posterior's top player when it is confident enough and skips otherwise. An accusation counts by the speaker's
+credibility: the model gives the speaker's own role a part in every hypothesis, so an accusation by a
+revealed imposter clears its target. Imposters decide by their rung of the imposter ladder
+(``mau.env.imposters``: today's habits, or the quiet, framer and adversarial imposters), from their own
+observations only. Both roles speak in the same phrasing (``mau.env.speech``). Each player's choices draw on
+its own seeded random stream, so a match is a pure function of its seed.
 
-Temperaments (``TEMPERAMENTS``; docs/game.md, "The scripted policy") make different experts, not one policy with
-different seeds. Crewmates differ in attention (the share of evidence items they take in), thresholds (to accuse,
-vote, press the button) and decision noise, never in reasoning wrongly: ``expert`` (a per-match random mix, the
-default), ``cautious`` (attentive, votes only when sure; imposter: patient, kills only a lone target in reach),
-``accusatory`` (quick to accuse and vote, noisier; imposter: aggressive, kills with a witness around,
-self-reports) and ``mission`` (missions first, less attentive, never presses the button; imposter: covers with fake
-missions). The scripted expert's model name picks one (``scripted-cautious``; others: ``expert``), or a rung
-above them (``scripted-quiet``, ``scripted-framer``, ``scripted-adversarial``: the expert as a crewmate).
+Temperaments (``TEMPERAMENTS``; docs/game.md, "The scripted policy") make different experts, not one policy
+with different seeds. Crewmates differ in attention (the share of evidence items they take in), thresholds
+(to accuse, vote, press the button) and decision noise, never in reasoning wrongly: ``expert`` (a per-match
+random mix, the default), ``cautious`` (attentive, votes only when sure; imposter: patient, kills only a lone
+target in reach), ``accusatory`` (quick to accuse and vote, noisier; imposter: aggressive, kills with a
+witness around, self-reports) and ``mission`` (missions first, less attentive, never presses the button;
+imposter: covers with fake missions). The scripted expert's model name picks one (``scripted-cautious``;
+others: ``expert``), or a rung above them (``scripted-quiet``, ``scripted-framer``, ``scripted-adversarial``:
+the expert as a crewmate).
 
 ``ScriptedBrain`` answers one decision at a time, in the terms of ARIA's modules (report? kill? which mission?
 what to say?); the harness's scripted expert (``mau.harness.backends.scripted``) answers model calls with it.
-``ScriptedPolicy`` composes the same decisions into one action per step, with no harness at all (the fast path of
-``mau play`` and ``mau bench env``).
+``ScriptedPolicy`` composes the same decisions into one action per step, with no harness at all (the fast
+path of ``mau play`` and ``mau bench env``).
 """
 
 from __future__ import annotations
@@ -68,7 +69,8 @@ class Temperament:
     explore_p: float | None  # crewmate: chance to wander instead of the next mission
     vote_threshold: float  # crewmate: P(imposter) of its top suspect needed to vote for it (else skip)
     accuse_threshold: float  # crewmate: P(imposter) needed to name someone in a meeting
-    emergency_at: float  # crewmate: P(imposter) of a living player that makes it press the button (> 1: never)
+    # crewmate: P(imposter) of a living player that makes it press the button (> 1: never)
+    emergency_at: float
     attention: float  # crewmate: share of its evidence items it takes in (the rest it missed)
     noise: float  # crewmate: s.d. of the noise on each player's log-odds when it decides
     kill_radius: float | None  # imposter: farthest target it goes for
@@ -77,7 +79,8 @@ class Temperament:
     self_report_p: float | None  # imposter: chance to report a body it comes upon
     accuse_p: float  # imposter: chance to accuse a crewmate in the first round
     fake_mission_p: float  # imposter: chance to fake a mission rather than wander
-    fake_witness_p: float  # imposter: chance, when a death is announced, to claim it saw a crewmate by the victim
+    # imposter: chance, when a death is announced, to claim it saw a crewmate by the victim
+    fake_witness_p: float
 
 
 TEMPERAMENTS: dict[str, Temperament] = {
@@ -93,8 +96,8 @@ for _rung in RUNGS:
 
 
 def leave_point(game_map: GameMap, obs: dict[str, Any], target: str) -> tuple[float, float]:
-    """Where a killer walks right after the strike (the kill action's ``point``): the centre of the room farthest
-    by path from the victim (its position in view; else mine)."""
+    """Where a killer walks right after the strike (the kill action's ``point``): the centre of the room
+    farthest by path from the victim (its position in view; else mine)."""
     x, z = obs["position"][0], obs["position"][2]
     for p in obs["players_in_view"]:
         if p["name"] == target:
@@ -110,12 +113,15 @@ def temperament_of(model_name: str) -> str:
 
 VOUCH_AT = 0.01  # a crewmate vouches for an accused player whose P(imposter) is at most this
 
-_MODE_OF = {"mission": "mission", "fake_mission": "mission", "goto": "explore", "follow": "explore", "flee": "explore"}
+_MODE_OF = {
+    "mission": "mission", "fake_mission": "mission", "goto": "explore", "follow": "explore",
+    "flee": "explore",
+}
 
 
 class ScriptedBrain:
-    """One seat's scripted decisions. Call ``observe(obs)`` with every observation (roam steps and meetings) and
-    ``perceive(kills)`` with the kills its frames showed, before a decision."""
+    """One seat's scripted decisions. Call ``observe(obs)`` with every observation (roam steps and meetings)
+    and ``perceive(kills)`` with the kills its frames showed, before a decision."""
 
     def __init__(self, name: str, game_map: GameMap, seed: int, temperament: str = "expert",
                  params: infer.Params | None = None, claims: ClaimsConfig | None = None):
@@ -125,8 +131,10 @@ class ScriptedBrain:
         self.phrase = random.Random(f"mau-phrase-{seed}-{name}")  # which paraphrase: never a decision's draw
         self._seed = seed
         self.t = TEMPERAMENTS[temperament]
-        self.rung = temperament if temperament in RUNGS else "habit"  # the imposter's rung (mau.env.imposters)
-        self.scheme: Strategy | None = None  # my imposter strategy (mau.env.imposters), made when first needed
+        # the imposter's rung (mau.env.imposters)
+        self.rung = temperament if temperament in RUNGS else "habit"
+        # my imposter strategy (mau.env.imposters), made when first needed
+        self.scheme: Strategy | None = None
         self.params = params or infer.Params()
         # The expert's per-match draws (so its matches differ); the other temperaments are fixed.
         self.explore_p = self.rng.choice([0.5, 0.75, 0.85, 0.97])
@@ -154,16 +162,17 @@ class ScriptedBrain:
         self._goto: str | None = None  # where I go to look
         self._posterior_cache: tuple[Any, dict[str, float]] = (None, {})
         self._said: list[Act] = []  # the acts of my last speech
-        # Structured claims (world.claims.mode structured): made by a speaker of their own (mau.claims.speaker)
-        # that reads the same observations; None when claims are off. In free mode the same claims are said in
-        # words (mau.claims.paraphrase), drawn from a stream of their own.
+        # Structured claims (world.claims.mode structured): made by a speaker of their own
+        # (mau.claims.speaker) that reads the same observations; None when claims are off. In free mode the
+        # same claims are said in words (mau.claims.paraphrase), drawn from a stream of their own.
         self.speaker = (ClaimSpeaker(name, game_map, seed, temperament, claims, truthful=self.rung != "habit")
                         if claims and claims.speakers else None)
         self._words = random.Random(f"mau-words-{seed}-{name}") if claims and claims.free else None
 
     # -- what the player knows -----------------------------------------------------------------------------
     def observe(self, obs: dict[str, Any]) -> None:
-        """Take in an observation: positions, bodies, deaths, ejections, meetings and what was said in them."""
+        """Take in an observation: positions, bodies, deaths, ejections, meetings and what was said in
+        them."""
         if self.speaker is not None:
             self.speaker.observe(obs)
         if self.ev is None:
@@ -193,7 +202,9 @@ class ScriptedBrain:
         """Whether I took this evidence item in (temperament attention; the same answer every time I ask)."""
         if self.t.attention >= 1.0 or item["k"] in ("dead", "ejected"):
             return True
-        key = f"{self._seed}|{self.name}|{item['k']}|{item.get('p')}|{item.get('victim')}|{item.get('target')}"
+        key = (
+            f"{self._seed}|{self.name}|{item['k']}|{item.get('p')}|{item.get('victim')}|{item.get('target')}"
+        )
         u = int.from_bytes(hashlib.blake2b(key.encode(), digest_size=4).digest(), "big") / 2 ** 32
         return u < self.t.attention
 
@@ -205,7 +216,9 @@ class ScriptedBrain:
         key = (self.ev.version, tuple(candidates))
         if self._posterior_cache[0] != key:
             items = [it for it in self.ev.items() if self._attends(it)]
-            bel = infer.beliefs(self.name, self.ev.roster, candidates, self.n_imposters, items, self.params)[0]
+            bel = infer.beliefs(self.name, self.ev.roster, candidates, self.n_imposters, items, self.params)[
+                0
+            ]
             self._posterior_cache = (key, bel)
         return dict(self._posterior_cache[1])
 
@@ -249,7 +262,9 @@ class ScriptedBrain:
             return []
         bel = self.beliefs(alive)
         seen = [k["killer"] for k in (self.ev.kills_seen if self.ev else []) if k["killer"] in alive]
-        strong = [n for n, p in sorted(bel.items(), key=lambda kv: (-kv[1], kv[0])) if p >= self.t.emergency_at]
+        strong = [
+            n for n, p in sorted(bel.items(), key=lambda kv: (-kv[1], kv[0])) if p >= self.t.emergency_at
+        ]
         return list(dict.fromkeys(seen + strong))
 
     def top_suspect(self, candidates: list[str], threshold: float = 0.3) -> str | None:
@@ -272,7 +287,8 @@ class ScriptedBrain:
                 here = f"{known[0]} is here. " if known[0] in seen else ""
                 return {"players_seen": seen, "detail": f"{here}{self._why(known[0])}", "suspect": known[0]}
         if bodies:
-            detail = f"The body of {bodies[0]} is here" + (f", with {', '.join(seen)} nearby." if seen else ".")
+            detail = f"The body of {bodies[0]} is here" + (f", with {', '.join(seen)} "
+                                                           f"nearby." if seen else ".")
         else:
             detail = f"I see {', '.join(seen)}." if seen else "Nobody in sight."
         return {"players_seen": seen, "detail": detail, "suspect": NONE}
@@ -321,7 +337,8 @@ class ScriptedBrain:
             return "explore", target if decision == "STALK" else NONE
         if cur and cur["kind"] == "report":  # on the way to a body I saw, even once it is out of view
             return "report", cur.get("target", NONE)
-        if obs["holding_station"] is None:  # never drop a mission hold; a walk may turn to look at a still player
+        # never drop a mission hold; a walk may turn to look at a still player
+        if obs["holding_station"] is None:
             self._goto = self._still_spot(obs)
             if self._goto is not None:
                 return "explore", NONE
@@ -366,8 +383,8 @@ class ScriptedBrain:
         return "wander", self.rng.choice(self.map.room_names)
 
     def _still_spot(self, obs: dict[str, Any]) -> str | None:
-        """A crewmate goes to look at a player it was shown lying still where nobody works (3 step ends), or at
-        a station for longer than a mission takes: likely a body. The place to go, once per player."""
+        """A crewmate goes to look at a player it was shown lying still where nobody works (3 step ends), or
+        at a station for longer than a mission takes: likely a body. The place to go, once per player."""
         if self.ev is None or obs["role"] == "imposter" or len(self.ev.samples) < 3:
             return None
         gone = set(obs["known_dead"]) | {e["name"] for e in obs["ejections"]} | self._checked
@@ -389,7 +406,7 @@ class ScriptedBrain:
     def far_room(self, obs: dict[str, Any]) -> str:
         return self.map.farthest_room(obs["position"][0], obs["position"][2])
 
-    # -- meetings ---------------------------------------------------------------------------------------------
+    # -- meetings --------------------------------------------------------------------------------------------
     def _new_meeting(self, obs: dict[str, Any]) -> bool:
         if obs["tick"] != self._meeting_tick:
             self._meeting_tick, self._read = obs["tick"], 0
@@ -413,7 +430,9 @@ class ScriptedBrain:
                 continue
             for name, strength in accusations(t["text"], t["speaker"], names).items():
                 if name != self.name and name not in mates:
-                    self.suspicion[name] = self.suspicion.get(name, 0.0) + (0.6 if strength == STRONG else 0.2)
+                    self.suspicion[name] = self.suspicion.get(name, 0.0) + (
+                        0.6 if strength == STRONG else 0.2
+                    )
         self._read = len(meeting["transcript"])
 
     def _where_i_was(self, obs: dict[str, Any]) -> str:
@@ -428,7 +447,8 @@ class ScriptedBrain:
         return room
 
     def _why(self, name: str) -> str:
-        """The evidence I say against ``name``: a kill I saw, my closest sighting by a victim, or my suspicion."""
+        """The evidence I say against ``name``: a kill I saw, my closest sighting by a victim, or my
+        suspicion."""
         k = self._saw_kill_of(name)
         if k is not None:
             return f"I saw {name} kill {k['victim']} in {k['room']}."
@@ -463,15 +483,17 @@ class ScriptedBrain:
         alive = [n for n in obs["meeting"]["alive_players"] if n != self.name]
         return self.crew_words(obs, room, alive, self._decide, self._reason, self.beliefs, self._saw_kill_of)
 
-    def crew_words(self, obs: dict[str, Any], room: str, candidates: list[str],
-                   decide: Callable[[list[str]], tuple[str | None, float]], reason: Callable[[str], list[Act]],
-                   beliefs: Callable[[list[str]], dict[str, float]],
-                   saw: Callable[[str], Any] = lambda name: None) -> list[Act]:
-        """What a crewmate says, from its reckoning (``decide``: top suspect and its P(imposter); ``reason``: what
-        it says against a player; ``beliefs``; ``saw``: a kill it saw by a player). Round 1: its accusation with
-        its reason (and a vote when sure enough), or where it was and that it saw nothing (a reporter says nothing
-        of the report: the public record has it); round 2: where it was (every speaker, accused or not:
-        ``STANCE``), then its suspect, else a vouch or agreement (``_answer``). Imposters speak through the same
+    def crew_words(
+        self, obs: dict[str, Any], room: str, candidates: list[str],
+        decide: Callable[[list[str]], tuple[str | None, float]], reason: Callable[[str], list[Act]],
+        beliefs: Callable[[list[str]], dict[str, float]], saw: Callable[[str], Any] = lambda name: None,
+    ) -> list[Act]:
+        """What a crewmate says, from its reckoning (``decide``: top suspect and its P(imposter); ``reason``:
+        what it says against a player; ``beliefs``; ``saw``: a kill it saw by a player). Round 1: its
+        accusation with its reason (and a vote when sure enough), or where it was and that it saw nothing (a
+        reporter says nothing of the report: the public record has it); round 2: where it was (every speaker,
+        accused or not: ``STANCE``), then its suspect, else a vouch or agreement (``_answer``). Imposters
+        speak through the same
         function with their own reckoning (``mau.env.imposters``); docs/game.md, "Speech"."""
         meeting = obs["meeting"]
         names = [p["name"] for p in obs["roster"]]
@@ -481,7 +503,11 @@ class ScriptedBrain:
         sure = top is not None and (p >= self.t.vote_threshold or saw(top) is not None)
         if meeting["round"] == 1:  # where I was, and whom I suspect most (a call to vote when sure)
             lead = [Act(ALIBI, room=room)]
-            return lead + (reason(top) if top is not None else [Act(NOTHING)]) + ([Act(VOTE, who=top)] if sure else [])
+            return (
+                lead
+                + (reason(top) if top is not None else [Act(NOTHING)])
+                + ([Act(VOTE, who=top)] if sure else [])
+            )
         # round 2, accused or not: where I stand; a call to vote when sure, else a vouch or agreement
         if sure:
             return [Act(STANCE, room=room), Act(VOTE, who=top)]
@@ -490,8 +516,8 @@ class ScriptedBrain:
     def _answer(self, meeting: dict[str, Any], names: list[str], alive: list[str],
                 decide: Callable[[list[str]], tuple[str | None, float]],
                 beliefs: Callable[[list[str]], dict[str, float]]) -> list[Act]:
-        """Round 2 with no suspect of my own: vouch for an accused player I am sure of, or join an accusation my
-        own reckoning now shares; else nothing."""
+        """Round 2 with no suspect of my own: vouch for an accused player I am sure of, or join an accusation
+        my own reckoning now shares; else nothing."""
         accused: dict[str, str] = {}
         mine: set[str] = set()
         for t in meeting["transcript"]:
@@ -511,9 +537,11 @@ class ScriptedBrain:
             return [Act(AGREE, to=accused[top]), Act(VOTE, who=top)]
         return []
 
-    def say(self, obs: dict[str, Any]) -> tuple[str, str, list[dict[str, Any]] | None, list[str | None] | None]:
-        """``speech`` with its structured claims: (text, suspicion cast on, claims, a private label per claim);
-        claims and labels are None when claims are off."""
+    def say(
+        self, obs: dict[str, Any]
+    ) -> tuple[str, str, list[dict[str, Any]] | None, list[str | None] | None]:
+        """``speech`` with its structured claims: (text, suspicion cast on, claims, a private label per
+        claim); claims and labels are None when claims are off."""
         text, on = self.speech(obs)
         if self.speaker is None:
             return text, on, None, None
@@ -568,8 +596,10 @@ class ScriptedBrain:
         gone = set(obs["known_dead"]) | {e["name"] for e in obs["ejections"]}
         top = self.top_suspect([n for n in self.suspicion if n not in gone], 0.0)
         last = obs["ejections"][-1] if obs["ejections"] else None
-        insight = (f"{last['name']} was ejected and was a {last['role']}." if last else "Nobody has been ejected yet.")
-        skill = ("Trust what I saw myself; weigh what others say by how credible they are." if obs["role"] != "imposter"
+        insight = (f"{last['name']} was ejected and was a {last['role']}." if last else "Nobody has been "
+                                                                                        "ejected yet.")
+        skill = ("Trust what I saw myself; weigh what others say by how credible they "
+                 "are." if obs["role"] != "imposter"
                  else "Accuse early so that suspicion spreads away from me.")
         return {"insights": insight, "most_suspicious": top or NONE, "suspicion_updates": updates,
                 "skill_learned": skill}
@@ -623,7 +653,8 @@ class ScriptedPolicy(ScriptedBrain):
     def _imposter(self, obs: dict[str, Any]) -> Action | None:
         last = obs["last_action_result"] or {}
         if last.get("reason", "").startswith("killed"):
-            return Action("goto", target=self.far_room(obs), narration="leave the body behind before anyone comes")
+            return Action("goto", target=self.far_room(obs), narration="leave the body behind before anyone "
+                                                                       "comes")
         if obs["bodies_in_view"]:
             victim = obs["bodies_in_view"][0]["victim"]
             if self.report(obs, victim):

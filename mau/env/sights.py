@@ -1,9 +1,9 @@
 """What the world saw between step ends (``sights.jsonl``, docs/formats.md): every change of a player's place
 (a room or corridor of the map; null once dead or ejected) and of who has whom in view (the ego view: frustum,
-line of sight and distance cap, ``mau.env.vision``), sampled at the sim's sub-step rate (0.25 s) and after each
-meeting. Players and places are written as indices into the first line's lists (a match's file stays small). It
-is what the claim checker (``mau.claims.check``) reads to say where a player was and whether a speaker could have
-seen what it claims. Both worlds record it: the sim and minecraft share the sub-step loop.
+line of sight and distance cap, ``mau.env.vision``), sampled at the sim's sub-step rate (0.25 s) and after
+each meeting. Players and places are written as indices into the first line's lists (a match's file stays
+small). It is what the claim checker (``mau.claims.check``) reads to say where a player was and whether a
+speaker could have seen what it claims. Both worlds record it: the sim and minecraft share the sub-step loop.
 """
 
 from __future__ import annotations
@@ -34,8 +34,12 @@ class SightRecorder:
         """Sample the world now; ``after_meeting``: the table after a meeting (the clock stood still, so the
         states it replaces held at this same tick too)."""
         if not self.lines:
-            self.lines.append({F.SIGHTS_VERSION_FIELD: F.SIGHTS_VERSION,
-                               F.SIGHT_PLAYERS: [p.name for p in state.players], F.SIGHT_PLACE_NAMES: self.places})
+            self.lines.append(
+                {
+                    F.SIGHTS_VERSION_FIELD: F.SIGHTS_VERSION,
+                    F.SIGHT_PLAYERS: [p.name for p in state.players], F.SIGHT_PLACE_NAMES: self.places,
+                }
+            )
         changed: list[list[int | None]] = []
         place_name, index = self.map.place_name, self._place_index
         active = []

@@ -54,7 +54,8 @@ class SimWorld:
         self.runs: dict[str, ActionRun] = {}
         self.last_results: dict[str, dict[str, Any]] = {}
         self.tracks: list[dict[str, Any]] = []  # positions after each roam step and meeting (tracks.jsonl)
-        self.sights = SightRecorder(self.map, self.vision)  # places and views at the sub-step rate (sights.jsonl)
+        # places and views at the sub-step rate (sights.jsonl)
+        self.sights = SightRecorder(self.map, self.vision)
         self._speed_per_tick = self.cfg.walk_speed / TICKS_PER_SECOND
         self._renderer = None
         self._programs: dict[str, Callable[[PlayerState, ActionRun, int], None]] = {
@@ -87,7 +88,8 @@ class SimWorld:
     # -- snapshots (mau.snapshot) --------------------------------------------------------------------------
     def parts(self) -> Parts:
         """What changes: game state, running actions, last results, the sight recorder's state; the event log,
-        the tracks and the sights are append-only (their lines are never changed once written); the map, configs
+        the tracks and the sights are append-only (their lines are never changed once written); the map,
+        configs
         and rules never change."""
         return Parts({"state": self.state, "runs": self.runs, "last_results": self.last_results,
                       "tracks": self.tracks, "sights": self.sights},
@@ -96,7 +98,9 @@ class SimWorld:
 
     def restore_parts(self, r: Restored) -> None:
         c = r.changing
-        self.state, self.runs, self.last_results, self.tracks = c["state"], c["runs"], c["last_results"], c["tracks"]
+        self.state, self.runs, self.last_results, self.tracks = (
+            c["state"], c["runs"], c["last_results"], c["tracks"],
+        )
         self.sights = c["sights"]
 
     def snapshot(self) -> Snapshot:
@@ -114,7 +118,9 @@ class SimWorld:
             from mau.env.render import Renderer  # numpy raycaster; imported only when frames are asked for
 
             fr = self.config.frames
-            self._renderer = Renderer(self.map, fr.width, fr.height, self.cfg.fov_vertical_deg, self.cfg.eye_height)
+            self._renderer = Renderer(
+                self.map, fr.width, fr.height, self.cfg.fov_vertical_deg, self.cfg.eye_height
+            )
         return self._renderer
 
     def render(self, name: str, yaw: float | None = None):
@@ -168,7 +174,9 @@ class SimWorld:
                 self.rules.do_speak(st, speaker, text, said.claims, said.intent)
             else:
                 self.rules.do_speak(st, speaker, text)
-            res.results[speaker.name] = {"status": A.DONE, "reason": "spoke" if text and text.strip() else "passed"}
+            res.results[speaker.name] = {
+                "status": A.DONE, "reason": "spoke" if text and text.strip() else "passed",
+            }
         elif st.phase == VOTING:
             st.meeting_steps += 1
             for p in st.players:
@@ -290,9 +298,10 @@ class SimWorld:
         return p.active and self.vision.sees_around(viewer, p.x, p.z, r)
 
     def _track_known(self) -> None:
-        """Privileged state's persistent positions: every active player's last observation of each other player
-        (``privileged_sees``) not publicly dead or ejected. With privileged sight a player killed out of sight
-        stays listed at its last sighting alive, ageing like any player out of sight (no list tells of the death);
+        """Privileged state's persistent positions: every active player's last observation of each other
+        player (``privileged_sees``) not publicly dead or ejected. With privileged sight a player killed out
+        of sight stays listed at its last sighting alive, ageing like any player out of sight (no list tells
+        of the death);
         with the radar it stays listed where it fell."""
         st = self.state
         public = set(st.public_dead)
@@ -415,7 +424,9 @@ class SimWorld:
             # The room that puts the most walking distance between us and the threat, relative to our own.
             best, goal = -math.inf, None
             for room, (cx, cz) in self.map.room_centers.items():
-                score = self.map.path_length(threat.x, threat.z, cx, cz) - self.map.path_length(p.x, p.z, cx, cz)
+                score = self.map.path_length(threat.x, threat.z, cx, cz) - self.map.path_length(
+                    p.x, p.z, cx, cz
+                )
                 if score > best:
                     best, goal = score, (cx, cz)
             run.path_goal = goal

@@ -1,12 +1,12 @@
 """What scripted players say: speech acts, and the one set of phrasings both roles draw from.
 
-A scripted player decides *what* to say as a list of acts (where it was, an accusation and its reason, a denial,
-a vouch, ...); ``realise`` turns each act into a sentence drawn from that act's pool of paraphrases with the
-speaker's own phrasing stream, whatever its role. So a crewmate and an imposter who say the same thing say it the
-same way: what differs between the roles is content (what is true), never phrasing (docs/game.md, "Speech";
-``mau.eval.phrasing`` measures the tell that is left). Every accusation form reads as one to
-``mau.infer.hearsay`` (strong: a kill or a player by the victim; weak: a suspicion or a vote), and no clearing form
-reads as an accusation (tests/test_speech.py).
+A scripted player decides *what* to say as a list of acts (where it was, an accusation and its reason, a
+denial, a vouch, ...); ``realise`` turns each act into a sentence drawn from that act's pool of paraphrases
+with the speaker's own phrasing stream, whatever its role. So a crewmate and an imposter who say the same
+thing say it the same way: what differs between the roles is content (what is true), never phrasing
+(docs/game.md, "Speech"; ``mau.eval.phrasing`` measures the tell that is left). Every accusation form reads
+as one to ``mau.infer.hearsay`` (strong: a kill or a player by the victim; weak: a suspicion or a vote), and
+no clearing form reads as an accusation (tests/test_speech.py).
 """
 
 from __future__ import annotations
@@ -24,14 +24,18 @@ ACCUSING = (SAW_KILL, NEAR, SUSPECT, VOTE)  # acts that name a player as an impo
 # Each act's paraphrases: {who} the player it is about, {victim}, {room}, {dist} blocks, {at} game seconds,
 # {to} the speaker agreed with.
 POOLS: dict[str, tuple[str, ...]] = {
-    ALIBI: ("I was doing my missions near {room}.", "I was in {room}.", "I was around {room} the whole time."),
-    NOTHING: ("I have not seen anything suspicious.", "Nothing to report.", "I did not see anything strange."),
-    SAW_KILL: ("I saw {who} kill {victim} in {room}.", "I saw {who} kill {victim} with my own eyes, in {room}."),
+    ALIBI: ("I was doing my missions near {room}.", "I was in {room}.", "I was around {room} the whole "
+                                                                        "time."),
+    NOTHING: ("I have not seen anything suspicious.", "Nothing to report.", "I did not see anything "
+                                                                            "strange."),
+    SAW_KILL: ("I saw {who} kill {victim} in {room}.", "I saw {who} kill {victim} with my own eyes, in "
+                                                       "{room}."),
     NEAR: ("I saw {who} near where {victim} died ({dist} blocks away at {at} s).",
            "{who} was near where {victim} died, {dist} blocks away at {at} s, I saw it."),
     SUSPECT: ("I suspect {who}.", "{who} looks suspicious.", "{who} seems sus to me."),
     VOTE: ("Vote {who}.", "I vote for {who}.", "Let us vote {who} out."),
-    # round 2: every speaker, accused or not, stands by where it was (a denial that never tells who was accused)
+    # round 2: every speaker, accused or not, stands by where it was (a denial that never tells who was
+    # accused)
     STANCE: ("That is not true, I was in {room}.", "I am a crewmate, I was in {room} doing my missions.",
              "It was not me, I was in {room}."),
     VOUCH: ("I vouch for {who}.", "{who} was with me, {who} is innocent.", "I trust {who}."),
@@ -64,7 +68,9 @@ def realise(acts: list[Act], key: str) -> str:
         pool = POOLS[a.kind]
         h = hashlib.blake2b(f"{key}|{i}|{a.kind}".encode(), digest_size=4).digest()
         form = pool[int.from_bytes(h, "big") % len(pool)]
-        out.append(form.format(who=a.who, victim=a.victim, room=a.room, dist=_num(a.dist), at=_num(a.at), to=a.to))
+        out.append(
+            form.format(who=a.who, victim=a.victim, room=a.room, dist=_num(a.dist), at=_num(a.at), to=a.to)
+        )
     return " ".join(out)
 
 

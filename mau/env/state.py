@@ -47,10 +47,12 @@ class PlayerState:
     death_tick: int | None = None
     seen_bodies: list[str] = field(default_factory=list)  # victims whose body this player has seen
     witnessed: list[dict[str, Any]] = field(default_factory=list)  # kills this player saw happen
-    # Privileged state: each other player's last known [x, z, tick] (privileged sight: its last sighting alive;
-    # the paper's radar: its position within privileged_radius, through walls, a dead player where it fell).
+    # Privileged state: each other player's last known [x, z, tick] (privileged sight: its last sighting
+    # alive; the paper's radar: its position within privileged_radius, through walls, a dead player where it
+    # fell).
     last_known: dict[str, list[float]] = field(default_factory=dict)
-    sight: str = "ego"  # the state mode of this player's observations (privileged sight also finds bodies around)
+    # the state mode of this player's observations (privileged sight also finds bodies around)
+    sight: str = "ego"
 
     @property
     def is_imposter(self) -> bool:
@@ -105,7 +107,8 @@ class GameState:
     meetings_held: int = 0
     public_dead: list[str] = field(default_factory=list)  # announced at meetings
     ejections: list[dict[str, Any]] = field(default_factory=list)  # public: name + revealed role
-    meeting_log: list[dict[str, Any]] = field(default_factory=list)  # public: each finished meeting and its votes
+    # public: each finished meeting and its votes
+    meeting_log: list[dict[str, Any]] = field(default_factory=list)
     outcome: str | None = None
     end_reason: str | None = None
     events: list[dict[str, Any]] = field(default_factory=list)
@@ -125,7 +128,10 @@ class GameState:
     def emit(self, event_type: str, **fields: Any) -> dict[str, Any]:
         if self.events and self.events[-1][F.TYPE] == F.EV_MATCH_END:
             raise RuntimeError(f"{event_type} after match_end: match_end closes the event log")
-        event = {F.EVENT_INDEX: len(self.events), F.TICK: self.tick, F.STEP: self.step, F.TYPE: event_type, **fields}
+        event = {
+            F.EVENT_INDEX: len(self.events), F.TICK: self.tick, F.STEP: self.step, F.TYPE: event_type,
+            **fields,
+        }
         self.events.append(event)
         return event
 

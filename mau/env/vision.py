@@ -18,8 +18,11 @@ class Vision:
         self.max_dist2 = config.ego_view_distance ** 2
         self.half_fov = config.fov_horizontal_rad / 2
 
-    def sees(self, viewer: PlayerState, x: float, z: float, radius: float = 0.3, yaw: float | None = None) -> bool:
-        """True when a point (an object of ``radius``) is in the viewer's frustum, within the ego cap, in sight."""
+    def sees(
+        self, viewer: PlayerState, x: float, z: float, radius: float = 0.3, yaw: float | None = None
+    ) -> bool:
+        """True when a point (an object of ``radius``) is in the viewer's frustum, within the ego cap, in
+        sight."""
         dx, dz = x - viewer.x, z - viewer.z
         d2 = dx * dx + dz * dz
         if d2 > self.max_dist2:

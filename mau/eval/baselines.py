@@ -2,12 +2,12 @@
 probes (docs/evaluation.md, "Detection"): what a detector must beat before its figure means anything.
 
 - **public only**: the observer's model (its parameters) over the public evidence alone: deaths, ejections and
-  the revealed roles, who reported or called, every accusation and vote, conflicting public claims; nothing the
-  crewmate saw itself (no positions, no kill seen, no contradiction by its own sight);
+  the revealed roles, who reported or called, every accusation and vote, conflicting public claims; nothing
+  the crewmate saw itself (no positions, no kill seen, no contradiction by its own sight);
 - **most accused**: each candidate's accusations and votes received so far, as shares of the living imposters;
-- **linear**: a logistic model of P(imposter) on per-candidate counts of the same evidence (``FEATURES``), fitted
-  on half of the matches and scored on the other half (two folds by match, so no candidate is scored by a fit
-  that saw its match);
+- **linear**: a logistic model of P(imposter) on per-candidate counts of the same evidence (``FEATURES``),
+  fitted on half of the matches and scored on the other half (two folds by match, so no candidate is scored
+  by a fit that saw its match);
 - **observer, no speech**: the ideal observer with accusations and votes counting for nothing (an ablation of
   the speech block).
 """
@@ -45,7 +45,9 @@ def _normalise(scores: dict[str, float], k: int) -> dict[str, float]:
 
 def public_only(rec: dict[str, Any], roster: list[str], params: Params) -> dict[str, float]:
     items = [it for it in rec["evidence"] if it["k"] in PUBLIC_KINDS]
-    return beliefs(rec[F.AGENT], roster, list(rec[F.PROBE_BELIEFS]), int(rec.get("n_imposters", 2)), items, params)[0]
+    return beliefs(
+        rec[F.AGENT], roster, list(rec[F.PROBE_BELIEFS]), int(rec.get("n_imposters", 2)), items, params
+    )[0]
 
 
 def no_speech(rec: dict[str, Any], roster: list[str], params: Params) -> dict[str, float]:
@@ -116,7 +118,8 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1.0, iters: int = 50)
 
 def linear_rows(recs_by_match: dict[str, tuple[list[dict[str, Any]], dict[str, str]]]
                 ) -> dict[str, list[dict[str, float]]]:
-    """Per match, the linear model's beliefs at each of its ideal probes (same order), fitted on the other fold."""
+    """Per match, the linear model's beliefs at each of its ideal probes (same order), fitted on the other
+    fold."""
     rows: dict[int, list[tuple[list[float], float]]] = {0: [], 1: []}
     for mid, (recs, roles) in recs_by_match.items():
         for r in recs:

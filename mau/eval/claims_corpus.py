@@ -1,13 +1,13 @@
-"""The labelled corpus of claims in words (docs/claims.md, "The labelled corpus"): sentences an extractor is scored
-on, each with its gold claims.
+"""The labelled corpus of claims in words (docs/claims.md, "The labelled corpus"): sentences an extractor is
+scored on, each with its gold claims.
 
 Two files in ``mau/eval/data``:
 
-- ``claims_corpus_seed.jsonl``: the **sources**, the claims scripted speakers made (true ones and labelled lies)
-  in structured-claims matches, one utterance a line with its match's seed and event index, the speaker, the
-  meeting's time and the last meeting's end; a first line holds the roster and the places. Two splits from two
-  collect runs of ``configs/collect/claims.yaml`` with other seeds: ``dev`` (``grid.seed=60000``) and ``held``
-  (``grid.seed=61000``).
+- ``claims_corpus_seed.jsonl``: the **sources**, the claims scripted speakers made (true ones and labelled
+  lies) in structured-claims matches, one utterance a line with its match's seed and event index, the
+  speaker, the meeting's time and the last meeting's end; a first line holds the roster and the places. Two
+  splits from two collect runs of ``configs/collect/claims.yaml`` with other seeds: ``dev``
+  (``grid.seed=60000``) and ``held`` (``grid.seed=61000``).
 - ``claims_corpus.jsonl``: the **sentences**, made from the sources by ``mau.claims.paraphrase`` (the ``dev``
   phrasings for the dev split; the held split also draws the ``held`` phrasings, never seen in the dev split):
   one to three claims of a source utterance in one sentence, each said with its time, rounded, relative or
@@ -50,7 +50,9 @@ def _dumps(d: dict[str, Any]) -> str:
     return json.dumps(d, separators=(",", ":"), sort_keys=False)
 
 
-def source_lines(run: str | Path, split: str, limit: int = SOURCES_PER_SPLIT) -> tuple[dict[str, Any], list[dict]]:
+def source_lines(
+    run: str | Path, split: str, limit: int = SOURCES_PER_SPLIT
+) -> tuple[dict[str, Any], list[dict]]:
     """(legend, sources) of a structured-claims run: every utterance with claims, in match order, thinned to
     ``limit`` by a seeded draw that keeps every utterance with a rare kind (saw_kill, body, with, task)."""
     from mau.claims.sights import read_lines
@@ -63,15 +65,21 @@ def source_lines(run: str | Path, split: str, limit: int = SOURCES_PER_SPLIT) ->
         lines = read_lines(m, header)
         if not lines:
             continue
-        legend = {"version": VERSION, "names": lines[0][F.SIGHT_PLAYERS], "places": lines[0][F.SIGHT_PLACE_NAMES]}
+        legend = {
+            "version": VERSION, "names": lines[0][F.SIGHT_PLAYERS], "places": lines[0][F.SIGHT_PLACE_NAMES],
+        }
         since = 0.0
         for e in iter_events(m):
             if e[F.TYPE] == F.EV_MEETING_END:
                 since = e[F.TICK] / TICKS_PER_SECOND
             elif e[F.TYPE] == F.EV_UTTERANCE and e.get(F.CLAIMS):
-                out.append({"split": split, "match_seed": header[F.SEED], "event": e[F.EVENT_INDEX],
-                            "speaker": e[F.SPEAKER], "meeting_s": e[F.TICK] / TICKS_PER_SECOND, "since_s": since,
-                            "claims": e[F.CLAIMS], "intent": e.get(F.CLAIM_INTENT) or [None] * len(e[F.CLAIMS])})
+                out.append(
+                    {
+                        "split": split, "match_seed": header[F.SEED], "event": e[F.EVENT_INDEX],
+                        "speaker": e[F.SPEAKER], "meeting_s": e[F.TICK] / TICKS_PER_SECOND, "since_s": since,
+                        "claims": e[F.CLAIMS], "intent": e.get(F.CLAIM_INTENT) or [None] * len(e[F.CLAIMS]),
+                    }
+                )
     rare = [s for s in out if {c["k"] for c in s["claims"]} & {"saw_kill", "body", "with", "task"}]
     rest = [s for s in out if s not in rare]
     rng = random.Random(f"mau-claims-corpus-sources-{split}")
@@ -85,7 +93,11 @@ def _drawn_from(run: str | Path) -> dict[str, Any]:
     import yaml
 
     cfg = yaml.safe_load((Path(run) / F.RESOLVED_CONFIG).read_text()) or {}
-    prov = json.loads((Path(run) / "provenance.json").read_text()) if (Path(run) / "provenance.json").is_file() else {}
+    prov = (
+        json.loads((Path(run) / "provenance.json").read_text())
+        if (Path(run) / "provenance.json").is_file()
+        else {}
+    )
     grid = cfg.get("grid") or {}
     return {"grid_seed": grid.get("seed"), "repetitions": grid.get("repetitions"),
             "claims": (cfg.get("world") or {}).get("claims"), "git_commit": prov.get("git_commit")}

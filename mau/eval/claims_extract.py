@@ -1,23 +1,23 @@
-"""Claims from free text: what a player said without structured claims, read as claims of the grammar so that the
-checker can judge it (docs/claims.md, "Extraction").
+"""Claims from free text: what a player said without structured claims, read as claims of the grammar so that
+the checker can judge it (docs/claims.md, "Extraction").
 
 Two readers:
 
-- ``spot``: the templates' parser (``mau.claims.render.parse``) plus a reader of common phrasings. It finds the
-  players (misspelled names too: one letter swapped, dropped or doubled) and the places (corridors said as "the
-  corridor between Admin and Storage"), cuts the text into clauses, skips negated ones ("I was never in
-  Navigation"), and reads each clause's claims and its time: a window ("from 40 to 100 s", "between 40 and 100
-  seconds"), a moment ("at 93 s", "around 93 s"), a relative time ("just before the meeting": ``when``), or none
-  (an untimed claim; the checker gives it its meaning). No model, no cost.
-- ``Extractor``: a model in JSON mode through any harness backend (the caller passes a completion function) given
-  the utterance, the roster, the places, the meeting's time and the grammar; its answer is checked by the grammar
-  and a bad claim dropped. An answer that is no JSON object with a claims list is asked again (``retries``), then
-  counted as a parse failure (``stats``; the share is reported). Answers are cached by (prompt version, model,
-  hash of the prompt).
+- ``spot``: the templates' parser (``mau.claims.render.parse``) plus a reader of common phrasings. It finds
+  the players (misspelled names too: one letter swapped, dropped or doubled) and the places (corridors said
+  as "the corridor between Admin and Storage"), cuts the text into clauses, skips negated ones ("I was never
+  in Navigation"), and reads each clause's claims and its time: a window ("from 40 to 100 s", "between 40 and
+  100 seconds"), a moment ("at 93 s", "around 93 s"), a relative time ("just before the meeting": ``when``),
+  or none (an untimed claim; the checker gives it its meaning). No model, no cost.
+- ``Extractor``: a model in JSON mode through any harness backend (the caller passes a completion function)
+  given the utterance, the roster, the places, the meeting's time and the grammar; its answer is checked by
+  the grammar and a bad claim dropped. An answer that is no JSON object with a claims list is asked again
+  (``retries``), then counted as a parse failure (``stats``; the share is reported). Answers are cached by
+  (prompt version, model, hash of the prompt).
 
-``score`` measures a reader on labelled utterances (the corpus of ``mau.eval.claims_corpus``): per claim kind and
-pooled, precision, recall and F1 with a claim matching a gold claim on its kind, its subject, its place or object
-and its time as said (``match_key``; ``loose_key`` leaves times aside).
+``score`` measures a reader on labelled utterances (the corpus of ``mau.eval.claims_corpus``): per claim kind
+and pooled, precision, recall and F1 with a claim matching a gold claim on its kind, its subject, its place
+or object and its time as said (``match_key``; ``loose_key`` leaves times aside).
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ from mau.claims.render import parse, render
 PROMPT_VERSION = "2"
 HANDWRITTEN = Path(__file__).parent / "data" / "claims_handwritten.jsonl"
 
-Completion = Callable[[list[dict[str, Any]]], Awaitable[tuple[str | None, int, int]]]  # text, prompt, completion toks
+# text, prompt, completion toks
+Completion = Callable[[list[dict[str, Any]]], Awaitable[tuple[str | None, int, int]]]
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ class Context:
         return Scope(self.names, self.speaker, self.places, self.n_stations, self.meeting_s)
 
 
-# -- the reader of phrasings ------------------------------------------------------------------------------------------
+# -- the reader of phrasings ---------------------------------------------------------------------------------
 def _edits1(a: str, b: str) -> bool:
     """Whether ``b`` is ``a`` with one letter swapped with its neighbour, dropped or added (case aside)."""
     a, b = a.lower(), b.lower()
@@ -62,7 +63,12 @@ def _edits1(a: str, b: str) -> bool:
         return True
     if len(a) == len(b):
         diff = [i for i in range(len(a)) if a[i] != b[i]]
-        return len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]]
+        return (
+            len(diff) == 2
+            and diff[1] == diff[0] + 1
+            and a[diff[0]] == b[diff[1]]
+            and a[diff[1]] == b[diff[0]]
+        )
     if abs(len(a) - len(b)) != 1:
         return False
     s, t = (a, b) if len(a) < len(b) else (b, a)
@@ -81,11 +87,14 @@ _WINDOW = re.compile(rf"\b(?:from|between)\s+(?:about\s+|around\s+|roughly\s+)?{
                      rf"(?:to|and|until|till|-)\s+(?:about\s+|around\s+)?{NUM}(?:{UNIT})?", re.I)
 _MOMENT = re.compile(rf"\b(?:at|around|about)\s+(?:about\s+|around\s+|roughly\s+)?(?:the\s+)?{NUM}"
                      rf"(?:{UNIT}|\s*second mark)", re.I)
-_REL = {"start": re.compile(r"\b(?:at the (?:start|beginning) of the round|right after the (?:last )?meeting|early on|"
-                            r"at the (?:start|beginning)|after the last meeting ended)\b", re.I),
-        "end": re.compile(r"\b(?:just|right|shortly) before (?:the|this) meeting|before the meeting was called|"
-                          r"just now\b|right before the body was (?:found|reported)", re.I)}
-_NEG = re.compile(r"\b(?:not|never|no|nobody|didn't|don't|doesn't|wasn't|weren't|haven't|hasn't|isn't|n't)\b", re.I)
+_REL = {"start": re.compile(r"\b(?:at the (?:start|beginning) of the round|right after the (?:last "
+                            r")?meeting|early on|at the (?:start|beginning)|after the last meeting "
+                            r"ended)\b", re.I),
+        "end": re.compile(r"\b(?:just|right|shortly) before (?:the|this) meeting|before the meeting was "
+                          r"called|just now\b|right before the body was (?:found|reported)", re.I)}
+_NEG = re.compile(
+    r"\b(?:not|never|no|nobody|didn't|don't|doesn't|wasn't|weren't|haven't|hasn't|isn't|n't)\b", re.I
+)
 _CLAUSE = re.compile(r"(?<!\d)[.!?;]|[.!?;](?=\s|$)|(?:,\s*(?:and\s+)?then|\band then)\b(?!\s+(?:the\s+)?@P)|"
                      r",\s*and\b|,\s*but\b|\bbut\b|,\s*(?=I\b|@N\d+@\s+(?:is|was|seems|looks)\b)", re.I)
 _VOUCH_NEG = re.compile(r"\b(?:is|was)\s*(?:not|n't)\s+(?:the|an|a)\s+(?:imposter|impostor|killer)", re.I)
@@ -96,8 +105,8 @@ _PRONOUN = re.compile(r"\b(?:(his|her)\s+(?=body\b|corpse\b)|(he|she|him|her|the
 
 
 def _pronouns(text: str) -> str:
-    """Each third-person pronoun as the player named last before it ("I saw him" -> "I saw @N3@"); "her body" as
-    "@N3@'s body". Left as said when no player was named before it."""
+    """Each third-person pronoun as the player named last before it ("I saw him" -> "I saw @N3@"); "her body"
+    as "@N3@'s body". Left as said when no player was named before it."""
     out, last, pos = [], None, 0
     for m in re.finditer(rf"{N}|{_PRONOUN.pattern}", text, re.I):
         if m.group(0).startswith("@N"):
@@ -125,17 +134,20 @@ class Reader:
         self.corridors = corridors
         rooms = [p for p in self.places if not p.startswith("corridor ")]
         r = _alt(rooms)
-        self._corr = re.compile(rf"\b(?:the\s+)?(?:corridor|hallway|hall)\s+between\s+(?:the\s+)?({r})\s+and\s+"
-                                rf"(?:the\s+)?({r})\b|\b(?:the\s+)?(?:corridor\s+)?({r})-({r})(?:\s+(?:corridor|"
-                                rf"hallway|hall))?\b", re.I)
+        self._corr = re.compile(
+            rf"\b(?:the\s+)?(?:corridor|hallway|hall)\s+between\s+(?:the\s+)?({r})\s+and\s+"
+            rf"(?:the\s+)?({r})\b|\b(?:the\s+)?(?:corridor\s+)?({r})-({r})(?:\s+(?:corridor|"
+            rf"hallway|hall))?\b", re.I,
+        )
         self._place = re.compile(rf"\b(?:the\s+)?({r})\b", re.I)
 
     # tokens: @Pi@ for places, @Nj@ for names
     def tokens(self, text: str) -> str:
-        """The text with places as ``@Pi@`` and players as ``@Nj@`` (misspelled names too; a pronoun: the player
-        named last before it)."""
-        text = _CONTRACTION.sub(lambda m: m.group(1) + {"s": " is", "re": " are", "m": " am"}[m.group(2).lower()],
-                                text)
+        """The text with places as ``@Pi@`` and players as ``@Nj@`` (misspelled names too; a pronoun: the
+        player named last before it)."""
+        text = _CONTRACTION.sub(
+            lambda m: m.group(1) + {"s": " is", "re": " are", "m": " am"}[m.group(2).lower()], text
+        )
 
         def corr(m: re.Match) -> str:
             a, b = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
@@ -175,30 +187,58 @@ ME_VERB = (r"\bI(?:'ve| have)?\s+(?:was|been|stayed|spent(?: my time| some time|
            r"was over|was just|got)\b")
 KILL = r"(?:kill|killing|murder|murdering|stab|stabbing)"
 IMPOSTER = r"(?:imposter|impostor|killer)"
-PATTERNS: list[tuple[str, re.Pattern[str]]] = [(k, re.compile(p, re.I)) for k, p in [
-    ("saw_kill", rf"(?:saw|watched|witnessed|seen)\s+(?P<who>{N})\s+{KILL}\s+(?P<victim>{N})|"
-                 rf"(?P<who2>{N})\s+(?:killed|murdered|stabbed)\s+(?P<victim2>{N})"),
-    ("body", rf"(?:found|discovered|came across|saw|reported|spotted)\s+(?:the\s+)?(?:(?:dead\s+)?body\s+of\s+"
-             rf"(?P<victim>{N})|(?P<victim2>{N})'s\s+(?:dead\s+)?(?:body|corpse)|(?P<victim3>{N})\s+dead)|"
-             rf"(?P<victim4>{N})'s\s+body\s+(?:was|lay)"),
-    ("task", r"(?:finished|did|completed|done|got|fixed)\s+(?:(?:the|my|a)\s+)?(?:task|mission)?s?\s*"
-             r"(?:at\s+|in\s+|on\s+)?station\s+(?P<station>\d+)|station\s+(?P<station2>\d+)\s+(?:done|finished)"),
-    ("with", rf"\bwith\s+(?P<who>{NS})|(?P<who2>{NS})\s+and\s+I\b|(?P<who3>{NS})\s+(?:was|were)\s+"
-             rf"(?:\S+\s+){{0,3}}?with me\b"),
-    ("saw", rf"(?:saw|spotted|noticed|seen|caught sight of|watched)\s+(?P<who>{NS})"),
-    ("vouch", rf"(?:vouch(?:ing)? for|I trust|I clear)\s+(?P<who>{NS})|(?P<who2>{NS})\s+(?:is|was|are|were)\s+"
-              rf"(?:definitely\s+|clearly\s+|totally\s+)?(?:innocent|safe|clean|clear(?:ed)?|a crewmate|crewmates?|"
-              rf"telling the truth|not (?:the|an|a) {IMPOSTER})|(?P<who3>{NS})\s+(?:didn't|did not) do it|"
-              rf"I (?:don't|do not) think (?P<who4>{N}) (?:did it|is (?:the|an|a) {IMPOSTER})"),
-    ("accuse", rf"(?:I suspect|I accuse|suspect|vote(?:\s+for|\s+out)?|I think it'?s|I think it is|sus of|"
-               rf"suspicious of|voting(?: for)?)\s+(?P<who>{NS})|(?P<who2>{NS})\s+(?:is|was|seems|looks|sounds)\s+"
-               rf"(?:really\s+|very\s+|so\s+|super\s+)?(?:the\s+|an\s+|a\s+|like the\s+)?(?:imposter|impostor|"
-               rf"sus|suspicious|lying|a liar|the killer|suspicious to me|making (?:things|it|stuff) up)"),
-]]
+PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    (k, re.compile(p, re.I))
+    for k, p in [
+        (
+            "saw_kill",
+            rf"(?:saw|watched|witnessed|seen)\s+(?P<who>{N})\s+{KILL}\s+(?P<victim>{N})|"
+            rf"(?P<who2>{N})\s+(?:killed|murdered|stabbed)\s+(?P<victim2>{N})",
+        ),
+        (
+            "body",
+            rf"(?:found|discovered|came "
+            rf"across|saw|reported|spotted)\s+(?:the\s+)?(?:(?:dead\s+)?body\s+of\s+"
+            rf"(?P<victim>{N})|(?P<victim2>{N})'s\s+(?:dead\s+)?(?:body|corpse)|(?P<victim3>{N})\s+dead)|"
+            rf"(?P<victim4>{N})'s\s+body\s+(?:was|lay)",
+        ),
+        (
+            "task",
+            r"(?:finished|did|completed|done|got|fixed)\s+(?:(?:the|my|a)\s+)?(?:task|mission)?s?\s*"
+            r"(?:at\s+|in\s+|on\s+)?station\s+(?P<station>\d+)|"
+            r"station\s+(?P<station2>\d+)\s+(?:done|finished)",
+        ),
+        (
+            "with",
+            rf"\bwith\s+(?P<who>{NS})|(?P<who2>{NS})\s+and\s+I\b|(?P<who3>{NS})\s+(?:was|were)\s+"
+            rf"(?:\S+\s+){{0,3}}?with me\b",
+        ),
+        ("saw", rf"(?:saw|spotted|noticed|seen|caught sight of|watched)\s+(?P<who>{NS})"),
+        (
+            "vouch",
+            rf"(?:vouch(?:ing)? for|I trust|I "
+            rf"clear)\s+(?P<who>{NS})|(?P<who2>{NS})\s+(?:is|was|are|were)\s+"
+            rf"(?:definitely\s+|clearly\s+|totally\s+)?(?:innocent|safe|clean|clear(?:ed)?|a "
+            rf"crewmate|crewmates?|"
+            rf"telling the truth|not (?:the|an|a) {IMPOSTER})|(?P<who3>{NS})\s+(?:didn't|did not) do it|"
+            rf"I (?:don't|do not) think (?P<who4>{N}) (?:did it|is (?:the|an|a) {IMPOSTER})",
+        ),
+        (
+            "accuse",
+            rf"(?:I suspect|I accuse|suspect|vote(?:\s+for|\s+out)?|I think it'?s|I think it is|sus of|"
+            rf"suspicious of|voting(?: "
+            rf"for)?)\s+(?P<who>{NS})|(?P<who2>{NS})\s+(?:is|was|seems|looks|sounds)\s+"
+            rf"(?:really\s+|very\s+|so\s+|super\s+)?(?:the\s+|an\s+|a\s+|like "
+            rf"the\s+)?(?:imposter|impostor|"
+            rf"sus|suspicious|lying|a liar|the killer|suspicious to me|making (?:things|it|stuff) up)",
+        ),
+    ]
+]
 ROOMS = rf"(?P<room>{PL}(?:(?:\s*,\s*|\s*,?\s+(?:and|then|and then)\s+)(?:the\s+)?{PL})*)"
 AT_ME = re.compile(rf"(?:^(?:walked|went|headed|ran|came)\s+(?:to|into|over to|back to|from)\s+|"
                    rf"{ME_VERB}(?:\s+\w+){{0,3}}?\s+(?:{PREP}\s+)?){ROOMS}", re.I)
-AT_OTHER = re.compile(rf"(?P<who>{N})\s+(?:was|stayed|has been|had been)\s+(?:\w+\s+){{0,2}}?{PREP}\s+(?P<room>{PL})",
+AT_OTHER = re.compile(rf"(?P<who>{N})\s+(?:was|stayed|has been|had "
+                      rf"been)\s+(?:\w+\s+){{0,2}}?{PREP}\s+(?P<room>{PL})",
                       re.I)
 NEAR = re.compile(rf"(?:with\s+(?P<a>{NS})\s+(?:nearby|near it|around|close by|next to it|standing close)|"
                   rf"(?P<b>{NS})\s+(?:was|were)\s+(?:near|by|around|next to|standing close|close)|"
@@ -228,7 +268,8 @@ def _time(clause: str) -> tuple[str, tuple[float, ...] | str] | None:
 
 
 def _timed(c: dict[str, Any], t: tuple[str, Any] | None) -> dict[str, Any]:
-    """``c`` with the clause's time in the fields its kind takes (untimed where it takes none of that form)."""
+    """``c`` with the clause's time in the fields its kind takes (untimed where it takes none of that
+    form)."""
     if t is None or c["k"] in STANCE_KINDS:
         return c
     form, v = t
@@ -245,8 +286,8 @@ def _timed(c: dict[str, Any], t: tuple[str, Any] | None) -> dict[str, Any]:
 
 
 def _negated(s: str, m: re.Match) -> bool:
-    """Whether a negation governs the match: one in its own words or in the words before it since the last comma
-    ("I was never in Navigation", "I do not suspect Noah"; not "I was in O2 and didn't see anyone")."""
+    """Whether a negation governs the match: one in its own words or in the words before it since the last
+    comma ("I was never in Navigation", "I do not suspect Noah"; not "I was in O2 and didn't see anyone")."""
     return bool(_NEG.search(s[s.rfind(",", 0, m.start()) + 1: m.end()]))
 
 
@@ -288,7 +329,9 @@ def _clause(r: Reader, s: str, out: list[dict[str, Any]], last_body: list[dict[s
                 out.append(c)
                 last_body.append(c)
             elif kind == "task":
-                out.append(_timed({"k": "task", "who": ME, "station": int(g.get("station") or g["station2"])}, t))
+                out.append(
+                    _timed({"k": "task", "who": ME, "station": int(g.get("station") or g["station2"])}, t)
+                )
             elif kind in ("with", "saw"):
                 if room is None:
                     continue
@@ -300,17 +343,23 @@ def _clause(r: Reader, s: str, out: list[dict[str, Any]], last_body: list[dict[s
         return  # "I was in Admin with Noah": company, said once
     first = min((v for k, v in found.items() if k not in STANCE_KINDS), default=len(s))
     for m in AT_ME.finditer(s):
-        if m.end() <= first and not _negated(s, m):  # my place, said before a sighting ("I was in X and saw ...")
-            out += [_timed({"k": "at", "who": ME, "room": room}, t) for room in _places_in(r, m.group("room"))]
+        # my place, said before a sighting ("I was in X and saw ...")
+        if m.end() <= first and not _negated(s, m):
+            out += [
+                _timed({"k": "at", "who": ME, "room": room}, t) for room in _places_in(r, m.group("room"))
+            ]
     if first < len(s):
         return
     for m in AT_OTHER.finditer(s):
         if not _negated(s, m):
-            out.append(_timed({"k": "at", "who": r.name(m.group("who")), "room": r.place(m.group("room"))}, t))
+            out.append(
+                _timed({"k": "at", "who": r.name(m.group("who")), "room": r.place(m.group("room"))}, t)
+            )
 
 
 def spot(text: str, ctx: Context) -> list[dict[str, Any]]:
-    """The template sentences of ``text``, then the claims of its other clauses; all checked by the grammar."""
+    """The template sentences of ``text``, then the claims of its other clauses; all checked by the
+    grammar."""
     raw = parse(text, list(ctx.names), list(ctx.places), ctx.speaker)
     rest = text
     for c in raw:  # take the template sentences out
@@ -334,33 +383,34 @@ def spot(text: str, ctx: Context) -> list[dict[str, Any]]:
     return kept
 
 
-# -- a model in JSON mode --------------------------------------------------------------------------------------------
-SYSTEM = ("You read what a player of a social deduction game said in a meeting and list the factual claims it makes, "
-          "in a fixed grammar. Only claims the speaker makes; no guesses of your own; nothing for a negated "
-          "statement. Answer with one JSON object.")
+# -- a model in JSON mode ------------------------------------------------------------------------------------
+SYSTEM = ("You read what a player of a social deduction game said in a meeting and list the factual claims "
+          "it makes, in a fixed grammar. Only claims the speaker makes; no guesses of your own; nothing for "
+          "a negated statement. Answer with one JSON object.")
 GRAMMAR = ('{"k": "at", "who": "me" or a player, "room": place} | {"k": "task", "who": "me", "station": n} | '
            '{"k": "saw", "who": player, "room": place} | {"k": "with", "who": player, "room": place} | '
            '{"k": "saw_kill", "who": killer, "victim": player, "room": place (if said)} | '
            '{"k": "body", "victim": player, "room": place, "near": [players said to be near]} | '
            '{"k": "accuse", "who": player} | {"k": "vouch", "who": player}')
-TIMES = ('Times only as said: a moment "at_s": s (at, with: "from_s" and "to_s" both that moment); a span "from_s" '
-         'and "to_s"; "when": "start" (just after the last meeting) or "end" (just before this meeting) for at, saw '
-         'and with; no time field when none is said.')
+TIMES = ('Times only as said: a moment "at_s": s (at, with: "from_s" and "to_s" both that moment); a span '
+         '"from_s" and "to_s"; "when": "start" (just after the last meeting) or "end" (just before this '
+         'meeting) for at, saw and with; no time field when none is said.')
 SCHEMA = {"type": "object", "required": ["claims"],
           "properties": {"claims": {"type": "array", "items": {"type": "object", "required": ["k"],
                                                                "properties": {"k": {"enum": list(KINDS)}}}}}}
 
 
 def prompt(text: str, ctx: Context) -> list[dict[str, Any]]:
-    user = (f"Speaker: {ctx.speaker} (\"I\", \"me\" = the speaker: write \"me\").\n"
-            f"Players: {', '.join(ctx.names)}.\nPlaces: {', '.join(ctx.places)}.\n"
-            f"The meeting is at game time {ctx.meeting_s:g} s; the last meeting ended at {ctx.since_s:g} s.\n"
-            f"Claims, one object each: {GRAMMAR}.\n{TIMES} A suspicion is accuse; saying someone is innocent is "
-            f"vouch. Names may be misspelled: write them as the player list spells them.\n"
-            f"JSON schema of the answer: {json.dumps(SCHEMA, separators=(',', ':'))}\n"
-            f"Utterance: \"{text}\"\n"
+    user = (f"Speaker: {ctx.speaker} (\"I\", \"me\" = the speaker: write \"me\").\nPlayers: "
+            f"{', '.join(ctx.names)}.\nPlaces: {', '.join(ctx.places)}.\nThe meeting is at game time "
+            f"{ctx.meeting_s:g} s; the last meeting ended at {ctx.since_s:g} s.\nClaims, one object each: "
+            f"{GRAMMAR}.\n{TIMES} A suspicion is accuse; saying someone is innocent is vouch. Names may be "
+            f"misspelled: write them as the player list spells them.\nJSON schema of the answer: "
+            f"{json.dumps(SCHEMA, separators=(',', ':'))}\nUtterance: \"{text}\"\n"
             'Answer: {"claims": [<the claims as objects, [] if none>]}')
-    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": [{"type": "text", "text": user}]}]
+    return [
+        {"role": "system", "content": SYSTEM}, {"role": "user", "content": [{"type": "text", "text": user}]},
+    ]
 
 
 RETRY = ('Your answer was not one JSON object with a "claims" list. Answer again with only that object: '
@@ -374,8 +424,9 @@ def cache_key(model: str, messages: list[dict[str, Any]]) -> str:
 
 @dataclass
 class Extractor:
-    """Reads utterances with a model (``complete``), its answers cached in ``cache_path`` (JSON lines); an answer
-    without a claims list is asked again up to ``retries`` times, then counted in ``stats['parse_failures']``
+    """Reads utterances with a model (``complete``), its answers cached in ``cache_path`` (JSON lines); an
+    answer without a claims list is asked again up to ``retries`` times, then counted in
+    ``stats['parse_failures']``
     (the utterance then gives no claims, or the phrasing reader's with ``fallback``)."""
 
     model: str
@@ -397,7 +448,8 @@ class Extractor:
                 except (json.JSONDecodeError, KeyError, TypeError):
                     from mau.errors import MauError
 
-                    raise MauError(f"{self.cache_path}:{n}: not a cache line (the file is damaged); delete it to "
+                    raise MauError(f"{self.cache_path}:{n}: not a cache line (the file is damaged); delete "
+                                   f"it to "
                                    "ask the model again") from None
 
     async def _ask(self, messages: list[dict[str, Any]]) -> str | None:
@@ -490,8 +542,8 @@ def loose_key(c: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def match_key(c: dict[str, Any]) -> tuple[Any, ...]:
-    """Everything a claim states: kind, subject, place or object (a kill's room, a body's near list) and its time
-    as said. Two claims with one key are the same claim to the checker."""
+    """Everything a claim states: kind, subject, place or object (a kill's room, a body's near list) and its
+    time as said. Two claims with one key are the same claim to the checker."""
     extra: tuple[Any, ...] = ()
     if c["k"] == "saw_kill":
         extra = (c.get("room"),)
@@ -502,7 +554,8 @@ def match_key(c: dict[str, Any]) -> tuple[Any, ...]:
 
 def score(pred: list[list[dict[str, Any]]], gold: list[list[dict[str, Any]]],
           key: Callable[[dict[str, Any]], tuple[Any, ...]] = match_key) -> dict[str, Any]:
-    """Claim-level precision, recall and F1 over utterances (multiset match on ``key``), pooled and per kind."""
+    """Claim-level precision, recall and F1 over utterances (multiset match on ``key``), pooled and per
+    kind."""
     counts: dict[str, Counter] = {k: Counter() for k in ("all",) + KINDS}
     for p, g in zip(pred, gold):
         cp, cg = Counter(map(key, p)), Counter(map(key, g))
@@ -533,8 +586,9 @@ def f1(pred: list[list[dict[str, Any]]], gold: list[list[dict[str, Any]]]) -> di
 
 
 def load_labelled(path: Path, split: str | None = None) -> list[tuple[str, Context, list[dict[str, Any]]]]:
-    """(text, context, gold claims) of a labelled file (JSON lines: speaker, names, places, meeting_s, since_s,
-    text, claims; optionally split), the ``split`` part only when given. A bad line is a one-line error."""
+    """(text, context, gold claims) of a labelled file (JSON lines: speaker, names, places, meeting_s,
+    since_s, text, claims; optionally split), the ``split`` part only when given. A bad line is a one-line
+    error."""
     from mau.errors import MauError
 
     if not path.is_file():

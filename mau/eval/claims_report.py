@@ -1,5 +1,6 @@
-"""The claims report as markdown (``claims.md`` of ``mau claims``), and the short section other reports include
-(the collect summary; an eval's results.md through ``section``). Where the claims were read from free text, the
+"""The claims report as markdown (``claims.md`` of ``mau claims``), and the short section other reports
+include (the collect summary; an eval's results.md through ``section``). Where the claims were read from free
+text, the
 extractor's measured F1 comes first and again under every table (``caption``)."""
 
 from __future__ import annotations
@@ -33,8 +34,8 @@ def checks_lines(ev: dict[str, Any]) -> list[str]:
         f"| facts without a label that are TRUE | {_share(c['unlabelled_facts_true'])} |",
         f"| facts labelled lie that are FALSE or UNSUPPORTED | {_share(c['lies_false_or_unsupported'])} |",
         f"| crew facts not TRUE that are labelled mistake | {_share(c['crew_not_true_labelled_mistake'])} |",
-        f"| window exploit: kills where a majority-rule alibi (a place the killer was not in at the kill, a window "
-        f"to the meeting holding it) would pass / of them, passing the checker | "
+        f"| window exploit: kills where a majority-rule alibi (a place the killer was not in at the kill, a "
+        f"window to the meeting holding it) would pass / of them, passing the checker | "
         f"{_exploit(c.get('window_exploit'))} |",
         f"| verdicts identical to the match-end claims.jsonl | {_share(c['identical_to_match_end'])} |",
         f"| checker seconds per match (median, max) | {_num(cs['median'], 4)}, {_num(cs['max'], 4)} |",
@@ -61,8 +62,8 @@ def verdict_lines(ev: dict[str, Any]) -> list[str]:
            "|---|---|---|---|---|---|---|"]
     for role, v in ev["verdicts"].items():
         share = ev["pooled"]["metrics"][f"false_share_{role}"]
-        out.append(f"| {role} | {v[TRUE]} | {v[FALSE]} | {v[UNSUPPORTED]} | {v[UNVERIFIABLE]} | {v['stances']} | "
-                   f"{pct(share)} |")
+        out.append(f"| {role} | {v[TRUE]} | {v[FALSE]} | {v[UNSUPPORTED]} | {v[UNVERIFIABLE]} | "
+                   f"{v['stances']} | {pct(share)} |")
     return out
 
 
@@ -71,7 +72,8 @@ POOLED = [("claim accuracy (facts)", "claim_accuracy"), ("false share (facts)", 
           ("unverifiable share (facts)", "unverifiable_share"), ("lie rate (labels)", "lie_rate"),
           ("lies FALSE or UNSUPPORTED (labels)", "lies_caught"),
           ("known-false rate (checker)", "known_false_rate"), ("spatial errors (at, saw)", "spatial_error"),
-          ("accusations of an imposter", "accusation_accuracy"), ("grounded accusations", "grounded_accusations"),
+          ("accusations of an imposter", "accusation_accuracy"), ("grounded "
+                                                                  "accusations", "grounded_accusations"),
           ("unsupported accusations", "unsupported_accusations")]
 
 
@@ -88,12 +90,13 @@ def pooled_lines(t: dict[str, Any]) -> list[str]:
 
 def group_lines(ev: dict[str, Any], cap: list[str] = ()) -> list[str]:
     out = ["### Imposter claims by imposter model", "", *cap,
-           "| imposter model | matches | false share | lie rate | lies FALSE or UNSUPPORTED | meetings with a false "
-           "fact |", "|---|---|---|---|---|---|"]
+           "| imposter model | matches | false share | lie rate | lies FALSE or UNSUPPORTED | meetings with "
+           "a false fact |", "|---|---|---|---|---|---|"]
     for k, t in ev["by_imposter"].items():
         m = t["metrics"]
-        out.append(f"| {k} | {t['matches']} | {pct(m['false_share_imposter'])} | {pct(m['lie_rate_imposter'])} | "
-                   f"{pct(m['lies_caught_imposter'])} | {pct(m['meetings_with_a_lie'])} |")
+        out.append(f"| {k} | {t['matches']} | {pct(m['false_share_imposter'])} | "
+                   f"{pct(m['lie_rate_imposter'])} | {pct(m['lies_caught_imposter'])} | "
+                   f"{pct(m['meetings_with_a_lie'])} |")
     out += ["", "### Crew claims and votes by crewmate model (or arm)", "", *cap,
             "| crewmate model | matches | claim accuracy | FALSE share | spatial errors | liar-vote recall | "
             "liar-vote precision | grounded accusations |", "|---|---|---|---|---|---|---|---|"]
@@ -123,28 +126,30 @@ def _f(x: float | None) -> str:
 
 
 def extraction_lines(x: dict[str, Any]) -> list[str]:
-    """The extractor's measured quality: per claim kind on the labelled corpus, parse failures, and (free mode)
-    against the words' own gold."""
+    """The extractor's measured quality: per claim kind on the labelled corpus, parse failures, and (free
+    mode) against the words' own gold."""
     sc = x["score"]
-    out = [f"Claims of utterances without structured claims were read from their text by {x['extractor']} (prompt "
-           f"version {x['prompt_version']}). Measured on the {x['split']} split of {x['corpus']} ({x['n']} "
-           f"sentences, {sc['pooled']['gold']} gold claims; a claim matches on kind, subject, place or object and its "
-           f"time as said): F1 **{_f(sc['pooled']['f1'])}** (times aside: {_f(x['loose']['f1'])}).", "",
+    out = [f"Claims of utterances without structured claims were read from their text by {x['extractor']} "
+           f"(prompt version {x['prompt_version']}). Measured on the {x['split']} split of {x['corpus']} "
+           f"({x['n']} sentences, {sc['pooled']['gold']} gold claims; a claim matches on kind, subject, "
+           f"place or object and its time as said): F1 **{_f(sc['pooled']['f1'])}** (times aside: "
+           f"{_f(x['loose']['f1'])}).", "",
            "| kind | gold claims | precision | recall | F1 |", "|---|---|---|---|---|"]
     for k, v in [("all", sc["pooled"]), *sc["per_kind"].items()]:
         out.append(f"| {k} | {v['gold']} | {_f(v['precision'])} | {_f(v['recall'])} | {_f(v['f1'])} |")
     st = x.get("stats") or {}
     if st.get("utterances"):
-        out += ["", f"Model answers: {st['utterances']} utterances, {st.get('calls', 0)} calls, {st.get('retries', 0)} "
-                f"retries, {st.get('cached', 0)} from the cache; parse failures {st.get('parse_failures', 0)} "
-                f"({100 * st.get('parse_failures', 0) / st['utterances']:.1f} %), claims the grammar dropped "
-                f"{st.get('dropped', 0)}."]
+        out += ["", f"Model answers: {st['utterances']} utterances, {st.get('calls', 0)} calls, "
+                f"{st.get('retries', 0)} retries, {st.get('cached', 0)} from the cache; parse failures "
+                f"{st.get('parse_failures', 0)} ({100 * st.get('parse_failures', 0) / st['utterances']:.1f} "
+                f"%), claims the grammar dropped {st.get('dropped', 0)}."]
     if x.get("speech"):
         sp = x["speech"]["pooled"]
         out += ["", f"Against the gold of the matches' own words (world.claims.mode free): F1 {_f(sp['f1'])} "
                 f"(precision {_f(sp['precision'])}, recall {_f(sp['recall'])}, {sp['gold']} gold claims)."]
     if x.get("weak"):
-        then = ("the numbers below were printed because of --allow-weak-extractor" if x.get("allowed_weak") else
+        then = ("the numbers below were printed because of "
+                "--allow-weak-extractor" if x.get("allowed_weak") else
                 "no lie rate is printed from it")
         out += ["", f"**Weak extractor**: its F1 is below {x['gate']} ({x['weak']}); {then}."]
     out.append(f"{x['extracted_utterances']} utterances of the runs read.")
@@ -153,7 +158,8 @@ def extraction_lines(x: dict[str, Any]) -> list[str]:
 
 def markdown(ev: dict[str, Any], runs: list[str], extraction: dict[str, Any] | None = None) -> str:
     cap = caption(extraction)
-    lines = ["# Claims report", "", f"Runs: {', '.join(runs)}. Matches: {ev['matches']}. Definitions: docs/claims.md.",
+    lines = ["# Claims report", "", f"Runs: {', '.join(runs)}. Matches: {ev['matches']}. Definitions: "
+                                    f"docs/claims.md.",
              ""]
     if extraction is not None:
         lines += ["## Extraction from free text", ""] + extraction_lines(extraction) + [""]
@@ -172,9 +178,9 @@ def section(ev: dict[str, Any]) -> list[str]:
 
 
 def run_claims(run: Any, resamples: int = 1000, seed: int = 0) -> dict[str, Any] | None:
-    """For a run folder whose matches have claims (their match-end claims.jsonl, not checked again): the pooled
-    numbers ({matches, verdicts, pooled, by_crewmate: the same per crewmate model or eval arm}; ``section`` renders
-    the pooled ones), or None for a run without claims. What a
+    """For a run folder whose matches have claims (their match-end claims.jsonl, not checked again): the
+    pooled numbers ({matches, verdicts, pooled, by_crewmate: the same per crewmate model or eval arm};
+    ``section`` renders the pooled ones), or None for a run without claims. What a
     run's summary (collect) and results.md (eval) include; ``mau claims`` gives the whole report."""
     from mau.eval import claims_metrics as metrics
     from mau.matchdir import finished_matches
@@ -184,9 +190,13 @@ def run_claims(run: Any, resamples: int = 1000, seed: int = 0) -> dict[str, Any]
         return None
     ms = [metrics.load(p, recorded_only=True) for p in found]
     arms = sorted({m.groups["crewmate"] for m in ms})  # collect: crewmate model; eval: arm
-    return {"matches": len(ms), "verdicts": metrics.verdict_counts(ms), "pooled": metrics.table(ms, resamples, seed),
-            "by_crewmate": {a: metrics.table([m for m in ms if m.groups["crewmate"] == a], resamples, seed)
-                            for a in arms}}
+    return {
+        "matches": len(ms), "verdicts": metrics.verdict_counts(ms),
+        "pooled": metrics.table(ms, resamples, seed),
+        "by_crewmate": {
+            a: metrics.table([m for m in ms if m.groups["crewmate"] == a], resamples, seed) for a in arms
+        },
+    }
 
 
 def summary_json(ev: dict[str, Any]) -> dict[str, Any]:

@@ -1,10 +1,10 @@
 """The eval config: the crewmate arms, the fixed imposter models, the shared seeds, each side's ARIA axes, the
 world; and the plan of matches it defines (every arm x imposter model x seed), split into shards like collect.
 
-Arms and imposters are mappings ``name -> ModelConfig`` (ordered as written) so that one field of one arm can be
-set from the command line (``--set arms.bcwin.adapter=runs/train/bcwin/adapter``); the list form
-``[{name, model}, ...]`` is accepted too. Layering merges mappings, so an override in mapping form adds arms to
-the YAML's; to replace the YAML's arms, override with the list form (a list replaces).
+Arms and imposters are mappings ``name -> ModelConfig`` (ordered as written) so that one field of one arm can
+be set from the command line (``--set arms.bcwin.adapter=runs/train/bcwin/adapter``); the list form
+``[{name, model}, ...]`` is accepted too. Layering merges mappings, so an override in mapping form adds arms
+to the YAML's; to replace the YAML's arms, override with the list form (a list replaces).
 """
 
 from __future__ import annotations
@@ -50,44 +50,49 @@ def _named_models(v: Any, what: str) -> Any:
 class EvalConfig(RunConfig):
     """``mau eval``: crewmate arms against fixed imposter models on one list of seeds shared by every arm."""
 
-    report_only: bool = Field(False, description="Play nothing: recompute the report from the run folder's matches.")
+    report_only: bool = Field(False, description="Play nothing: recompute the report from the run folder's "
+                                                 "matches.")
     arms: dict[str, ModelConfig] = Field(
         min_length=1, description="The crewmate arms: name -> the model of the six crewmate seats "
                                   "(baseline, adapters, ...).")
     imposters: dict[str, ModelConfig] = Field(
         min_length=1, description="The fixed imposter models: name -> the model of the two imposter seats.")
     arm_modules: list[str] | None = Field(
-        None, description="Only these modules ask the arm's model (e.g. [vote]: a tuned VOTE), in every arm; the "
-                          "others ask arm_rest_model. None: all.")
+        None, description="Only these modules ask the arm's model (e.g. [vote]: a tuned VOTE), in every arm; "
+                          "the others ask arm_rest_model. None: all.")
     arm_rest_model: ModelConfig = Field(
         default_factory=ModelConfig, description="With arm_modules: the crewmates' model of the other "
                                                  "modules (default the scripted expert).")
     probe_arms: list[str] | None = Field(
-        None, description="With crewmate_aria.probes.enabled: the arms whose models are probed (e.g. not a model "
-                          "never trained to answer a probe). None: every arm.")
+        None, description="With crewmate_aria.probes.enabled: the arms whose models are probed (e.g. not a "
+                          "model never trained to answer a probe). None: every arm.")
     baseline: str | None = Field(None, description="The arm the others are compared with (paired, same "
                                                    "seeds); default the first arm.")
     seeds: list[int] | None = Field(None, description="The match seeds, shared by every arm and imposter "
                                                       "model (pairs the arms).")
-    n_seeds: int | None = Field(None, ge=1, description="Without seeds: play seeds seed, seed+1, ..., seed+n_seeds-1.")
+    n_seeds: int | None = Field(None, ge=1, description="Without seeds: play seeds seed, seed+1, ..., "
+                                                        "seed+n_seeds-1.")
     seed: int = Field(0, description="Base seed when seeds is not given.")
     crewmate_aria: AriaConfig = Field(default_factory=AriaConfig,
-                                      description="The crewmates' ARIA axes (default: the paper's crewmate setting 1).")
+                                      description="The crewmates' ARIA axes (default: the paper's crewmate "
+                                                  "setting 1).")
     imposter_aria: AriaConfig = Field(default_factory=AriaConfig, description="The imposters' ARIA axes.")
     max_fallback_share: float = Field(
-        0.5, ge=0, le=1, description="An arm whose own calls fell back more than this share (or that never got an "
-                                     "answer) fails the eval: a warning and a non-zero exit unless allow_fallbacks.")
+        0.5, ge=0, le=1, description="An arm whose own calls fell back more than this share (or that never "
+                                     "got an answer) fails the eval: a warning and a non-zero exit unless "
+                                     "allow_fallbacks.")
     allow_fallbacks: bool = Field(False, description="Exit 0 even when an arm is over max_fallback_share "
                                                      "(--allow-fallbacks).")
     bootstrap_resamples: int = Field(2000, ge=100, description="Resamples of the match-level (and paired, "
                                                                "seed-level) bootstrap intervals.")
-    bootstrap_seed: int = Field(0, description="Seed of the bootstrap resampling (the report is deterministic).")
+    bootstrap_seed: int = Field(0, description="Seed of the bootstrap resampling (the report is "
+                                               "deterministic).")
     world: WorldConfig = Field(default_factory=WorldConfig, description="The world every match is played in.")
-    adapter_guard: bool = Field(True, description="Before playing, ask the baseline and every adapter arm the "
-                                "fixed guard prompts at temperature 0 and stop if an arm answers exactly as the "
-                                "baseline (its adapter is not active; mau.eval.guard).")
-    logging: WandbLogging = Field(default_factory=WandbLogging, description="Where the results tables also go "
-                                  "(wandb, in mau train's project).")
+    adapter_guard: bool = Field(True, description="Before playing, ask the baseline and every adapter arm "
+                                "the fixed guard prompts at temperature 0 and stop if an arm answers exactly "
+                                "as the baseline (its adapter is not active; mau.eval.guard).")
+    logging: WandbLogging = Field(default_factory=WandbLogging, description="Where the results tables also "
+                                  "go (wandb, in mau train's project).")
 
     @field_validator("arms", "imposters", mode="before")
     @classmethod
@@ -102,7 +107,8 @@ class EvalConfig(RunConfig):
     @model_validator(mode="after")
     def _check(self) -> "EvalConfig":
         if POOLED in self.imposters:
-            raise ValueError(f"imposters: the name {POOLED!r} is reserved for the pooled column; choose another")
+            raise ValueError(f"imposters: the name {POOLED!r} is reserved for the pooled column; choose "
+                             f"another")
         bad = [a for a in self.probe_arms or [] if a not in self.arms]
         if bad:
             raise ValueError(f"probe_arms: {bad[0]!r} is not an arm (arms: {', '.join(self.arms)})")
@@ -117,7 +123,8 @@ class EvalConfig(RunConfig):
                 dup = next(s for s in self.seeds if self.seeds.count(s) > 1)
                 raise ValueError(f"seeds: {dup} is listed twice; every seed once (pairs are matched by seed)")
             if self.n_seeds is not None and self.n_seeds != len(self.seeds):
-                raise ValueError(f"n_seeds: {self.n_seeds} but {len(self.seeds)} seeds listed; give one of the two")
+                raise ValueError(f"n_seeds: {self.n_seeds} but {len(self.seeds)} seeds listed; give one of "
+                                 f"the two")
         return self
 
     @property
@@ -125,11 +132,14 @@ class EvalConfig(RunConfig):
         return self.baseline or next(iter(self.arms))
 
     def seed_list(self) -> list[int]:
-        return list(self.seeds) if self.seeds is not None else [self.seed + i for i in range(self.n_seeds or 0)]
+        return (
+            list(self.seeds) if self.seeds is not None else [self.seed + i for i in range(self.n_seeds or 0)]
+        )
 
     def identity(self) -> dict[str, Any]:
         """What defines the matches: shards, resumed runs and the report must agree on it. Where a model is
-        served and how it is reached (``ModelConfig.identity``) may differ (a restarted server on another node),
+        served and how it is reached (``ModelConfig.identity``) may differ (a restarted server on another
+        node),
         and so may the report's settings."""
         d = self.model_dump(mode="json", include={"arm_modules", "crewmate_aria", "imposter_aria", "world",
                                                   "probe_arms"})
@@ -153,7 +163,9 @@ class EvalMatch:
 
     def to_dict(self) -> dict[str, Any]:
         """The grid line (also the match header's "grid"): collect's fields too, so collect tools read it."""
-        return {**asdict(self), F.CASE: EVAL_CASE, F.IMPOSTER_MODEL: self.imposter, F.CREWMATE_MODEL: self.arm}
+        return {
+            **asdict(self), F.CASE: EVAL_CASE, F.IMPOSTER_MODEL: self.imposter, F.CREWMATE_MODEL: self.arm,
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "EvalMatch":
@@ -161,7 +173,8 @@ class EvalMatch:
 
 
 def plan(cfg: EvalConfig) -> list[EvalMatch]:
-    """Every match, seed-major (seed, imposter, arm): a run stopped early has the same seeds for every cell."""
+    """Every match, seed-major (seed, imposter, arm): a run stopped early has the same seeds for every
+    cell."""
     out: list[EvalMatch] = []
     for rep, seed in enumerate(cfg.seed_list()):
         for imp in cfg.imposters:
@@ -172,8 +185,8 @@ def plan(cfg: EvalConfig) -> list[EvalMatch]:
 
 
 def seats_for(cfg: EvalConfig, m: EvalMatch) -> dict[str, SeatConfig]:
-    """The six crewmate seats play the arm's model (for arm_modules only, if given), the two imposter seats the
-    fixed model."""
+    """The six crewmate seats play the arm's model (for arm_modules only, if given), the two imposter seats
+    the fixed model."""
     aria = cfg.crewmate_aria
     if cfg.probe_arms is not None and m.arm not in cfg.probe_arms and aria.probes.enabled:
         aria = aria.model_copy(update={"probes": aria.probes.model_copy(update={"enabled": False})})

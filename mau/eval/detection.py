@@ -1,15 +1,16 @@
 """Detection metrics from probe files (``probes.jsonl``) and the truth of each match folder.
 
-Per row (an arm's model probes, the ideal observer, and the knows-nothing reference) x imposter model, over the
-matches of the cell: AUROC and Brier score **within each probe** (computed on one probe's candidates, then
+Per row (an arm's model probes, the ideal observer, and the knows-nothing reference) x imposter model, over
+the matches of the cell: AUROC and Brier score **within each probe** (computed on one probe's candidates, then
 averaged over probes: chance is 0.5 whatever the probe), the same two pooled over all (probe, player) pairs
 (their chance level is the knows-nothing row's, above 0.5: later probes have fewer candidates and a larger
-imposter share), expected calibration error (10 equal-width bins), top-2 hit rate (ties broken at random, as an
-expectation), detection rate, time to detection and detection lead; each with a match-level percentile
+imposter share), expected calibration error (10 equal-width bins), top-2 hit rate (ties broken at random, as
+an expectation), detection rate, time to detection and detection lead; each with a match-level percentile
 bootstrap interval (matches resampled with replacement, the metric recomputed on their probes). The
-**knows-nothing** row gives every candidate k/n (k living imposters among n candidates) at the ideal observer's
-probes. Fallback probes carry no beliefs and are left out of every metric (they are counted in
-``probe_fallback_share``), never scored as 0.5. Definitions and which to quote: docs/evaluation.md, "Detection".
+**knows-nothing** row gives every candidate k/n (k living imposters among n candidates) at the ideal
+observer's probes. Fallback probes carry no beliefs and are left out of every metric (they are counted in
+``probe_fallback_share``), never scored as 0.5. Definitions and which to quote: docs/evaluation.md,
+"Detection".
 """
 
 from __future__ import annotations
@@ -40,27 +41,36 @@ from mau.infer.model import Params, knows_nothing
 from mau.matchdir import finished_matches, iter_events, read_header
 from mau.stats import Estimate, bootstrap_indices, percentile_interval
 
-SOURCE_IDEAL, KNOWS_NOTHING = "ideal", "knows_nothing"  # probe sources (probes.jsonl `source`) and the reference
+# probe sources (probes.jsonl `source`) and the reference
+SOURCE_IDEAL, KNOWS_NOTHING = "ideal", "knows_nothing"
 IDEAL_ROW = "ideal observer"
 KNOWS_NOTHING_ROW = "knows nothing (k/n)"
 # rows that play nothing (no win rate, no paired test of theirs): the observer, chance, the simple baselines
 REFERENCE_ROWS = (IDEAL_ROW, *BASELINE_ROWS, KNOWS_NOTHING_ROW)
-# The moments a probe is asked at, as the by-moment table groups them (no figure read at the easiest moment alone)
+# The moments a probe is asked at, as the by-moment table groups them (no figure read at the easiest moment
+# alone)
 MOMENTS = ("meeting 1, before speech", "meeting 1, before the vote", "meetings 2+, before speech",
            "meetings 2+, before the vote")
 # metric -> (title, what n counts, lower is better)
 DETECTION_METRICS: dict[str, tuple[str, str, bool]] = {
-    "auroc_within": ("AUROC within each probe (chance 0.5), averaged over probes", "probes with both roles", False),
+    "auroc_within": ("AUROC within each probe (chance 0.5), averaged over probes", "probes with both "
+                                                                                   "roles", False),
     "brier_within": ("Brier score within each probe, averaged over probes (lower is better)", "probes", True),
-    "auroc": ("AUROC pooled over all (probe, player) pairs (chance: the knows-nothing row)", "(probe, player) pairs",
+    "auroc": ("AUROC pooled over all (probe, player) pairs (chance: the knows-nothing row)", "(probe, "
+                                                                                             "player) pairs",
               False),
-    "brier": ("Brier score pooled over all (probe, player) pairs (lower is better)", "(probe, player) pairs", True),
+    "brier": ("Brier score pooled over all (probe, player) pairs (lower is better)", "(probe, player) "
+                                                                                     "pairs", True),
     "ece": ("Expected calibration error, 10 bins (lower is better)", "(probe, player) pairs", True),
-    "top2_hit_rate": ("Top-2 hit rate (%): probes whose top two hold a true imposter (ties at random)", "probes",
+    "top2_hit_rate": ("Top-2 hit rate (%): probes whose top two hold a true imposter (ties at "
+                      "random)", "probes",
                       False),
-    "detection_rate": ("Detection rate (%): (crewmate, imposter) pairs detected", "(crewmate, imposter) pairs", False),
-    "time_to_detection": ("Time to detection (fraction of the match; detected pairs)", "detected pairs", True),
-    "detection_lead": ("Detection lead: time to detection minus ejection time (negative: before)", "pairs", True),
+    "detection_rate": ("Detection rate (%): (crewmate, imposter) pairs detected", "(crewmate, imposter) "
+                                                                                  "pairs", False),
+    "time_to_detection": ("Time to detection (fraction of the match; detected pairs)", "detected "
+                                                                                       "pairs", True),
+    "detection_lead": ("Detection lead: time to detection minus ejection time (negative: "
+                       "before)", "pairs", True),
     "probe_fallback_share": ("Probe fallback share (%): probes without usable beliefs", "probes asked", True),
 }
 PERCENT_METRICS = {"top2_hit_rate", "detection_rate", "probe_fallback_share"}
@@ -80,7 +90,8 @@ def read_probes(folder: str | Path) -> list[dict[str, Any]]:
             r = json.loads(line)
             v = r.get(F.PROBES_VERSION_FIELD)
             if v not in F.PROBES_READABLE_VERSIONS:
-                raise MauError(f"{path}:{n}: probe format_version {v!r} is not one of {F.PROBES_READABLE_VERSIONS}; "
+                raise MauError(f"{path}:{n}: probe format_version {v!r} is not one of "
+                               f"{F.PROBES_READABLE_VERSIONS}; "
                                "read it with the mau version that wrote it")
             out.append(r)
     return out
@@ -97,7 +108,8 @@ class MatchBeliefs:
     p: np.ndarray = field(default_factory=lambda: np.zeros(0))
     y: np.ndarray = field(default_factory=lambda: np.zeros(0))
     probe_auroc: list[float] = field(default_factory=list)  # per probe with both roles among its candidates
-    probe_moment: list[str] = field(default_factory=list)  # the moment of each probe_auroc entry (MOMENTS or "")
+    # the moment of each probe_auroc entry (MOMENTS or "")
+    probe_moment: list[str] = field(default_factory=list)
     probe_brier: list[float] = field(default_factory=list)  # per probe
     top2_hits: float = 0.0  # expected hits (ties broken at random)
     top2_n: int = 0
@@ -116,8 +128,9 @@ def match_group(h: dict[str, Any]) -> tuple[str, str]:
 
 
 def match_beliefs(folder: str | Path, params: Any = None, baselines: bool = True) -> dict[str, Any]:
-    """{"model": ..., "ideal": ..., "knows_nothing": ..., and the baselines' rows} for a match folder (only the
-    sources it has); ``params``: re-score the ideal observer (and its baselines) from its recorded evidence with
+    """{"model": ..., "ideal": ..., "knows_nothing": ..., and the baselines' rows} for a match folder (only
+    the sources it has); ``params``: re-score the ideal observer (and its baselines) from its recorded
+    evidence with
     these likelihoods (``mau.eval.rescore``)."""
     h = read_header(folder)
     roles = h[F.ROLES]
@@ -135,8 +148,10 @@ def match_beliefs(folder: str | Path, params: Any = None, baselines: bool = True
     for r in recs:
         by_source.setdefault(r[F.PROBE_SOURCE], []).append(r)
     for source, recs in by_source.items():
-        mb = MatchBeliefs(h.get(F.MATCH_ID) or Path(folder).name, arm if source == "model" else IDEAL_ROW, imp,
-                          int(h[F.SEED]))
+        mb = MatchBeliefs(
+            h.get(F.MATCH_ID) or Path(folder).name, arm if source == "model" else IDEAL_ROW, imp,
+            int(h[F.SEED]),
+        )
         mb.asked = len(recs)
         if source == "model":
             mb.readouts = tuple(sorted({r.get(F.PROBE_READOUT) or "answer" for r in recs}))
@@ -158,7 +173,9 @@ def match_beliefs(folder: str | Path, params: Any = None, baselines: bool = True
                 names, p = list(roles), params or Params()
                 out[PUBLIC_ROW] = _derived(mb, PUBLIC_ROW, ev, [public_only(r, names, p) for r in ev], roles)
                 out[ACCUSED_ROW] = _derived(mb, ACCUSED_ROW, ev, [most_accused(r) for r in ev], roles)
-                out[NO_SPEECH_ROW] = _derived(mb, NO_SPEECH_ROW, ev, [no_speech(r, names, p) for r in ev], roles)
+                out[NO_SPEECH_ROW] = _derived(
+                    mb, NO_SPEECH_ROW, ev, [no_speech(r, names, p) for r in ev], roles
+                )
                 out[_EVIDENCE] = (ev, roles)  # type: ignore[assignment]  # for the linear row (load_run)
     return out
 
@@ -205,7 +222,9 @@ def _score(mb: MatchBeliefs, recs: list[dict[str, Any]], roles: dict[str, str]) 
             if r.get("top2_source", "answer") != "derived":  # the answer's own top two
                 mb.top2_hits += any(roles.get(t) == "imposter" for t in r[F.PROBE_TOP2] or [])
             else:
-                mb.top2_hits += top2_expected_hit(r[F.PROBE_BELIEFS], {n for n in names if roles.get(n) == "imposter"})
+                mb.top2_hits += top2_expected_hit(
+                    r[F.PROBE_BELIEFS], {n for n in names if roles.get(n) == "imposter"}
+                )
     mb.p = np.concatenate(ps) if ps else np.zeros(0)
     mb.y = np.concatenate(ys) if ys else np.zeros(0)
 
@@ -230,7 +249,8 @@ def top2_expected_hit(beliefs: dict[str, float], imposters: set[str]) -> float:
 def _detections(mb: MatchBeliefs, recs: list[dict[str, Any]], roles: dict[str, str], ticks: int,
                 ejected_at: dict[str, float]) -> None:
     """Time to detection per (crewmate, imposter): the first probe from which the imposter stays in the
-    crewmate's top two at every later probe that asks about it; censored (None) if its last probe misses it."""
+    crewmate's top two at every later probe that asks about it; censored (None) if its last probe misses
+    it."""
     imposters = [n for n, r in roles.items() if r == "imposter"]
     by_agent: dict[str, list[dict[str, Any]]] = {}
     for r in recs:
@@ -256,7 +276,7 @@ def _detections(mb: MatchBeliefs, recs: list[dict[str, Any]], roles: dict[str, s
                 mb.leads.append(t - ejected_at[imp])
 
 
-# -- the metrics on pooled probes -----------------------------------------------------------------------------
+# -- the metrics on pooled probes ----------------------------------------------------------------------------
 def auroc(p: np.ndarray, y: np.ndarray) -> float | None:
     """Mann-Whitney AUROC with ties counted half; None without both classes."""
     n1 = float(y.sum())
@@ -274,7 +294,8 @@ def brier(p: np.ndarray, y: np.ndarray) -> float | None:
 
 
 def ece(p: np.ndarray, y: np.ndarray, bins: int = 10) -> float | None:
-    """Sum over equal-width bins of (bin share) x |mean P - imposter frequency|; P = 1 falls in the last bin."""
+    """Sum over equal-width bins of (bin share) x |mean P - imposter frequency|; P = 1 falls in the last
+    bin."""
     if not len(p):
         return None
     b = np.minimum((p * bins).astype(int), bins - 1)
@@ -288,8 +309,10 @@ def ece(p: np.ndarray, y: np.ndarray, bins: int = 10) -> float | None:
 
 class Weighted:
     """The metrics of a list of matches as sums per match, so that a bootstrap resample (each match counted as
-    often as it was drawn: ``w``) is one pass over arrays instead of a rebuilt list (a report of 560 matches took
-    hours the old way). ``values(ones)`` is the definition of every metric; ``values(w)`` the same on a resample."""
+    often as it was drawn: ``w``) is one pass over arrays instead of a rebuilt list (a report of 560 matches
+    took
+    hours the old way). ``values(ones)`` is the definition of every metric; ``values(w)`` the same on a
+    resample."""
 
     def __init__(self, ms: list[MatchBeliefs]):
         self.m = len(ms)
@@ -303,17 +326,23 @@ class Weighted:
 
         def per(f: Callable[[MatchBeliefs], float]) -> np.ndarray:
             return np.asarray([float(f(x)) for x in ms])
-        self.sums = {"auroc_within": (per(lambda x: sum(x.probe_auroc)), per(lambda x: len(x.probe_auroc))),
-                     "brier_within": (per(lambda x: sum(x.probe_brier)), per(lambda x: len(x.probe_brier))),
-                     "top2_hit_rate": (per(lambda x: x.top2_hits), per(lambda x: x.top2_n)),
-                     "detection_rate": (per(lambda x: sum(t is not None for t in x.ttd)), per(lambda x: len(x.ttd))),
-                     "time_to_detection": (per(lambda x: sum(t for t in x.ttd if t is not None)),
-                                           per(lambda x: sum(t is not None for t in x.ttd))),
-                     "detection_lead": (per(lambda x: sum(x.leads)), per(lambda x: len(x.leads))),
-                     "probe_fallback_share": (per(lambda x: x.fallbacks), per(lambda x: x.asked))}
+        self.sums = {
+            "auroc_within": (per(lambda x: sum(x.probe_auroc)), per(lambda x: len(x.probe_auroc))),
+            "brier_within": (per(lambda x: sum(x.probe_brier)), per(lambda x: len(x.probe_brier))),
+            "top2_hit_rate": (per(lambda x: x.top2_hits), per(lambda x: x.top2_n)),
+            "detection_rate": (per(lambda x: sum(t is not None for t in x.ttd)), per(lambda x: len(x.ttd))),
+            "time_to_detection": (
+                per(lambda x: sum(t for t in x.ttd if t is not None)),
+                per(lambda x: sum(t is not None for t in x.ttd)),
+            ),
+            "detection_lead": (per(lambda x: sum(x.leads)), per(lambda x: len(x.leads))),
+            "probe_fallback_share": (per(lambda x: x.fallbacks), per(lambda x: x.asked)),
+        }
         for mo in MOMENTS:
-            self.sums[mo] = (per(lambda x, mo=mo: sum(a for a, t in zip(x.probe_auroc, x.probe_moment) if t == mo)),
-                             per(lambda x, mo=mo: sum(t == mo for t in x.probe_moment)))
+            self.sums[mo] = (
+                per(lambda x, mo=mo: sum(a for a, t in zip(x.probe_auroc, x.probe_moment) if t == mo)),
+                per(lambda x, mo=mo: sum(t == mo for t in x.probe_moment)),
+            )
         self.n = {k: int(c.sum()) for k, (_, c) in self.sums.items()}
         self.n.update(auroc=len(self.p), brier=len(self.p), ece=len(self.p))
 
@@ -407,9 +436,11 @@ def load_run(run: str | Path, params: Any = None, baselines: bool = True) -> lis
     return out
 
 
-def by_moment(ms: list[MatchBeliefs], rows: list[str], resamples: int = 2000, seed: int = 0) -> dict[str, Any]:
-    """Within-probe AUROC of each row at each of ``MOMENTS`` (pooled over imposter models), with its match-level
-    bootstrap interval and n (probes with both roles)."""
+def by_moment(
+    ms: list[MatchBeliefs], rows: list[str], resamples: int = 2000, seed: int = 0
+) -> dict[str, Any]:
+    """Within-probe AUROC of each row at each of ``MOMENTS`` (pooled over imposter models), with its
+    match-level bootstrap interval and n (probes with both roles)."""
     out: dict[str, Any] = {}
     for row in rows:
         mine = [m for m in ms if m.row == row]
@@ -427,8 +458,9 @@ def by_moment(ms: list[MatchBeliefs], rows: list[str], resamples: int = 2000, se
 def evaluate(ms: list[MatchBeliefs], baseline: str | None = None, resamples: int = 2000,
              seed: int = 0, pooled: str = "all", rows: list[str] | None = None,
              imposters: list[str] | None = None) -> dict[str, Any]:
-    """Cells per row x imposter model (plus pooled when several), the ideal observer last; paired comparisons of
-    each row with the baseline (pairs: imposter model and seed) and with the ideal observer (pairs: matches).
+    """Cells per row x imposter model (plus pooled when several), the ideal observer last; paired comparisons
+    of each row with the baseline (pairs: imposter model and seed) and with the ideal observer (pairs:
+    matches).
     ``rows`` / ``imposters``: their order (default: sorted, as found)."""
     found = {m.row for m in ms if m.row not in REFERENCE_ROWS}
     order = [r for r in (rows or sorted(found)) if r not in REFERENCE_ROWS]

@@ -1,12 +1,12 @@
-"""The adapter guard: before ``mau eval`` scores an adapter arm, the arm and the baseline answer the same fixed,
-recorded prompts (``guard_prompts.json``: ARIA crewmate prompts from tests/golden/prompts) at temperature 0.
-Identical answers to every prompt mean the adapter is not active: vLLM silently serves the base model for a
-Qwen3.5 adapter whose weight names lack the ``language_model`` segment (vLLM issue 49354), and a wrong
-``--lora-modules`` name or a zero adapter look the same from outside. The eval then stops with one line, before
-any match is played. An adapter arm is any arm other than the baseline whose model differs from the
-baseline's (another served model name, or an ``adapter`` path on the hf backend); scripted arms are skipped, and
-with a scripted baseline no arm is checked (no base model to compare with; the scripted expert answers structured
-observations, not prompts).
+"""The adapter guard: before ``mau eval`` scores an adapter arm, the arm and the baseline answer the same
+fixed, recorded prompts (``guard_prompts.json``: ARIA crewmate prompts from tests/golden/prompts) at
+temperature 0. Identical answers to every prompt mean the adapter is not active: vLLM silently serves the
+base model for a Qwen3.5 adapter whose weight names lack the ``language_model`` segment (vLLM issue 49354),
+and a wrong ``--lora-modules`` name or a zero adapter look the same from outside. The eval then stops with
+one line, before any match is played. An adapter arm is any arm other than the baseline whose model differs
+from the baseline's (another served model name, or an ``adapter`` path on the hf backend); scripted arms are
+skipped, and with a scripted baseline no arm is checked (no base model to compare with; the scripted expert
+answers structured observations, not prompts).
 """
 
 from __future__ import annotations
@@ -67,7 +67,8 @@ async def _answers(model_cfg: Any, prompts: list[dict[str, Any]]) -> list[str]:
                                                     max_tokens=min(model_cfg.max_tokens or GUARD_MAX_TOKENS,
                                                                    GUARD_MAX_TOKENS)))
             if r.text is None:
-                raise MauError(f"adapter guard: model {model_cfg.model!r} did not answer a guard prompt ({r.error}); "
+                raise MauError(f"adapter guard: model {model_cfg.model!r} did not answer a guard prompt "
+                               f"({r.error}); "
                                "is its server up?")
             out.append(r.text)
     finally:
@@ -76,8 +77,8 @@ async def _answers(model_cfg: Any, prompts: list[dict[str, Any]]) -> list[str]:
 
 
 def check_adapter_arms(cfg: Any) -> list[GuardResult]:
-    """Ask the baseline and every adapter arm; raise MauError (one line) if an arm answers every prompt exactly
-    as the baseline. Returns the comparisons (for the run's log)."""
+    """Ask the baseline and every adapter arm; raise MauError (one line) if an arm answers every prompt
+    exactly as the baseline. Returns the comparisons (for the run's log)."""
     arms = adapter_arms(cfg)
     if not arms:
         return []
@@ -88,13 +89,16 @@ def check_adapter_arms(cfg: Any) -> list[GuardResult]:
     for name in arms:
         got = asyncio.run(_answers(cfg.arms[name], prompts))
         same = sum(a == b for a, b in zip(got, base))
-        res = GuardResult(arm=name, identical=same, prompts=len(prompts), answers={"baseline": base, name: got})
+        res = GuardResult(
+            arm=name, identical=same, prompts=len(prompts), answers={"baseline": base, name: got}
+        )
         if not res.active:
             m = cfg.arms[name]
             where = f"adapter {m.adapter}" if m.adapter else f"served model {m.model!r} at {m.base_url}"
-            raise MauError(f"arms.{name}: answered all {len(prompts)} guard prompts exactly as the baseline at "
-                           f"temperature 0, so its adapter is not active ({where}; vLLM ignores a Qwen3.5 adapter "
-                           "without the language_model segment in its weight names, vLLM issue 49354); fix the "
-                           "adapter or set adapter_guard: false")
+            raise MauError(f"arms.{name}: answered all {len(prompts)} guard prompts exactly as the baseline "
+                           f"at temperature 0, so its adapter is not active ({where}; vLLM ignores a Qwen3.5 "
+                           f"adapter "
+                           "without the language_model segment in its weight names, vLLM issue 49354); fix "
+                           "the adapter or set adapter_guard: false")
         results.append(res)
     return results

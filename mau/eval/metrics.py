@@ -9,9 +9,9 @@ completed per game, and the endings; each with n and a 95% interval:
 - per-game means: match-level percentile bootstrap of the mean.
 
 The paired comparison of an arm with the baseline pairs the matches of the same seed (and imposter model): the
-difference in crew win rate with a percentile bootstrap over the pairs, the counts of pairs the arm won and the
-baseline lost (and the reverse, and ties), and the exact McNemar (two-sided sign test on the discordant pairs).
-Bootstraps are seeded: the same folders give the same report.
+difference in crew win rate with a percentile bootstrap over the pairs, the counts of pairs the arm won and
+the baseline lost (and the reverse, and ties), and the exact McNemar (two-sided sign test on the discordant
+pairs). Bootstraps are seeded: the same folders give the same report.
 """
 
 from __future__ import annotations
@@ -32,11 +32,15 @@ from mau.stats import Estimate, bootstrap, paired_bootstrap, wilson
 # metric name -> (title, what n counts, interval method); the order of the report's tables
 METRICS: dict[str, tuple[str, str, str]] = {
     "crew_win_rate": ("Crew win rate (%)", "matches", "wilson"),
-    "ejection_recall": ("Ejection recall (%): imposters ejected / imposters fielded", "imposters fielded", "bootstrap"),
-    "ejection_precision": ("Ejection precision (%): imposters ejected / all ejections", "ejections", "bootstrap"),
-    "vote_precision": ("Crew vote precision (%): crewmate votes naming an imposter / crewmate votes naming anyone",
+    "ejection_recall": ("Ejection recall (%): imposters ejected / imposters fielded", "imposters "
+                                                                                      "fielded", "bootstrap"),
+    "ejection_precision": ("Ejection precision (%): imposters ejected / all "
+                           "ejections", "ejections", "bootstrap"),
+    "vote_precision": ("Crew vote precision (%): crewmate votes naming an imposter / crewmate votes naming "
+                       "anyone",
                        "named crewmate votes", "bootstrap"),
-    "vote_skip_share": ("Crew skip share (%): crewmate votes that skip / all crewmate votes", "crewmate votes",
+    "vote_skip_share": ("Crew skip share (%): crewmate votes that skip / all crewmate votes", "crewmate "
+                                                                                              "votes",
                         "bootstrap"),
     "meetings_per_game": ("Meetings per game", "matches", "bootstrap"),
     "imposters_ejected_per_game": ("Imposters ejected per game", "matches", "bootstrap"),
@@ -44,7 +48,8 @@ METRICS: dict[str, tuple[str, str, str]] = {
     "missions_per_game": ("Missions completed per game", "matches", "bootstrap"),
     # diagnostics, not results: a dead server or a model that cannot answer in format shows up here
     "fallback_share": ("Fallback share of the arm's own calls (%): the crewmate calls its model was asked "
-                       "(with arm_modules, only those modules), answered by a fallback", "calls", "bootstrap"),
+                       "(with arm_modules, only those modules), answered by a "
+                       "fallback", "calls", "bootstrap"),
     "imposter_fallback_share": ("Fallback share of the imposters' model calls (%)", "calls", "bootstrap"),
 }
 PERCENT = {"crew_win_rate", "ejection_recall", "ejection_precision", "vote_precision", "vote_skip_share",
@@ -52,7 +57,8 @@ PERCENT = {"crew_win_rate", "ejection_recall", "ejection_precision", "vote_preci
 METHODS = {
     "wilson": "95% Wilson score interval",
     "bootstrap": "95% percentile interval of a match-level bootstrap (matches resampled with replacement)",
-    "paired_bootstrap": "95% percentile interval of a paired bootstrap (seed pairs resampled with replacement)",
+    "paired_bootstrap": "95% percentile interval of a paired bootstrap (seed pairs resampled with "
+                        "replacement)",
     "count": "count",
 }
 
@@ -97,13 +103,15 @@ def match_stats(folder: str | Path) -> MatchStats:
     return MatchStats(
         match_id=str(h.get(F.MATCH_ID) or Path(folder).name), arm=str(g.get(F.ARM, h.get(F.ARM, "?"))),
         imposter=str(g.get(F.EVAL_IMPOSTER, g.get(F.IMPOSTER_MODEL, "?"))), seed=int(h[F.SEED]),
-        outcome=str(h[F.OUTCOME]), imposters_fielded=sum(r == IMPOSTER for r in roles.values()),
-        **c, calls=int(h.get("calls", {}).get("calls", 0)), fallbacks=int(h.get("calls", {}).get("fallbacks", 0)),
-        **_side_counts(h.get("calls", {})))
+        outcome=str(h[F.OUTCOME]), imposters_fielded=sum(r == IMPOSTER for r in roles.values()), **c,
+        calls=int(h.get("calls", {}).get("calls", 0)), fallbacks=int(h.get("calls", {}).get("fallbacks", 0)),
+        **_side_counts(h.get("calls", {})),
+    )
 
 
 def _side_counts(calls: dict[str, Any]) -> dict[str, int]:
-    """The arm's own calls (crewmate, source model) and the imposters' (source model) from the header's counts."""
+    """The arm's own calls (crewmate, source model) and the imposters' (source model) from the header's
+    counts."""
     sides = calls.get("by_side", {})
     crew = sides.get("crewmate", {}).get("model", {})
     imp = sides.get("imposter", {}).get("model", {})
@@ -126,10 +134,13 @@ def proportion(k: int, n: int) -> Estimate:
     return Estimate(k / n, lo, hi, n, "wilson")
 
 
-def ratio_bootstrap(num: Iterable[float], den: Iterable[float], resamples: int = 2000, seed: int = 0) -> Estimate:
+def ratio_bootstrap(
+    num: Iterable[float], den: Iterable[float], resamples: int = 2000, seed: int = 0
+) -> Estimate:
     """sum(num) / sum(den) over matches, with a match-level bootstrap interval; ``n`` = sum(den).
 
-    Undefined (value None, n 0) when the denominator is 0 (e.g. precision of an arm that never ejected anyone).
+    Undefined (value None, n 0) when the denominator is 0 (e.g. precision of an arm that never ejected
+    anyone).
     Resamples whose denominator is 0 are left out of the interval (the ratio is undefined there)."""
     a, b = np.asarray(list(num), float), np.asarray(list(den), float)
     if b.sum() == 0:
@@ -156,20 +167,29 @@ def cell_metrics(ms: list[MatchStats], resamples: int = 2000, seed: int = 0) -> 
     """Every metric of one arm x imposter cell."""
     return {
         "crew_win_rate": proportion(sum(m.crew_won for m in ms), len(ms)),
-        "ejection_recall": ratio_bootstrap([m.imposters_ejected for m in ms], [m.imposters_fielded for m in ms],
-                                           resamples, seed),
-        "ejection_precision": ratio_bootstrap([m.imposters_ejected for m in ms], [m.ejections for m in ms],
-                                              resamples, seed),
-        "vote_precision": ratio_bootstrap([m.crew_votes_on_imposters for m in ms],
-                                          [m.crew_votes - m.crew_skips for m in ms], resamples, seed),
-        "vote_skip_share": ratio_bootstrap([m.crew_skips for m in ms], [m.crew_votes for m in ms], resamples, seed),
+        "ejection_recall": ratio_bootstrap(
+            [m.imposters_ejected for m in ms], [m.imposters_fielded for m in ms], resamples, seed
+        ),
+        "ejection_precision": ratio_bootstrap(
+            [m.imposters_ejected for m in ms], [m.ejections for m in ms], resamples, seed
+        ),
+        "vote_precision": ratio_bootstrap(
+            [m.crew_votes_on_imposters for m in ms], [m.crew_votes - m.crew_skips for m in ms], resamples,
+            seed,
+        ),
+        "vote_skip_share": ratio_bootstrap(
+            [m.crew_skips for m in ms], [m.crew_votes for m in ms], resamples, seed
+        ),
         "meetings_per_game": mean_bootstrap([m.meetings for m in ms], resamples, seed),
         "imposters_ejected_per_game": mean_bootstrap([m.imposters_ejected for m in ms], resamples, seed),
         "kills_per_game": mean_bootstrap([m.kills for m in ms], resamples, seed),
         "missions_per_game": mean_bootstrap([m.missions for m in ms], resamples, seed),
-        "fallback_share": ratio_bootstrap([m.arm_fallbacks for m in ms], [m.arm_calls for m in ms], resamples, seed),
-        "imposter_fallback_share": ratio_bootstrap([m.imposter_fallbacks for m in ms], [m.imposter_calls for m in ms],
-                                                   resamples, seed),
+        "fallback_share": ratio_bootstrap(
+            [m.arm_fallbacks for m in ms], [m.arm_calls for m in ms], resamples, seed
+        ),
+        "imposter_fallback_share": ratio_bootstrap(
+            [m.imposter_fallbacks for m in ms], [m.imposter_calls for m in ms], resamples, seed
+        ),
     }
 
 
@@ -198,7 +218,7 @@ def endings(ms: list[MatchStats]) -> dict[str, int]:
     return out
 
 
-# -- paired comparison ----------------------------------------------------------------------------------------
+# -- paired comparison ---------------------------------------------------------------------------------------
 def mcnemar_exact(b: int, c: int) -> float:
     """Two-sided exact McNemar test (a sign test on the b + c discordant pairs): P(as extreme | p = 1/2)."""
     n = b + c
@@ -227,7 +247,7 @@ def paired(arm_wins: dict[Any, bool], base_wins: dict[Any, bool], resamples: int
             "p_mcnemar": mcnemar_exact(better, worse)}
 
 
-# -- the whole evaluation ---------------------------------------------------------------------------------------
+# -- the whole evaluation ------------------------------------------------------------------------------------
 def evaluate(ms: list[MatchStats], arms: list[str], imposters: list[str], baseline: str,
              resamples: int = 2000, seed: int = 0) -> dict[str, Any]:
     """Every cell (arm x imposter model, plus the pooled column when there are several imposter models) and

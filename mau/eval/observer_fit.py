@@ -1,10 +1,11 @@
-"""The ideal observer's likelihoods fitted on training matches (``mau beliefs RUN... --fit``), and the observer's
-beliefs re-scored from recorded evidence with given parameters (``mau beliefs RUN... --params FIT``).
+"""The ideal observer's likelihoods fitted on training matches (``mau beliefs RUN... --fit``), and the
+observer's beliefs re-scored from recorded evidence with given parameters (``mau beliefs RUN... --params
+FIT``).
 
 Every ideal-observer probe record (``probes.jsonl`` version 2) holds the evidence the observer used, so a fit
 needs no replay: each record is (evidence, the other players, k, the true imposters) and ``mau.infer.fit``
-maximises the conditional likelihood of the truth. Re-scoring held-out matches with the fitted parameters gives
-their detection and calibration without playing them again (docs/detection.md, "The fit").
+maximises the conditional likelihood of the truth. Re-scoring held-out matches with the fitted parameters
+gives their detection and calibration without playing them again (docs/detection.md, "The fit").
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ def _ideal_records(folder: Path) -> list[dict[str, Any]]:
     recs = [r for r in read_probes(folder) if r[F.PROBE_SOURCE] == "ideal" and r[F.PROBE_BELIEFS] is not None]
     old = [r for r in recs if r.get(F.PROBES_VERSION_FIELD) not in F.PROBES_FIT_VERSIONS]
     if old:
-        raise MauError(f"{folder}: probe records of version {old[0].get(F.PROBES_VERSION_FIELD)} hold the old "
-                       f"observer's evidence; --fit and --params need version "
-                       f"{' or '.join(map(str, F.PROBES_FIT_VERSIONS))} (collect the matches again with this mau)")
+        raise MauError(f"{folder}: probe records of version {old[0].get(F.PROBES_VERSION_FIELD)} hold the "
+                       f"old observer's evidence; --fit and --params need version "
+                       f"{' or '.join(map(str, F.PROBES_FIT_VERSIONS))} (collect the matches again with this "
+                       f"mau)")
     return recs
 
 
@@ -48,20 +50,26 @@ def training_probes(runs: list[str]) -> tuple[list[Probe], int]:
     return probes, n
 
 
-def fit_runs(runs: list[str], out: Path, l2: float = 0.01, without: list[str] | None = None) -> dict[str, Any]:
+def fit_runs(
+    runs: list[str], out: Path, l2: float = 0.01, without: list[str] | None = None
+) -> dict[str, Any]:
     """Fit on ``runs`` and write ``observer_fit.json`` in ``out``; returns what it wrote. ``without``: log
-    likelihood ratios held at 0 (those kinds of evidence count for nothing; the others are fitted without them)."""
+    likelihood ratios held at 0 (those kinds of evidence count for nothing; the others are fitted without
+    them)."""
     probes, matches = training_probes(runs)
     if not probes:
-        raise MauError(f"{', '.join(runs)}: no ideal-observer probe records to fit on (the observer writes them "
+        raise MauError(f"{', '.join(runs)}: no ideal-observer probe records to fit on (the observer writes "
+                       f"them "
                        "at meetings when aria.probes.observer is on, the default)")
     without = list(without or [])
     start = Params.from_dict({**Params().to_dict(), **dict.fromkeys(without, 0.0)})
     res = fit(probes, start=start, l2=l2, hold=tuple(without))
-    doc = {F.FORMAT: FIT_FORMAT, F.FORMAT_VERSION: FIT_VERSION, "runs": [str(r) for r in runs],
-           "matches": matches, "probes": res["probes"], "l2": l2, "without": without, "iterations": res["iterations"],
-           "loglik_per_probe": round(res["loglik_per_probe"], 6),
-           "start_loglik_per_probe": round(res["start_loglik_per_probe"], 6), "params": res["params"].to_dict()}
+    doc = {
+        F.FORMAT: FIT_FORMAT, F.FORMAT_VERSION: FIT_VERSION, "runs": [str(r) for r in runs],
+        "matches": matches, "probes": res["probes"], "l2": l2, "without": without,
+        "iterations": res["iterations"], "loglik_per_probe": round(res["loglik_per_probe"], 6),
+        "start_loglik_per_probe": round(res["start_loglik_per_probe"], 6), "params": res["params"].to_dict(),
+    }
     out.mkdir(parents=True, exist_ok=True)
     atomic_write(out / F.OBSERVER_FIT, (json.dumps(doc, indent=1) + "\n").encode())
     return doc
@@ -77,8 +85,9 @@ def read_fit(path: str | Path) -> Params:
 
 def ablation(runs: list[str], params: Params, drop: list[str], resamples: int = 1000,
              seed: int = 0) -> dict[str, Any]:
-    """The ideal observer with ``params`` against the same observer with the ``drop`` kinds counting for nothing
-    (their log likelihood ratios 0), re-scored on the same recorded probes: each metric of both, and their
+    """The ideal observer with ``params`` against the same observer with the ``drop`` kinds counting for
+    nothing (their log likelihood ratios 0), re-scored on the same recorded probes: each metric of both, and
+    their
     difference with a paired match-bootstrap interval (pairs: matches)."""
     from mau.eval.detection import IDEAL_ROW, KNOWS_NOTHING_ROW, cell, load_run, paired_diff
 
@@ -117,8 +126,8 @@ def ablation_markdown(doc: dict[str, Any]) -> str:
         k = d["metric"]
         a, b = doc["rows"]["with"][k]["value"], doc["rows"]["without"][k]["value"]
         kn = doc["rows"]["knows_nothing"][k]["value"]
-        out.append(f"| {k} | {_fmt(a)} | {_fmt(b)} | {_fmt(d['diff'])} [{_fmt(d['ci_low'])}, {_fmt(d['ci_high'])}] "
-                   f"| {_fmt(kn)} |")
+        out.append(f"| {k} | {_fmt(a)} | {_fmt(b)} | {_fmt(d['diff'])} [{_fmt(d['ci_low'])}, "
+                   f"{_fmt(d['ci_high'])}] | {_fmt(kn)} |")
     return "\n".join(out)
 
 
@@ -144,21 +153,24 @@ def _probes_of(folders: list[Path]) -> list[Probe]:
 
 def leave_one_out(runs: list[str], out: Path, l2: float = 0.01, resamples: int = 1000,
                   seed: int = 0) -> dict[str, Any]:
-    """For each imposter model of ``runs``: the observer fitted on the matches of every other imposter model and
-    scored on that one's (held out), beside the fit on all (in sample), the shipped defaults and k/n; each fit is
-    written to ``out/fits/<imposter>/observer_fit.json`` (so a teacher can play with it: the scripted model's
+    """For each imposter model of ``runs``: the observer fitted on the matches of every other imposter model
+    and scored on that one's (held out), beside the fit on all (in sample), the shipped defaults and k/n;
+    each fit is written to ``out/fits/<imposter>/observer_fit.json`` (so a teacher can play with it: the
+    scripted model's
     ``likelihood``). The split never fits on the imposter model it scores (tested)."""
     from mau.eval.detection import IDEAL_ROW, KNOWS_NOTHING_ROW, cell, match_beliefs
 
     groups = _by_imposter(runs)
     if len(groups) < 2:
-        raise MauError(f"{', '.join(runs)}: leave-one-out needs matches of two imposter models or more; found "
-                       f"{', '.join(groups) or 'none'}")
+        raise MauError(f"{', '.join(runs)}: leave-one-out needs matches of two imposter models or more; "
+                       f"found {', '.join(groups) or 'none'}")
     probes = {g: _probes_of(fs) for g, fs in groups.items()}
     everything = [p for ps in probes.values() for p in ps]
     fit_all = fit(everything, start=Params(), l2=l2)["params"]
     metrics = ("auroc_within", "brier_within", "auroc", "ece")
-    doc: dict[str, Any] = {"runs": [str(r) for r in runs], "l2": l2, "imposters": {}, "fit_all": fit_all.to_dict()}
+    doc: dict[str, Any] = {
+        "runs": [str(r) for r in runs], "l2": l2, "imposters": {}, "fit_all": fit_all.to_dict(),
+    }
     for g in sorted(groups):
         train = [p for h, ps in probes.items() if h != g for p in ps]
         held = fit(train, start=Params(), l2=l2)["params"]
@@ -174,7 +186,9 @@ def leave_one_out(runs: list[str], out: Path, l2: float = 0.01, resamples: int =
             ms = [match_beliefs(f, params, baselines=False)["ideal"] for f in groups[g]]
             rows[name] = {k: e.to_dict() for k, e in cell(ms, resamples, seed).items() if k in metrics}
         kn = [match_beliefs(f, None, baselines=False)["knows_nothing"] for f in groups[g]]
-        rows[KNOWS_NOTHING_ROW] = {k: e.to_dict() for k, e in cell(kn, resamples, seed).items() if k in metrics}
+        rows[KNOWS_NOTHING_ROW] = {
+            k: e.to_dict() for k, e in cell(kn, resamples, seed).items() if k in metrics
+        }
         doc["imposters"][g] = {"matches": len(groups[g]), "fitted_on": sorted(h for h in groups if h != g),
                                "rows": rows, "row_of": IDEAL_ROW}
     out.mkdir(parents=True, exist_ok=True)
@@ -187,14 +201,18 @@ def loo_markdown(doc: dict[str, Any]) -> str:
     from mau.stats import fmt_estimate
 
     lines = ["# The ideal observer against imposters it was not fitted to (leave one imposter model out)", "",
-             "Each row: the matches of one imposter model, scored by the observer fitted on the matches of all the "
-             "others (held out), by the fit on every match (in sample), by the shipped defaults, and the "
-             "knows-nothing row. AUROC within each probe (chance 0.5) [95% match-level bootstrap interval] n.", "",
+             "Each row: the matches of one imposter model, scored by the observer fitted on the matches of "
+             "all the others (held out), by the fit on every match (in sample), by the shipped defaults, and "
+             "the knows-nothing row. AUROC within each probe (chance 0.5) [95% match-level bootstrap "
+             "interval] n.", "",
              "| imposter | matches | held out | in sample | shipped | knows nothing | ECE held out |",
              "|---|---|---|---|---|---|---|"]
     for g, d in doc["imposters"].items():
         r = d["rows"]
         cols = ("held out", "in sample", "shipped", "knows nothing (k/n)")
-        lines.append(f"| {g} | {d['matches']} | " + " | ".join(fmt_estimate(r[k]["auroc_within"], False) for k in cols)
-                     + f" | {fmt_estimate(r['held out']['ece'], False, with_n=False)} |")
+        lines.append(
+            f"| {g} | {d['matches']} | "
+            + " | ".join(fmt_estimate(r[k]["auroc_within"], False) for k in cols)
+            + f" | {fmt_estimate(r['held out']['ece'], False, with_n=False)} |"
+        )
     return "\n".join(lines)

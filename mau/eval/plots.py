@@ -1,5 +1,5 @@
-"""The eval's plots, drawn with Pillow only (no plotting library): results.png's bar panels with 95% intervals,
-and the detection report's calibration diagram and belief curves (``mau beliefs``)."""
+"""The eval's plots, drawn with Pillow only (no plotting library): results.png's bar panels with 95%
+intervals, and the detection report's calibration diagram and belief curves (``mau beliefs``)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ PALETTE = [(76, 114, 176), (221, 132, 82), (85, 168, 104), (196, 78, 82), (129, 
 
 
 def calibration_plot(ms: list[MatchBeliefs], bins: int = 10):
-    """Reliability diagram: per row, the imposter frequency of each P(imposter) bin against the bin's mean P."""
+    """Reliability diagram: per row, the imposter frequency of each P(imposter) bin against the bin's mean
+    P."""
     import numpy as np
     from PIL import Image, ImageDraw
 
@@ -85,7 +86,11 @@ def belief_curves(folder: str | Path, agent: str | None = None):
         for k, n in enumerate(names):
             imp = roles.get(n) == "imposter"
             col = (200, 30, 30) if imp else [c for c in PALETTE if c != (196, 78, 82)][k % (len(PALETTE) - 1)]
-            pts = [(xs[r[F.PROBE_SEQ]], top + h * (1 - r[F.PROBE_BELIEFS][n])) for r in ok if n in r[F.PROBE_BELIEFS]]
+            pts = [
+                (xs[r[F.PROBE_SEQ]], top + h * (1 - r[F.PROBE_BELIEFS][n]))
+                for r in ok
+                if n in r[F.PROBE_BELIEFS]
+            ]
             if len(pts) > 1:
                 d.line([c for pt in pts for c in pt], fill=col, width=3 if imp else 1)
             for x, y in pts:
@@ -98,7 +103,8 @@ def belief_curves(folder: str | Path, agent: str | None = None):
 
 def headline_panels(panels: list[tuple[str, list[tuple[str, list[tuple[str, dict[str, Any]]]]]]], title: str):
     """A grid of bar panels, one per metric: groups (imposter columns) of bars (rows) with 95% intervals.
-    ``panels``: [(metric title, [(group, [(row, estimate)])])]; values outside [0, 1] are clipped to the axis."""
+    ``panels``: [(metric title, [(group, [(row, estimate)])])]; values outside [0, 1] are clipped to the
+    axis."""
     from PIL import Image, ImageDraw
 
     pw, ph, per_row = 330, 220, 3
@@ -197,8 +203,9 @@ def teacher_arms(res: dict[str, Any]) -> list[str]:
 
 
 def plot(res: dict[str, Any]):
-    """results.png: one bar per arm for the within-probe AUROC (left) and the crew win rate (right), pooled over
-    imposter models, with 95% intervals; the chance line (AUROC 0.5) dotted, the teacher's value as a dashed line
+    """results.png: one bar per arm for the within-probe AUROC (left) and the crew win rate (right), pooled
+    over imposter models, with 95% intervals; the chance line (AUROC 0.5) dotted, the teacher's value as a
+    dashed line
     across each panel; an arm that failed (every answer fell back) reads FAILED (Pillow only)."""
     from PIL import Image, ImageDraw
 
@@ -223,14 +230,18 @@ def plot(res: dict[str, Any]):
         d.text((12, top + row_h * k + 8), r[:22], fill="black", font=f_text)
     for p, (metric, title, source) in enumerate(GLANCE):
         x0 = label_w + p * (pw + gap)
-        _glance_panel(d, x0, top, pw - 70, row_h, rows, values[source], metric, title, failed,
-                      [(t, values[source].get(t, {}).get(metric)) for t in teachers], metric == "auroc_within",
-                      (f_text, f_small))
+        _glance_panel(
+            d, x0, top, pw - 70, row_h, rows, values[source], metric, title, failed,
+            [(t, values[source].get(t, {}).get(metric)) for t in teachers], metric == "auroc_within",
+            (f_text, f_small),
+        )
     return img
 
 
-def _glance_panel(d, x0: int, top: int, pw: int, row_h: int, rows: list[str], values: dict[str, Any], metric: str,
-                  title: str, failed: set[str], teachers: list[tuple[str, Any]], chance: bool, fonts) -> None:
+def _glance_panel(
+    d, x0: int, top: int, pw: int, row_h: int, rows: list[str], values: dict[str, Any], metric: str,
+    title: str, failed: set[str], teachers: list[tuple[str, Any]], chance: bool, fonts,
+) -> None:
     """One panel of ``plot``: an axis 0..1, a bar per row with its interval and value, the reference lines."""
     f_text, f_small = fonts
     h = row_h * len(rows)

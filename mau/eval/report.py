@@ -105,7 +105,8 @@ def write_detection_report(runs: list[str], out: Path, baseline: str | None = No
     out.mkdir(parents=True, exist_ok=True)
     md = detection_markdown(det, title="# Detection report", level="##")
     if params_from is not None:
-        md += f"\n\nThe {IDEAL_ROW}'s beliefs were re-scored from its recorded evidence with the fit {params_from}."
+        md += (f"\n\nThe {IDEAL_ROW}'s beliefs were re-scored from its recorded evidence with the fit "
+               f"{params_from}.")
     from mau.eval.claims_report import run_claims, section
 
     claims = {str(r): ev for r in runs if (ev := run_claims(r, resamples, seed)) is not None}
@@ -134,8 +135,10 @@ def write_detection_report(runs: list[str], out: Path, baseline: str | None = No
     if curves_of is None:
         for r in runs:
             cands = finished_matches(r)
-            curves_of = next((c for c in cands if any(x[F.PROBE_SOURCE] == "model" for x in D.read_probes(c))),
-                             cands[0] if cands else None)
+            curves_of = next(
+                (c for c in cands if any(x[F.PROBE_SOURCE] == "model" for x in D.read_probes(c))),
+                cands[0] if cands else None,
+            )
             if curves_of is not None:
                 break
     if curves_of is not None:
@@ -162,13 +165,18 @@ def rows_csv(res: dict[str, Any]) -> str:
         w.writerow([*row[:3], *_nums(*row[3:6]), row[6], row[7]])
     claims = res.get("claims") or {}
     tables = [("all", claims["pooled"])] if claims.get("pooled") else []
-    for arm, table in [*tables, *(claims.get("by_crewmate") or {}).items()]:  # structured claims (docs/claims.md)
+    # structured claims (docs/claims.md)
+    for arm, table in [*tables, *(claims.get("by_crewmate") or {}).items()]:
         for name, e in table["metrics"].items():
             w.writerow([arm, "all", f"claims:{name}", *_nums(e["value"], e["ci_low"], e["ci_high"]), e["n"],
                         "match_bootstrap"])
     for p in res["paired"]:
-        w.writerow([p["arm"], p["imposter"], "paired_diff_crew_win_rate", *_nums(p["diff"], p["ci_low"], p["ci_high"]),
-                    p["n_pairs"], "paired_bootstrap"])
+        w.writerow(
+            [
+                p["arm"], p["imposter"], "paired_diff_crew_win_rate",
+                *_nums(p["diff"], p["ci_low"], p["ci_high"]), p["n_pairs"], "paired_bootstrap",
+            ]
+        )
         w.writerow([p["arm"], p["imposter"], "paired_p_mcnemar", _num(p["p_mcnemar"]), "", "", p["n_pairs"],
                     "exact_mcnemar"])
     return buf.getvalue()
@@ -182,7 +190,7 @@ def _nums(*xs: float | None) -> list[str]:
     return [_num(x) for x in xs]
 
 
-# -- markdown -------------------------------------------------------------------------------------------------
+# -- markdown ------------------------------------------------------------------------------------------------
 def _fmt(e: dict[str, Any], percent: bool) -> str:
     return fmt_estimate(e, percent, (1, 2))
 
@@ -196,17 +204,19 @@ def markdown(res: dict[str, Any]) -> str:
     arms, cols = res["arms"], res["columns"]
     n_seeds = len(res["seeds"])
     lines = ["# Evaluation results", "",
-             f"Matches: {res['matches']} of {res['planned']} planned ({len(arms)} arms x {len(res['imposters'])} "
-             f"imposter models x {n_seeds} seeds, the same seeds for every arm). The six crewmate seats play the "
-             f"arm's model, the two imposter seats the imposter model. Baseline arm: {res['baseline']}.", ""]
+             f"Matches: {res['matches']} of {res['planned']} planned ({len(arms)} arms x "
+             f"{len(res['imposters'])} imposter models x {n_seeds} seeds, the same seeds for every arm). The "
+             f"six crewmate seats play the arm's model, the two imposter seats the imposter model. Baseline "
+             f"arm: {res['baseline']}.", ""]
     bad = {a: h for a, h in res.get("arm_health", {}).items() if h["over"]}
     for arm, h in bad.items():
         if h["failed"]:
             lines += [f"**Arm {arm} failed:** {failure_reason(h)}; it is not scored (its games measure the "
                       "fallback rule, not the model).", ""]
         else:
-            lines += [f"**Arm {arm} failed:** {100 * h['share']:.1f} % of its own {h['calls']} calls fell back "
-                      f"(limit {100 * res['max_fallback_share']:.0f} %); its numbers measure fallbacks, not the "
+            lines += [f"**Arm {arm} failed:** {100 * h['share']:.1f} % of its own {h['calls']} calls fell "
+                      f"back (limit {100 * res['max_fallback_share']:.0f} %); its numbers measure fallbacks, "
+                      f"not the "
                       "model.", ""]
     if res["matches"] < res["planned"]:
         lines += [f"**Partial:** {res['planned'] - res['matches']} planned matches are not finished yet; "
@@ -219,8 +229,9 @@ def markdown(res: dict[str, Any]) -> str:
     for name, (title, n_what, method) in METRICS.items():
         lines += ["", f"## {title}", "", f"Value [{METHODS[method]}] n={n_what}.", "", header, sep]
         for arm in arms:
-            if res.get("arm_health", {}).get(arm, {}).get("failed") and name not in ("fallback_share",
-                                                                                      "imposter_fallback_share"):
+            if res.get("arm_health", {}).get(arm, {}).get("failed") and name not in (
+                "fallback_share", "imposter_fallback_share",
+            ):
                 lines.append(f"| {arm} | " + " | ".join("FAILED (no usable answer)" for _ in cols) + " |")
                 continue
             lines.append(f"| {arm} | " + " | ".join(_fmt(cell[(arm, i)]["metrics"][name], name in PERCENT)
@@ -234,10 +245,12 @@ def markdown(res: dict[str, Any]) -> str:
                          + f" | {c['matches']} |")
     if res["paired"]:
         lines += ["", f"## Paired comparison with the baseline ({res['baseline']}), same seeds", "",
-                  "Difference in crew win rate (percentage points; arm minus baseline) over the seeds both played, "
-                  f"[{METHODS['paired_bootstrap']}]; seeds where the crew of the arm won and the baseline's lost "
-                  "(arm better), the reverse (baseline better) and ties; exact McNemar p-value (two-sided sign "
-                  "test on the discordant seeds).", "",
+                  "Difference in crew win rate (percentage points; arm minus baseline) over the seeds both "
+                  "played, "
+                  f"[{METHODS['paired_bootstrap']}]; seeds where the crew of the arm won and the baseline's "
+                  f"lost "
+                  "(arm better), the reverse (baseline better) and ties; exact McNemar p-value (two-sided "
+                  "sign test on the discordant seeds).", "",
                   "| arm | imposter | pairs | arm win % | baseline win % | difference (pp) [95% CI] | "
                   "arm better / baseline better / ties | McNemar p |", "|---" * 8 + "|"]
         for p in res["paired"]:
@@ -252,21 +265,24 @@ def markdown(res: dict[str, Any]) -> str:
     if res.get("detection"):
         c = res["probe_cost"]
         lines += ["", detection_markdown(res["detection"]), "",
-                  f"Probe cost: {c['probes']} model probes in {c['matches']} matches ({c['probes_per_match']:.1f} "
-                  f"per match, {c['fallbacks']} fallbacks, {c['tokens']} tokens)."]
+                  f"Probe cost: {c['probes']} model probes in {c['matches']} matches "
+                  f"({c['probes_per_match']:.1f} per match, {c['fallbacks']} fallbacks, {c['tokens']} "
+                  f"tokens)."]
     if res.get("claims"):  # structured claims (docs/claims.md; mau claims gives the whole report)
         from mau.eval.claims_report import section
 
         lines += [""] + section(res["claims"])
     b = res["bootstrap"]
-    lines += ["", f"Bootstrap: {b['resamples']} resamples, seed {b['seed']}. Precision is undefined (n=0) where "
+    lines += ["", f"Bootstrap: {b['resamples']} resamples, seed {b['seed']}. Precision is undefined (n=0) "
+                  f"where "
               "an arm ejected nobody. Method details: docs/evaluation.md.", ""]
     return "\n".join(lines)
 
 
 # -- the detection tables (the eval's section, and mau beliefs' report) -----------------------------------
 def readout_line(det: dict[str, Any]) -> str:
-    """How each row's model beliefs were read (docs/harness.md, "Belief probes"); "" when no row was probed."""
+    """How each row's model beliefs were read (docs/harness.md, "Belief probes"); "" when no row was
+    probed."""
     readouts = {r: x for r, x in det.get("readouts", {}).items() if x}
     if not readouts:
         return ""
@@ -274,20 +290,23 @@ def readout_line(det: dict[str, Any]) -> str:
             + " (answer: asked the probe question; vote: its VOTE answer's scored names, docs/harness.md).")
 
 
-def detection_markdown(det: dict[str, Any], title: str = "## Detection (belief probes)", level: str = "###") -> str:
+def detection_markdown(det: dict[str, Any], title: str = "## Detection (belief "
+                                                         "probes)", level: str = "###") -> str:
     rows, cols = det["rows"], det["columns"]
     cell = {(c["row"], c["imposter"]): c for c in det["cells"]}
-    intro = (f"Probe records of {det['matches']} matches. Rows: each arm's model (its crewmates' answers to the "
-             f"belief probe), the {IDEAL_ROW} (the exact posterior from what each crewmate perceived, same "
-             f"moments), simple detectors at the same probes that a figure must beat ({PUBLIC_ROW}: the observer "
-             f"on public evidence alone; {ACCUSED_ROW}: accusations and votes received; {LINEAR_ROW}: a logistic "
-             f"model on counts of the evidence, fitted on the other half of the matches; {NO_SPEECH_ROW}: the "
+    intro = (f"Probe records of {det['matches']} matches. Rows: each arm's model (its crewmates' answers to "
+             f"the belief probe), the {IDEAL_ROW} (the exact posterior from what each crewmate perceived, "
+             f"same moments), simple detectors at the same probes that a figure must beat ({PUBLIC_ROW}: the "
+             f"observer on public evidence alone; {ACCUSED_ROW}: accusations and votes received; "
+             f"{LINEAR_ROW}: a logistic model on counts of the evidence, fitted on the other half of the "
+             f"matches; {NO_SPEECH_ROW}: the "
              "observer with accusations and votes counting for nothing) and the reference that "
-             f"{KNOWS_NOTHING_ROW.split(' (')[0]} (k/n for each of the n candidates, k living imposters). Quote the "
-             "AUROC within each probe (chance 0.5) beside the knows-nothing and the baselines' rows, and by moment "
-             "(the last table); the pooled AUROC's chance level is the knows-nothing row's, not 0.5. Value [95% "
-             "match-level bootstrap interval] n. Fallback probes are excluded from every metric. Definitions: "
-             "docs/evaluation.md, \"Detection\".")
+             f"{KNOWS_NOTHING_ROW.split(' (')[0]} (k/n for each of the n candidates, k living imposters). "
+             f"Quote the "
+             "AUROC within each probe (chance 0.5) beside the knows-nothing and the baselines' rows, and by "
+             "moment (the last table); the pooled AUROC's chance level is the knows-nothing row's, not 0.5. "
+             "Value [95% match-level bootstrap interval] n. Fallback probes are excluded from every metric. "
+             "Definitions: docs/evaluation.md, \"Detection\".")
     lines = [title, "", intro]
     if readout_line(det):
         lines += ["", readout_line(det)]
@@ -297,26 +316,32 @@ def detection_markdown(det: dict[str, Any], title: str = "## Detection (belief p
     for name, (t, n_what, _) in DETECTION_METRICS.items():
         lines += ["", f"{level} {t}", "", f"n = {n_what}.", "", head, "|---" * (len(cols) + 1) + "|"]
         for r in rows:
-            lines.append(f"| {r} | " + " | ".join(fmt_estimate(cell[(r, i)]["metrics"][name], name in PERCENT_METRICS)
-                                                 for i in cols) + " |")
+            lines.append(
+                f"| {r} | "
+                + " | ".join(
+                    fmt_estimate(cell[(r, i)]["metrics"][name], name in PERCENT_METRICS) for i in cols
+                )
+                + " |"
+            )
     moments = det.get("by_moment") or {}
     if moments:
         names = list(next(iter(moments.values())))
         lines += ["", f"{level} AUROC within each probe, by moment (all imposter models pooled)", "",
-                  "n = probes with both roles. Meeting 1 before speech holds only what was seen; before the vote "
-                  "what was said too; later meetings add the earlier votes and revealed roles.", "",
+                  "n = probes with both roles. Meeting 1 before speech holds only what was seen; before the "
+                  "vote what was said too; later meetings add the earlier votes and revealed roles.", "",
                   "| row | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
         for r in rows:
             lines.append(f"| {r} | " + " | ".join(fmt_estimate(moments[r][mo], False) for mo in names) + " |")
     if det["paired"]:
-        what = ("Difference row minus versus (same seed and imposter model for arms; the same matches for the "
-                "ideal observer), 95% interval of a paired bootstrap.")
+        what = ("Difference row minus versus (same seed and imposter model for arms; the same matches for "
+                "the ideal observer), 95% interval of a paired bootstrap.")
         lines += ["", f"{level} Paired comparisons", "", what, "",
                   "| row | versus | imposter | metric | pairs | difference [95% CI] |", "|---" * 6 + "|"]
         for p in det["paired"]:
             d = "undefined" if p["diff"] is None else \
                 f"{p['diff']:+.3f} [{_s(p['ci_low'])}, {_s(p['ci_high'])}]"
-            lines.append(f"| {p['row']} | {p['versus']} | {p['imposter']} | {p['metric']} | {p['n_pairs']} | {d} |")
+            lines.append(f"| {p['row']} | {p['versus']} | {p['imposter']} | {p['metric']} | {p['n_pairs']} | "
+                         f"{d} |")
     return "\n".join(lines)
 
 
@@ -329,13 +354,24 @@ def detection_csv_rows(det: dict[str, Any]) -> list[list[Any]]:
     out = []
     for c in det["cells"]:
         for name, e in c["metrics"].items():
-            out.append([c["row"], c["imposter"], name, e["value"], e["ci_low"], e["ci_high"], e["n"], e["method"]])
+            out.append(
+                [c["row"], c["imposter"], name, e["value"], e["ci_low"], e["ci_high"], e["n"], e["method"]]
+            )
     for p in det["paired"]:
-        out.append([p["row"], p["imposter"], f"paired_diff_{p['metric']}_vs_{p['versus']}", p["diff"], p["ci_low"],
-                    p["ci_high"], p["n_pairs"], p["method"]])
+        out.append(
+            [
+                p["row"], p["imposter"], f"paired_diff_{p['metric']}_vs_{p['versus']}", p["diff"],
+                p["ci_low"], p["ci_high"], p["n_pairs"], p["method"],
+            ]
+        )
     for row, moments in (det.get("by_moment") or {}).items():
         for mo, e in moments.items():
-            out.append([row, POOLED, f"auroc_within@{mo}", e["value"], e["ci_low"], e["ci_high"], e["n"], e["method"]])
+            out.append(
+                [
+                    row, POOLED, f"auroc_within@{mo}", e["value"], e["ci_low"], e["ci_high"], e["n"],
+                    e["method"],
+                ]
+            )
     return out
 
 
@@ -359,8 +395,9 @@ def summary_table(res: dict[str, Any]) -> str:
         win, prec = (("FAILED", "FAILED") if r in failed else
                      (short(m and m['crew_win_rate'], True), short(m and m['ejection_precision'], True)))
         lines.append(f"| {r} | {win} | {prec} | {short(m and m['fallback_share'], True)} | "
-                     f"{short(dm and dm['auroc_within'], False)} | {short(dm and dm['brier_within'], False)} | "
-                     f"{short(dm and dm['top2_hit_rate'], True)} | {short(dm and dm['probe_fallback_share'], True)} |")
+                     f"{short(dm and dm['auroc_within'], False)} | {short(dm and dm['brier_within'], False)} "
+                     f"| {short(dm and dm['top2_hit_rate'], True)} | "
+                     f"{short(dm and dm['probe_fallback_share'], True)} |")
     if readout_line(det):
         lines += ["", readout_line(det)]
     return "\n".join(lines)

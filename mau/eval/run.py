@@ -25,8 +25,12 @@ from mau.runner import PlannedMatch, RunProgress, play_shard, print_plan, shard_
 
 def planned_matches(cfg: EvalConfig) -> list[PlannedMatch]:
     """Every eval match with its seats; the grid line and the arm go into each match header."""
-    return [PlannedMatch(m.index, m.match_id, m.seed, seats_for(cfg, m), cfg.world, {F.GRID: m.to_dict(), F.ARM: m.arm})
-            for m in plan(cfg)]
+    return [
+        PlannedMatch(
+            m.index, m.match_id, m.seed, seats_for(cfg, m), cfg.world, {F.GRID: m.to_dict(), F.ARM: m.arm}
+        )
+        for m in plan(cfg)
+    ]
 
 
 def _postfix(p: RunProgress) -> dict[str, Any]:
@@ -34,7 +38,8 @@ def _postfix(p: RunProgress) -> dict[str, Any]:
 
 
 def run_eval(cfg: EvalConfig, out: Path, opts: RunOptions = RunOptions()) -> dict[str, Any] | None:
-    """Play this shard's missing matches (unless report_only), then write the report of every finished match."""
+    """Play this shard's missing matches (unless report_only), then write the report of every finished
+    match."""
     from mau.eval.report import write_report
     from mau.harness.backends.base import LOADS
 
@@ -57,7 +62,8 @@ def run_eval(cfg: EvalConfig, out: Path, opts: RunOptions = RunOptions()) -> dic
                   **{f"imposter {k}": v for k, v in cfg.imposters.items()}}
         if cfg.arm_modules is not None:
             models["arm_rest_model"] = cfg.arm_rest_model
-        preflight_models(models)  # before the run folder: a dead server or a missing adapter stops it in one line
+        # before the run folder: a dead server or a missing adapter stops it in one line
+        preflight_models(models)
         guard = []
         if cfg.adapter_guard:  # before anything is written or played: a dead adapter must not cost a run
             from mau.eval.guard import check_adapter_arms

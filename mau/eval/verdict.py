@@ -1,5 +1,6 @@
-"""One line that says what an eval found for one arm against another, read from the paired 95% intervals of its
-results: the within-probe AUROC (``detection.paired``) and the crew win rate (``paired``), pooled over imposter
+"""One line that says what an eval found for one arm against another, read from the paired 95% intervals of
+its results: the within-probe AUROC (``detection.paired``) and the crew win rate (``paired``), pooled over
+imposter
 models where there are several. A difference is "lifted" / "lowered" only when its interval excludes 0."""
 
 from __future__ import annotations
@@ -16,9 +17,14 @@ def _column(res: dict[str, Any]) -> str:
 def paired_auroc(res: dict[str, Any], arm: str, versus: str) -> dict[str, Any] | None:
     """The paired within-probe AUROC difference ``arm`` minus ``versus`` (pooled column), or None."""
     col = _column(res)
-    return next((p for p in (res.get("detection") or {}).get("paired", [])
-                 if p["row"] == arm and p["versus"] == versus and p["metric"] == METRIC and p["imposter"] == col),
-                None)
+    return next(
+        (
+            p
+            for p in (res.get("detection") or {}).get("paired", [])
+            if p["row"] == arm and p["versus"] == versus and p["metric"] == METRIC and p["imposter"] == col
+        ),
+        None,
+    )
 
 
 def paired_wins(res: dict[str, Any], arm: str, versus: str) -> dict[str, Any] | None:
@@ -56,10 +62,12 @@ def verdict_line(res: dict[str, Any], arm: str, versus: str, what: str | None = 
                              f"{a['diff']:+.2f} [{a['ci_low']:+.2f}, {a['ci_high']:+.2f}]"))
     w = paired_wins(res, arm, versus)
     if w is not None and w.get("n_pairs") and _direction(w) != "undefined":
-        parts.append(_phrase(_direction(w), "crew win rate", f"{100 * w['diff']:+.0f} pp [{100 * w['ci_low']:+.0f}, "
+        parts.append(_phrase(_direction(w), "crew win rate", f"{100 * w['diff']:+.0f} pp "
+                                                             f"[{100 * w['ci_low']:+.0f}, "
                                                              f"{100 * w['ci_high']:+.0f}]"))
     if not parts:
         return f"Verdict: no paired comparison of {what} with {versus_name} in these results."
     n = (a or {}).get("n_pairs") or (w or {}).get("n_pairs")
-    return (f"Verdict: {what} " + " and ".join(parts) + f" over {versus_name} (paired 95% intervals, {n} pairs of "
+    return (f"Verdict: {what} " + " and ".join(parts) + f" over {versus_name} (paired 95% intervals, {n} "
+                                                        f"pairs of "
             "matches).")

@@ -52,10 +52,15 @@ class AriaAgent:
         self.kills_seen = 0
 
     def parts(self) -> Parts:
-        """What changes: memory, suspicion, skills, strategy and bookkeeping. The seat, backends, prompt builder,
-        caller, frame store and rooms never change during a match."""
-        return Parts(dict(vars(self)), shared=[self.seat, self.aria, self.backend, self.rest_backend, self.builder,
-                                                self.caller, self.frames, self.rooms])
+        """What changes: memory, suspicion, skills, strategy and bookkeeping. The seat, backends, prompt
+        builder, caller, frame store and rooms never change during a match."""
+        return Parts(
+            dict(vars(self)),
+            shared=[
+                self.seat, self.aria, self.backend, self.rest_backend, self.builder, self.caller, self.frames,
+                self.rooms,
+            ],
+        )
 
     def restore_parts(self, r: Restored) -> None:
         vars(self).update(r.changing)
@@ -67,7 +72,8 @@ class AriaAgent:
     # -- one call ------------------------------------------------------------------------------------------
     async def call(self, module: str, obs: dict[str, Any], flagged: str | None = None,
                    context: dict[str, Any] | None = None, **extra: str) -> dict[str, Any]:
-        """``context``: request context for the backend only (never in the prompt), e.g. the ideal observer."""
+        """``context``: request context for the backend only (never in the prompt), e.g. the ideal
+        observer."""
         if self.evidence is not None and obs["alive"]:
             self.evidence.observe(obs)  # what the prompt's evidence memory shows is up to date with obs
         ctx = M.Context(obs, self.rooms, suspicion=self.suspicion.dump(), flagged=flagged)
@@ -77,15 +83,22 @@ class AriaAgent:
         t_start = time.perf_counter()  # harness time starts after the frames (world work, timed on its own)
         messages = self.prompt(module, obs, n_images=len(frames), **extra)
         backend, model, source = self.backend, self.seat.model, "model"
-        if self.seat.modules is not None and module not in self.seat.modules and self.rest_backend is not None:
+        if (
+            self.seat.modules is not None
+            and module not in self.seat.modules
+            and self.rest_backend is not None
+        ):
             backend, model, source = self.rest_backend, self.seat.rest_model, "rest"
-        return await self.caller.call(agent=self.name, role=self.role, module=module, obs=obs, messages=messages,
-                                      frames=frames, backend=backend, model=model, ctx=ctx,
-                                      temperature=self.aria.module_temperature.get(module),
-                                      extra_context={"extra": extra, "strategy": self.strategy, **(context or {})},
-                                      t_start=t_start, source=source)
+        return await self.caller.call(
+            agent=self.name, role=self.role, module=module, obs=obs, messages=messages, frames=frames,
+            backend=backend, model=model, ctx=ctx, temperature=self.aria.module_temperature.get(module),
+            extra_context={"extra": extra, "strategy": self.strategy, **(context or {})}, t_start=t_start,
+            source=source,
+        )
 
-    def prompt(self, module: str, obs: dict[str, Any], n_images: int = 0, **extra: str) -> list[dict[str, Any]]:
+    def prompt(
+        self, module: str, obs: dict[str, Any], n_images: int = 0, **extra: str
+    ) -> list[dict[str, Any]]:
         """The messages of a ``module`` call from the agent's current memory, skills and suspicion (read only:
         building them changes nothing; belief probes read the VOTE prompt through this)."""
         others = [n for n in M.Context(obs, self.rooms).alive if n != self.name]
@@ -109,7 +122,9 @@ class AriaAgent:
             action = await self._surveil(obs)
             if action is not None:
                 return action
-        body = next((b["victim"] for b in obs["bodies_in_view"] if b["victim"] not in self.decided_bodies), None)
+        body = next(
+            (b["victim"] for b in obs["bodies_in_view"] if b["victim"] not in self.decided_bodies), None
+        )
         if body is not None:
             self.decided_bodies.add(body)
             ans = await self.call(M.REPORT, obs, body=body)
@@ -151,7 +166,8 @@ class AriaAgent:
             if self.evidence is not None:  # kept for the whole match in the evidence block
                 self.evidence.flag(obs["tick"], ans["suspect"], ans["detail"] or "suspicious")
             else:
-                self.memory.note(f"step {obs['step']}: {ans['detail'] or 'suspicious'} (suspect {ans['suspect']})")
+                self.memory.note(f"step {obs['step']}: {ans['detail'] or 'suspicious'} (suspect "
+                                 f"{ans['suspect']})")
             await self._update_beliefs(obs, f"you flagged {ans['suspect']} in surveillance: "
                                             f"{ans['detail'] or 'suspicious'}", flagged=ans["suspect"])
         notable = ans["suspect"] != M.NONE or new_kill
@@ -168,8 +184,10 @@ class AriaAgent:
     async def _kill(self, obs: dict[str, Any]) -> Action | None:
         ans = await self.call(M.KILL, obs)
         if ans["decision"] == "KILL":  # after the strike it walks away at once (docs/harness.md, "KILL")
-            return Action("kill", target=ans["target"], point=leave_point(self.builder.map, obs, ans["target"]),
-                          narration=self._narrate(ans))
+            return Action(
+                "kill", target=ans["target"], point=leave_point(self.builder.map, obs, ans["target"]),
+                narration=self._narrate(ans),
+            )
         if ans["decision"] == "STALK":
             return Action("follow", target=ans["target"], narration=self._narrate(ans))
         # DEFER with a witness in view (more than one crewmate there): move away from the nearest one, as the
@@ -177,12 +195,14 @@ class AriaAgent:
         crew = set(M.Context(obs, self.rooms).crew_in_view)
         seen = sorted((p["distance"], p["name"]) for p in obs["players_in_view"] if p["name"] in crew)
         if len(seen) >= 2:
-            return Action("flee", target=seen[0][1], narration=self._narrate(ans) or "a witness is here; move away")
+            return Action("flee", target=seen[0][1], narration=self._narrate(ans) or "a witness is here; "
+                                                                                     "move away")
         return None
 
     async def _update_beliefs(self, obs: dict[str, Any], event: str,
                               flagged: str | None = None) -> list[dict[str, Any]]:
-        """Semantic memory: one BELIEF call, its deltas clamped. Window memory: a flag's fixed raise, no call."""
+        """Semantic memory: one BELIEF call, its deltas clamped. Window memory: a flag's fixed raise, no
+        call."""
         if isinstance(self.memory, SemanticMemory):
             ups = (await self.call(M.BELIEF, obs, flagged=flagged, event=event))["suspicion_updates"]
         else:
@@ -195,7 +215,8 @@ class AriaAgent:
         return applied
 
     async def listen(self, obs: dict[str, Any], speaker: str, text: str) -> None:
-        """Another player spoke in the meeting: semantic memory updates its beliefs on it (one BELIEF call)."""
+        """Another player spoke in the meeting: semantic memory updates its beliefs on it (one BELIEF
+        call)."""
         if isinstance(self.memory, SemanticMemory) and obs["alive"] and speaker != self.name:
             await self._update_beliefs(obs, f'{speaker} said: "{text}"')
 

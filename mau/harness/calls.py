@@ -41,8 +41,8 @@ class FrameStore:
         self._batch: list[tuple[Path, bytes]] = []
 
     def parts(self) -> Parts:
-        """What changes: the frame names given out (a repeated step number gets a new name) and the count saved;
-        rendered frames are a cache, dropped on restore."""
+        """What changes: the frame names given out (a repeated step number gets a new name) and the count
+        saved; rendered frames are a cache, dropped on restore."""
         return Parts({"names": self._names, "saved": self.saved}, shared=[self])
 
     def restore_parts(self, r: Restored) -> None:
@@ -80,7 +80,8 @@ class FrameStore:
 
     def _writer(self) -> "queue.Queue":
         """Files are written by a background thread: creating thousands of small files can block for
-        a while in the kernel (seen: 0.4 ms each on a busy ext4 disk), and the match need not wait for that."""
+        a while in the kernel (seen: 0.4 ms each on a busy ext4 disk), and the match need not wait for
+        that."""
         if self._queue is None:
             (self.folder / F.FRAMES_DIR).mkdir(exist_ok=True)
             self._queue = queue.Queue()
@@ -123,8 +124,8 @@ class ModelUnavailable(MauError):
 
 
 class Meter:
-    """The process's running totals of model calls (every match of the worker, finished or in flight): what the
-    progress bar shows live and ``mau bench collect`` reads. Costs at each call's own model's prices."""
+    """The process's running totals of model calls (every match of the worker, finished or in flight): what
+    the progress bar shows live and ``mau bench collect`` reads. Costs at each call's own model's prices."""
 
     def __init__(self) -> None:
         self.calls = self.in_flight = self.peak_in_flight = 0
@@ -143,7 +144,9 @@ class Meter:
         self.in_flight += 1
         self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
 
-    def end(self, prompt_tokens: int, completion_tokens: int, cost: float, fallback: bool, retries: int = 0) -> None:
+    def end(
+        self, prompt_tokens: int, completion_tokens: int, cost: float, fallback: bool, retries: int = 0
+    ) -> None:
         self._tick()
         self.retries += retries
         self.in_flight -= 1
@@ -183,8 +186,9 @@ class CallLog:
         self.cost_usd = 0.0  # at each call's model's prices
         self.by_module: dict[str, list[int]] = {}  # module -> [calls, fallbacks]
         self.by_role: dict[str, list[int]] = {}  # role -> [prompt tokens, completion tokens] (costs per side)
-        # (role, source) -> [calls, fallbacks, answered]; source "model": the seat's model, "rest": the model of
-        # the modules a seat's model does not answer (seats.<side>.modules). answered: the backend gave text.
+        # (role, source) -> [calls, fallbacks, answered]; source "model": the seat's model, "rest": the model
+        # of the modules a seat's model does not answer (seats.<side>.modules). answered: the backend gave
+        # text.
         self.by_source: dict[tuple[str, str], list[int]] = {}
         self.write_s = 0.0  # time spent serialising and writing records
         self.latencies: list[float] = []  # every call's latency, in order (mau bench harness reads them)
@@ -234,15 +238,23 @@ class CallLog:
         self.write_s += time.perf_counter() - t0
 
     def summary(self) -> dict[str, Any]:
-        return {"calls": self.n, "fallbacks": self.fallbacks, "errors": self.errors,
-                "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-                "cost_usd": round(self.cost_usd, 6),
-                "by_module": {k: {"calls": v[0], "fallbacks": v[1]} for k, v in sorted(self.by_module.items())},
-                "tokens_by_role": {k: {"prompt_tokens": v[0], "completion_tokens": v[1]}
-                                   for k, v in sorted(self.by_role.items())},
-                "by_side": {role: {src: {"calls": v[0], "fallbacks": v[1], "answered": v[2]}
-                                   for (r, src), v in sorted(self.by_source.items()) if r == role}
-                            for role in sorted({r for r, _ in self.by_source})}}
+        return {
+            "calls": self.n, "fallbacks": self.fallbacks, "errors": self.errors,
+            "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+            "cost_usd": round(self.cost_usd, 6),
+            "by_module": {k: {"calls": v[0], "fallbacks": v[1]} for k, v in sorted(self.by_module.items())},
+            "tokens_by_role": {
+                k: {"prompt_tokens": v[0], "completion_tokens": v[1]} for k, v in sorted(self.by_role.items())
+            },
+            "by_side": {
+                role: {
+                    src: {"calls": v[0], "fallbacks": v[1], "answered": v[2]}
+                    for (r, src), v in sorted(self.by_source.items())
+                    if r == role
+                }
+                for role in sorted({r for r, _ in self.by_source})
+            },
+        }
 
     def close(self) -> None:
         self.flush()
@@ -256,8 +268,10 @@ def _recorded_messages(messages: list[dict[str, Any]], frames: list[Frame]) -> l
     for m in messages:
         content = m["content"]
         if isinstance(content, list):
-            content = [{"type": "image", "path": frames[part["image"]].path} if part.get("type") == "image" else part
-                       for part in content]
+            content = [
+                {"type": "image", "path": frames[part["image"]].path} if part.get("type") == "image" else part
+                for part in content
+            ]
         out.append({"role": m["role"], "content": content})
     return out
 
@@ -272,7 +286,8 @@ class Caller:
     """Makes the calls of one match and records them.
 
     Records are written at the end of each world step (``flush``), in a fixed order: by agent (roster order),
-    then in the order each agent made its calls (an agent's calls are sequential), and numbered then. The order
+    then in the order each agent made its calls (an agent's calls are sequential), and numbered then. The
+    order
     in which answers arrive depends on the server and on what else is in flight; the file does not."""
 
     def __init__(self, world, log: CallLog, match_id: str, harness_of: dict[str, dict[str, Any]]):
@@ -288,20 +303,25 @@ class Caller:
         self.log.flush()
         self._seq.clear()
 
-    async def call(self, *, agent: str, role: str, module: str, obs: dict[str, Any], messages: list[dict[str, Any]],
-                   frames: list[Frame], backend: ModelBackend, model: ModelConfig, ctx: Context,
-                   temperature: float | None, extra_context: dict[str, Any] | None = None,
-                   t_start: float | None = None, source: str = "model") -> dict[str, Any]:
+    async def call(
+        self, *, agent: str, role: str, module: str, obs: dict[str, Any], messages: list[dict[str, Any]],
+        frames: list[Frame], backend: ModelBackend, model: ModelConfig, ctx: Context,
+        temperature: float | None, extra_context: dict[str, Any] | None = None, t_start: float | None = None,
+        source: str = "model",
+    ) -> dict[str, Any]:
         st = self.world.state
         t0 = t_start if t_start is not None else time.perf_counter()
         order = (self._rank.get(agent, len(self._rank)), self._seq.get(agent, 0))
         self._seq[agent] = order[1] + 1
-        request = ModelRequest(messages=messages, images=frames, module=module, agent=agent, json_mode=model.json_mode,
-                               temperature=temperature, max_tokens=model.max_tokens,
-                               context={"obs": obs, "module": module, "match": self.match_id, "seed": st.seed,
-                                        "map": self.world.config.map, "seen_kills": seen_kills(self.world, agent),
-                                        "claims": self.world.config.claims,
-                                        **(extra_context or {})})
+        request = ModelRequest(
+            messages=messages, images=frames, module=module, agent=agent, json_mode=model.json_mode,
+            temperature=temperature, max_tokens=model.max_tokens,
+            context={
+                "obs": obs, "module": module, "match": self.match_id, "seed": st.seed,
+                "map": self.world.config.map, "seen_kills": seen_kills(self.world, agent),
+                "claims": self.world.config.claims, **(extra_context or {}),
+            },
+        )
         t1 = time.perf_counter()
         METER.start()
         try:
@@ -312,24 +332,32 @@ class Caller:
         t2 = time.perf_counter()
         cost = call_cost(model, response.prompt_tokens, response.completion_tokens)
         if response.fatal:
-            METER.end(response.prompt_tokens or 0, response.completion_tokens or 0, cost, True, response.attempts - 1)
-            raise ModelUnavailable(f"{agent}'s {module} call to {model.backend} model {model.model!r} failed: "
-                                   f"{response.error}")
+            METER.end(
+                response.prompt_tokens or 0, response.completion_tokens or 0, cost, True,
+                response.attempts - 1,
+            )
+            raise ModelUnavailable(f"{agent}'s {module} call to {model.backend} model {model.model!r} "
+                                   f"failed: {response.error}")
         answer, fallback_reason = decide(module, response.text, response.error, ctx)
-        METER.end(response.prompt_tokens or 0, response.completion_tokens or 0, cost, fallback_reason is not None,
-                  response.attempts - 1)
+        METER.end(
+            response.prompt_tokens or 0, response.completion_tokens or 0, cost, fallback_reason is not None,
+            response.attempts - 1,
+        )
         record: F.CallRecord = {  # type: ignore[misc]  (keys are schema's names of the same fields)
-            F.CALL_ID: None, F.MATCH: self.match_id, F.SEED: st.seed,  # numbered at flush
-            F.STEP: st.step, F.TICK: st.tick, F.PHASE: st.phase, F.AGENT: agent, F.ROLE: role, F.MODULE: module,
-            F.HARNESS: self.harness_of[agent], F.MODEL: response.model or model.model, F.BACKEND: backend.name,
-            F.MESSAGES: _recorded_messages(messages, frames), F.RAW_OUTPUT: response.text, F.PARSED: answer,
-            F.FALLBACK: fallback_reason is not None, F.FALLBACK_REASON: fallback_reason, F.ERROR: response.error,
+            F.CALL_ID: None, F.MATCH: self.match_id,
+            F.SEED: st.seed,  # numbered at flush
+            F.STEP: st.step, F.TICK: st.tick, F.PHASE: st.phase, F.AGENT: agent, F.ROLE: role,
+            F.MODULE: module, F.HARNESS: self.harness_of[agent], F.MODEL: response.model or model.model,
+            F.BACKEND: backend.name, F.MESSAGES: _recorded_messages(messages, frames),
+            F.RAW_OUTPUT: response.text, F.PARSED: answer, F.FALLBACK: fallback_reason is not None,
+            F.FALLBACK_REASON: fallback_reason, F.ERROR: response.error,
             F.LATENCY_S: round(response.latency_s, 4), F.PROMPT_TOKENS: response.prompt_tokens,
             F.COMPLETION_TOKENS: response.completion_tokens, "attempts": response.attempts,
             "temperature": temperature if temperature is not None else model.temperature,
             "max_tokens": model.max_tokens,
         }
-        # Harness time: prompt building (from t_start), request, check and record; not the model, not the frames.
+        # Harness time: prompt building (from t_start), request, check and record; not the model, not the
+        # frames.
         record[F.HARNESS_MS] = round(((t1 - t0) + (time.perf_counter() - t2)) * 1000, 3)
         self.log.cost_usd += cost  # prices are the model's, which the record does not carry
         self.log.hold(order, record, source)

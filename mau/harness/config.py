@@ -23,30 +23,35 @@ class AriaConfig(Model):
     reactive planner, meeting reflection with skill memory, minimal prompts, privileged state)."""
 
     state: Literal["ego", "privileged"] = Field(
-        "privileged", description="ego: players in view now; privileged: positions of all players within 96 blocks.")
+        "privileged", description="ego: players in view now; privileged: positions of all players within 96 "
+                                  "blocks.")
     memory: Literal["window", "semantic"] = Field(
-        "semantic", description="window: the last window_size steps; semantic: beliefs per player, meetings, notes.")
+        "semantic", description="window: the last window_size steps; semantic: beliefs per player, meetings, "
+                                "notes.")
     planning: Literal["reactive", "hierarchical"] = Field(
         "reactive", description="reactive: one call picks the mode; hierarchical: a strategy every "
                                 "strategy_every steps + a per-step plan.")
     reflection: Literal["off", "meeting"] = Field(
-        "meeting", description="meeting: reflect after each meeting (suspicion deltas, skill memory); off: neither.")
+        "meeting", description="meeting: reflect after each meeting (suspicion deltas, skill memory); off: "
+                               "neither.")
     prompt_style: Literal["deterministic", "minimal"] = Field(
         "minimal", description="deterministic: role- and phase-specific tactics spelled out; minimal: "
                                "rules, role, format.")
     prompt_profile: dict[str, Literal["full", "compact", "compact_nospeech"]] = Field(
         default_factory=dict,
-        description="Per module: full (the prompts above, the default) or compact (text only, about 300 tokens: the "
-                    "evidence in few words, this meeting's speech, the candidates; only vote has one). For small "
-                    "models read out over candidates (docs/student.md). compact_nospeech: the compact prompt with "
-                    "the speech removed (no transcript, no accusations or votes in the evidence): an ablation.")
+        description="Per module: full (the prompts above, the default) or compact (text only, about 300 "
+                    "tokens: the evidence in few words, this meeting's speech, the candidates; only vote has "
+                    "one). For small models read out over candidates (docs/student.md). compact_nospeech: "
+                    "the compact prompt with the speech removed (no transcript, no accusations or votes in "
+                    "the evidence): an ablation.")
 
     @field_validator("prompt_profile")
     @classmethod
     def _compact_modules(cls, v: dict[str, str]) -> dict[str, str]:
         bad = [m for m, p in v.items() if p.startswith("compact") and m not in COMPACT_MODULES]
         if bad:
-            raise ValueError(f"prompt_profile: {bad[0]!r} has no compact prompt; only {', '.join(COMPACT_MODULES)} do")
+            raise ValueError(f"prompt_profile: {bad[0]!r} has no compact prompt; only "
+                             f"{', '.join(COMPACT_MODULES)} do")
         return v
 
     @field_validator("reflection", mode="before")
@@ -58,29 +63,32 @@ class AriaConfig(Model):
         return {False: "off", True: "meeting", "none": "off", "on": "meeting"}.get(v, v)
 
     window_size: int = Field(10, ge=1, description="Steps kept by window memory.")
-    strategy_every: int = Field(5, ge=1, description="Hierarchical planning: steps between long-term strategy calls.")
+    strategy_every: int = Field(5, ge=1, description="Hierarchical planning: steps between long-term "
+                                                     "strategy calls.")
     skill_memory_size: int = Field(50, ge=1, description="Skill memory entries kept (FIFO).")
     skill_retrieve: int = Field(5, ge=0, description="Most recent skills put in prompts.")
     suspicion_clamp: float = Field(0.3, gt=0, le=1, description="Suspicion deltas (BELIEF and REFLECT) are "
                                                                 "clamped to +/- this (paper: 0.3).")
     notes_limit: int = Field(20, ge=1, description="Semantic memory: notes kept (oldest dropped).")
     evidence_memory: bool = Field(
-        True, description="Crewmates: memory keeps an Evidence block for the whole match (who was near where each "
-                          "victim fell, kills flagged, accusations and votes; docs/harness.md). Ours; off: the "
-                          "paper's memory only.")
+        True, description="Crewmates: memory keeps an Evidence block for the whole match (who was near where "
+                          "each victim fell, kills flagged, accusations and votes; docs/harness.md). Ours; "
+                          "off: the paper's memory only.")
     claims_memory: bool = Field(
         False, description="Crewmates with evidence memory: also list the placing claims heard in earlier "
-                            "meetings (who placed whom where and when, as said; the newest 12; never a verdict; "
-                            "docs/claims.md). Off: only the current meeting's transcript and the agent's own "
-                            "cross-checks.")
-    surveillance: bool = Field(True, description="Crewmates scan two view directions after each step (SURVEILLANCE).")
+                            "meetings (who placed whom where and when, as said; the newest 12; never a "
+                            "verdict; docs/claims.md). Off: only the current meeting's transcript and the "
+                            "agent's own cross-checks.")
+    surveillance: bool = Field(True, description="Crewmates scan two view directions after each step "
+                                                 "(SURVEILLANCE).")
     frames: bool = Field(True, description="Send first-person frames with the calls that take images "
                                            "(docs/harness.md).")
     module_temperature: dict[str, float] = Field(
         default_factory=lambda: dict(PAPER_MODULE_TEMPERATURE),
         description="Per-module temperature overrides (the paper's harness); other modules use the seat's.")
     probes: ProbeConfig = Field(default_factory=ProbeConfig,
-                                description="Crewmates: belief probes and the ideal observer (docs/harness.md).")
+                                description="Crewmates: belief probes and the ideal observer "
+                                            "(docs/harness.md).")
 
 
 class SeatConfig(Model):
@@ -89,7 +97,8 @@ class SeatConfig(Model):
     model: ModelConfig = Field(default_factory=ModelConfig, description="The model (backend and settings).")
     aria: AriaConfig = Field(default_factory=AriaConfig, description="The harness configuration.")
     modules: list[str] | None = Field(
-        None, description="Only these modules ask `model` (e.g. [vote]); the others ask `rest_model`. None: all.")
+        None, description="Only these modules ask `model` (e.g. [vote]); the others ask `rest_model`. None: "
+                          "all.")
     rest_model: ModelConfig = Field(default_factory=ModelConfig,
                                     description="The model of the modules not in `modules` (default the "
                                                 "scripted expert).")

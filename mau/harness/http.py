@@ -1,8 +1,8 @@
 """A lean async HTTP/1.1 client for JSON POSTs to one endpoint: keep-alive connections pooled per event loop,
 TLS for https, Content-Length and chunked bodies. The ``openai`` backend's default transport (``http_client:
 mau``): the ``openai`` package's client spends most of a collect worker's CPU on typing the request body and
-building response models (``mau bench collect``: docs/collect.md); this sends the bytes and reads JSON back. No
-proxy support (use ``http_client: openai`` behind an HTTPS proxy), no compression, no redirects.
+building response models (``mau bench collect``: docs/collect.md); this sends the bytes and reads JSON back.
+No proxy support (use ``http_client: openai`` behind an HTTPS proxy), no compression, no redirects.
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ class HttpStatusError(Exception):
 
 
 class Endpoint:
-    """``await Endpoint(base_url).post_json("/chat/completions", body, headers, timeout_s)`` -> the JSON answer.
-    Connections are kept per event loop (a worker's) and reused; one that the server closed while idle is
+    """``await Endpoint(base_url).post_json("/chat/completions", body, headers, timeout_s)`` -> the JSON
+    answer. Connections are kept per event loop (a worker's) and reused; one that the server closed while
+    idle is
     replaced once, transparently."""
 
     def __init__(self, base_url: str):
@@ -41,8 +42,8 @@ class Endpoint:
 
     async def post_json(self, path: str, body: Any, headers: dict[str, str], timeout_s: float) -> Any:
         data = body if isinstance(body, bytes) else json.dumps(body, separators=(",", ":")).encode()
-        head = (f"POST {self.prefix}{path} HTTP/1.1\r\nHost: {self.authority}\r\nContent-Type: application/json\r\n"
-                f"Accept: application/json\r\nContent-Length: {len(data)}\r\n"
+        head = (f"POST {self.prefix}{path} HTTP/1.1\r\nHost: {self.authority}\r\nContent-Type: "
+                f"application/json\r\nAccept: application/json\r\nContent-Length: {len(data)}\r\n"
                 + "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n").encode()
         status, hdrs, payload = await asyncio.wait_for(self._exchange(head + data), timeout_s)
         if not 200 <= status < 300:

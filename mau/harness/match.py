@@ -49,7 +49,8 @@ class AriaMatch:
         self.frames = FrameStore(world, folder)
         self.memory_dumps: list[dict[str, Any]] = []
         self._rest: dict[str, ModelBackend] = dict(rest_backends or {})
-        self._own_rest: set[str] = set()  # the rest backends made here (closed at finish); given ones are shared
+        # the rest backends made here (closed at finish); given ones are shared
+        self._own_rest: set[str] = set()
         self.beliefs = None  # the match's belief probes (mau.harness.beliefs.probe), made at start()
         self.probe_summary: dict[str, Any] | None = None
 
@@ -101,8 +102,10 @@ class AriaMatch:
             seat = self.seats[key]
             if key not in builders:
                 builders[key] = PromptBuilder(seat.aria, w.cfg, w.map, w.config.claims)
-            self.agents[p.name] = AriaAgent(p.name, p.role, roster, seat, self.backends[key], builders[key],
-                                            self.caller, self.frames, rooms, rest_backend=self._rest_backend(key))
+            self.agents[p.name] = AriaAgent(
+                p.name, p.role, roster, seat, self.backends[key], builders[key], self.caller, self.frames,
+                rooms, rest_backend=self._rest_backend(key),
+            )
         from mau.harness.beliefs.probe import BeliefProbes
 
         self.beliefs = BeliefProbes(w, self.agents, self.match_id, self.folder, rooms)
@@ -140,7 +143,9 @@ class AriaMatch:
             w.step({speaker: action})
             heard = action.text
             if action.claims:  # what everyone heard: the text and the claims the world kept, rendered
-                heard = next((e[F.UTTERANCE_TEXT] for e in st.events[n_events:] if e[F.TYPE] == F.EV_UTTERANCE), None)
+                heard = next(
+                    (e[F.UTTERANCE_TEXT] for e in st.events[n_events:] if e[F.TYPE] == F.EV_UTTERANCE), None
+                )
             if heard and st.phase in (DISCUSSION, VOTING):  # the others take it in (BELIEF)
                 listeners = [p.name for p in st.players if p.active and p.name != speaker]
                 await asyncio.gather(*(agents[n].listen(w.observe(n, agents[n].aria.state), speaker, heard)
@@ -165,12 +170,13 @@ class AriaMatch:
             with open(self.folder / F.MEMORY_FILE, "w") as f:
                 for d in self.memory_dumps:
                     f.write(json.dumps(d, separators=(",", ":")) + "\n")
-        return MatchResult(self.seed, st.outcome, st.end_reason, st.step, st.tick, time.perf_counter() - self._t0,
-                           None)
+        return MatchResult(
+            self.seed, st.outcome, st.end_reason, st.step, st.tick, time.perf_counter() - self._t0, None
+        )
 
     def end_backends(self) -> None:
-        """Tell every backend of the match that it is over (they drop its per-match state: brains, RNG streams);
-        the runner calls it for a match that failed, too."""
+        """Tell every backend of the match that it is over (they drop its per-match state: brains, RNG
+        streams); the runner calls it for a match that failed, too."""
         for b in {id(b): b for b in [*self.backends.values(), *self._rest.values()]}.values():
             b.end_match(self.match_id)
 

@@ -20,7 +20,8 @@ CLAIMS_MEMORY_LIMIT = 12  # placing claims of earlier meetings kept in the promp
 
 def _evidence_block(evidence: EvidenceLog | None, claims: bool = False) -> list[str]:
     """The evidence memory (``aria.evidence_memory``): every line of the agent's evidence log, kept for the
-    whole match whatever the memory kind (docs/harness.md, "Evidence memory"); with ``aria.claims_memory`` also
+    whole match whatever the memory kind (docs/harness.md, "Evidence memory"); with ``aria.claims_memory``
+    also
     the placing claims heard in earlier meetings, as said (never a verdict)."""
     lines = evidence.lines() if evidence is not None else []
     out = ["Evidence:"] + [f"- {x}" for x in lines] if lines else []
@@ -54,7 +55,8 @@ class WindowMemory:
         self.steps.append(summary)
 
     def render(self) -> str:
-        lines = ["Recent steps:"] + [f"- {s}" for s in self.steps] if self.steps else ["Recent steps: none yet."]
+        lines = ["Recent steps:"] + [f"- {s}" for s in self.steps] if self.steps else ["Recent steps: none "
+                                                                                       "yet."]
         return "\n".join(lines + _evidence_block(self.evidence, self.claims_memory))
 
     def dump(self) -> dict[str, Any]:
@@ -82,7 +84,11 @@ class Suspicion:
 
     def render(self, players: list[str] | None = None) -> str:
         names = [n for n in self.scores if players is None or n in players]
-        return "Suspicion scores (0 to 1): " + (", ".join(f"{n} {self.scores[n]:.2f}" for n in names) or "nobody") + "."
+        return (
+            "Suspicion scores (0 to 1): "
+            + (", ".join(f"{n} {self.scores[n]:.2f}" for n in names) or "nobody")
+            + "."
+        )
 
     def dump(self) -> dict[str, float]:
         return dict(self.scores)
@@ -120,7 +126,8 @@ class SemanticMemory:
     def render(self) -> str:
         lines = ["Beliefs about the others:"]
         for name, b in self.beliefs.items():
-            lines.append(f"- {name}: last seen {b['last_seen']}" if b["last_seen"] else f"- {name}: not seen yet")
+            lines.append(f"- {name}: last seen {b['last_seen']}" if b["last_seen"] else f"- {name}: not seen "
+                                                                                        f"yet")
         if self.meetings:
             lines.append("Meetings so far:")
             lines += [f"- {m}" for m in self.meetings]

@@ -5,16 +5,18 @@
 It answers ``POST /v1/chat/completions`` with a JSON object that fits the answer format the prompt asks for
 (the ``Answer: {...}`` line of an ARIA prompt: the first listed option of each field, or a fixed value), after
 ``latency-ms`` (+ uniform jitter). Faults, drawn per request from a seeded stream: ``429``, ``500``, ``503``,
-``timeout`` (hang for ``--hang-s``), ``malformed`` (not JSON), ``empty`` (empty content), ``wrongtype`` (fields of
-the wrong type). ``GET /stats`` counts requests, faults and images received (decoded, to prove they arrived).
+``timeout`` (hang for ``--hang-s``), ``malformed`` (not JSON), ``empty`` (empty content), ``wrongtype``
+(fields of the wrong type). ``GET /stats`` counts requests, faults and images received (decoded, to prove
+they arrived).
 
 Rate limits as an API has them: an injected ``429`` carries ``Retry-After: <--retry-after-s>``; ``--burst
-START:SECONDS`` answers every chat request 429 (with ``Retry-After``) from START to START+SECONDS seconds after the
-server started (a burst of rate limiting that lifts). ``/stats`` also says the calls in flight now, at peak and
-on average over time (``mean_inflight``), and the server's own CPU seconds (its ceiling: ``mau bench collect``).
+START:SECONDS`` answers every chat request 429 (with ``Retry-After``) from START to START+SECONDS seconds
+after the server started (a burst of rate limiting that lifts). ``/stats`` also says the calls in flight now,
+at peak and on average over time (``mean_inflight``), and the server's own CPU seconds (its ceiling: ``mau
+bench collect``).
 
-``--api-key-env NAME``: like ``vllm serve --api-key`` (which reads ``VLLM_API_KEY``), every ``/v1`` request must
-carry ``Authorization: Bearer <the value of $NAME>`` or is refused with 401; the key is read from the
+``--api-key-env NAME``: like ``vllm serve --api-key`` (which reads ``VLLM_API_KEY``), every ``/v1`` request
+must carry ``Authorization: Bearer <the value of $NAME>`` or is refused with 401; the key is read from the
 environment, never from the command line. ``--vary-by-model``: the answer also depends on the request's
 ``model`` (as two different models, or a base and its active adapter, would answer differently).
 """
@@ -39,7 +41,8 @@ _PLACEHOLDER = re.compile(r'"<([^>]*)>"|<([^>]*)>')
 
 def answer_for(prompt: str, rng: random.Random) -> dict[str, Any]:
     """Fill the ``Answer: {...}`` template of an ARIA prompt with valid-looking values."""
-    line = next((ln[len("Answer: "):] for ln in reversed(prompt.splitlines()) if ln.startswith("Answer: {")), None)
+    line = next((ln[len("Answer: "):] for ln in reversed(prompt.splitlines()) if ln.startswith("Answer: "
+                                                                                               "{")), None)
     if line is None:
         return {"reasoning": "mock"}
 
@@ -47,10 +50,18 @@ def answer_for(prompt: str, rng: random.Random) -> dict[str, Any]:
         quoted, bare = m.group(1), m.group(2)
         text = quoted if quoted is not None else bare
         if "one of: " in text:
-            opts = [o.strip() for o in re.split(r",\s*(?:or\s+)?|\s+or\s+", text.split("one of: ", 1)[1]) if o.strip()]
+            opts = [
+                o.strip()
+                for o in re.split(r",\s*(?:or\s+)?|\s+or\s+", text.split("one of: ", 1)[1])
+                if o.strip()
+            ]
             opts = ["none" if o == "nobody" else o for o in opts]
             choice = rng.choice(opts) if opts else "none"
-            return json.dumps(choice) if quoted is not None else (choice if choice.isdigit() else json.dumps(choice))
+            return (
+                json.dumps(choice)
+                if quoted is not None
+                else (choice if choice.isdigit() else json.dumps(choice))
+            )
         if text == "true or false":
             return "false"
         if text.startswith("a number"):
@@ -70,9 +81,11 @@ def answer_for(prompt: str, rng: random.Random) -> dict[str, Any]:
 
 
 class MockServer:
-    def __init__(self, latency_ms: float, jitter_ms: float, faults: dict[str, float], hang_s: float, seed: int,
-                 api_key: str | None = None, vary_by_model: bool = False, retry_after_s: float = 1.0,
-                 burst: tuple[float, float] | None = None):
+    def __init__(
+        self, latency_ms: float, jitter_ms: float, faults: dict[str, float], hang_s: float, seed: int,
+        api_key: str | None = None, vary_by_model: bool = False, retry_after_s: float = 1.0,
+        burst: tuple[float, float] | None = None,
+    ):
         self.latency_ms, self.jitter_ms, self.faults = latency_ms, jitter_ms, faults
         self.hang_s, self.seed = hang_s, seed
         self.api_key, self.vary_by_model = api_key, vary_by_model
@@ -96,8 +109,11 @@ class MockServer:
         """The stats, with the time-weighted mean of requests in flight and the server's CPU seconds."""
         self._inflight(0)
         elapsed = max(time.perf_counter() - self._t0, 1e-9)
-        return {**self.stats, "elapsed_s": round(elapsed, 3), "mean_inflight": round(self._inflight_s / elapsed, 3),
-                "inflight_s": round(self._inflight_s, 3), "cpu_s": round(time.process_time(), 3)}
+        return {
+            **self.stats, "elapsed_s": round(elapsed, 3),
+            "mean_inflight": round(self._inflight_s / elapsed, 3), "inflight_s": round(self._inflight_s, 3),
+            "cpu_s": round(time.process_time(), 3),
+        }
 
     def _fault(self, key: str) -> str | None:
         n = self._seen.get(key, 0)
@@ -166,9 +182,13 @@ class MockServer:
         return 200, {
             "id": f"mock-{st['requests']}", "object": "chat.completion", "created": int(time.time()),
             "model": body.get("model", "mock"),
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
-            "usage": {"prompt_tokens": len(prompt) // 4, "completion_tokens": len(content) // 4,
-                      "total_tokens": len(prompt) // 4 + len(content) // 4},
+            "choices": [
+                {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}
+            ],
+            "usage": {
+                "prompt_tokens": len(prompt) // 4, "completion_tokens": len(content) // 4,
+                "total_tokens": len(prompt) // 4 + len(content) // 4,
+            },
         }
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -188,7 +208,8 @@ class MockServer:
                 body = await reader.readexactly(int(headers.get("content-length", 0) or 0))
                 if self.api_key is not None and path.startswith("/v1") and not hmac.compare_digest(
                         headers.get("authorization", "").encode(), f"Bearer {self.api_key}".encode()):
-                    status, payload = 401, {"error": {"message": "invalid or missing API key", "type": "auth"}}
+                    status, payload = 401, {"error": {"message": "invalid or missing API "
+                                                                 "key", "type": "auth"}}
                 elif method == "POST" and path.rstrip("/").endswith("/chat/completions"):
                     try:
                         status, payload = await self.chat(json.loads(body or b"{}"), headers)
@@ -244,7 +265,8 @@ def main() -> None:
     p.add_argument("--faults", default="")
     p.add_argument("--hang-s", type=float, default=30.0)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--api-key-env", default=None, help="refuse /v1 requests without the key held by this variable")
+    p.add_argument("--api-key-env", default=None, help="refuse /v1 requests without the key held by this "
+                                                       "variable")
     p.add_argument("--vary-by-model", action="store_true", help="answers depend on the request's model too")
     p.add_argument("--retry-after-s", type=float, default=1.0, help="the Retry-After of a 429")
     p.add_argument("--burst", default=None, help="START:SECONDS: every chat request 429 in that window")
@@ -261,14 +283,18 @@ def main() -> None:
             burst = (float(start), float(length))
         except ValueError:
             raise SystemExit(f"--burst {a.burst!r}: write it as START:SECONDS, e.g. 10:5") from None
-    server = MockServer(a.latency_ms, a.jitter_ms, parse_faults(a.faults), a.hang_s, a.seed, key, a.vary_by_model,
-                        a.retry_after_s, burst)
+    server = MockServer(
+        a.latency_ms, a.jitter_ms, parse_faults(a.faults), a.hang_s, a.seed, key, a.vary_by_model,
+        a.retry_after_s, burst,
+    )
     asyncio.run(serve(a.host, a.port, server))
 
 
-def mock_server(log: str, latency_ms: float = 0.0, jitter_ms: float = 0.0, faults: str = "", hang_s: float = 30.0,
-                seed: int = 0, timeout_s: float = 20.0, api_key_env: str | None = None, vary_by_model: bool = False,
-                retry_after_s: float = 1.0, burst: str | None = None, port: int | None = None):
+def mock_server(
+    log: str, latency_ms: float = 0.0, jitter_ms: float = 0.0, faults: str = "", hang_s: float = 30.0,
+    seed: int = 0, timeout_s: float = 20.0, api_key_env: str | None = None, vary_by_model: bool = False,
+    retry_after_s: float = 1.0, burst: str | None = None, port: int | None = None,
+):
     """A ManagedProcess running this server on a free loopback port; ``.base_url`` is its /v1 endpoint.
     ``api_key_env``: the variable (in this process's environment) whose key every /v1 request must carry."""
     import sys
@@ -276,9 +302,11 @@ def mock_server(log: str, latency_ms: float = 0.0, jitter_ms: float = 0.0, fault
     from mau.procs import ManagedProcess, free_port, http_ok
 
     port = port or free_port()
-    cmd = [sys.executable, "-m", "mau.harness.mock_server", "--port", str(port), "--latency-ms", str(latency_ms),
-           "--jitter-ms", str(jitter_ms), "--faults", faults, "--hang-s", str(hang_s), "--seed", str(seed),
-           "--retry-after-s", str(retry_after_s)]
+    cmd = [
+        sys.executable, "-m", "mau.harness.mock_server", "--port", str(port), "--latency-ms", str(latency_ms),
+        "--jitter-ms", str(jitter_ms), "--faults", faults, "--hang-s", str(hang_s), "--seed", str(seed),
+        "--retry-after-s", str(retry_after_s),
+    ]
     if burst:
         cmd += ["--burst", burst]
     if api_key_env:

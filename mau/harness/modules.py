@@ -12,17 +12,21 @@ from typing import Any, Callable, NamedTuple
 from mau.schema import NONE, SKIP
 
 WANDER = "wander"
-PRIVATE = "_private"  # an answer's key for what a scripted stand-in hands the agent unrecorded (ModelResponse.private)
+# an answer's key for what a scripted stand-in hands the agent unrecorded (ModelResponse.private)
+PRIVATE = "_private"
 
 # Module names, as they appear in call records.
 SURVEILLANCE, EMERGENCY, REPORT, KILL = "surveillance", "emergency", "report", "kill"
 MEETING, VOTE, MOVE, MISSION = "meeting", "vote", "move", "mission"
-VOTE_PREFIX = '{"vote_target": "'  # how every VOTE answer opens (the scripted expert's, hence BC targets'): read-outs
+# how every VOTE answer opens (the scripted expert's, hence BC targets'): read-outs
+VOTE_PREFIX = '{"vote_target": "'
 PLAN, PLAN_SHORT, STRATEGY, REFLECT = "plan", "plan_short", "strategy", "reflect"
-BELIEF = "belief"  # semantic memory's bounded belief update (after a meeting utterance or a surveillance flag)
+# semantic memory's bounded belief update (after a meeting utterance or a surveillance flag)
+BELIEF = "belief"
 DECISION_MODULES = (KILL, REPORT, SURVEILLANCE, EMERGENCY, MEETING, VOTE, MOVE, MISSION)
 ALL_MODULES = DECISION_MODULES + (PLAN, PLAN_SHORT, STRATEGY, REFLECT, BELIEF)
-FLAG_DELTA = 0.1  # the deterministic suspicion raise of a surveillance flag (BELIEF's fallback; window memory)
+# the deterministic suspicion raise of a surveillance flag (BELIEF's fallback; window memory)
+FLAG_DELTA = 0.1
 CREW_MODES = ("report", "mission", "explore")
 IMPOSTER_MODES = ("report", "mission", "explore", "kill")
 
@@ -37,7 +41,8 @@ class Context:
 
     obs: dict[str, Any]
     rooms: list[str]
-    suspicion: dict[str, float] = field(default_factory=dict)  # the agent's scores (VOTE's fallback reads them)
+    # the agent's scores (VOTE's fallback reads them)
+    suspicion: dict[str, float] = field(default_factory=dict)
     flagged: str | None = None  # BELIEF after a surveillance flag: the player flagged
 
     @property
@@ -152,10 +157,13 @@ def parse_surveillance(d: dict[str, Any], c: Context) -> dict[str, Any]:
     if not isinstance(seen, list) or not all(isinstance(s, str) for s in seen):
         raise ParseError("players_seen: expected a list of names")
     names = {n.lower(): n for n in c.alive + c.in_view}
-    return {"players_seen": [names[s.strip().lower()] for s in seen if s.strip().lower() in names],
-            "detail": _str(d, "detail", ""),
-            "suspect": checked_name(d.get("suspect", NONE), "suspect", [n for n in names.values() if n != c.me],
-                                    (NONE,))}
+    return {
+        "players_seen": [names[s.strip().lower()] for s in seen if s.strip().lower() in names],
+        "detail": _str(d, "detail", ""),
+        "suspect": checked_name(
+            d.get("suspect", NONE), "suspect", [n for n in names.values() if n != c.me], (NONE,)
+        ),
+    }
 
 
 def fallback_surveillance(c: Context) -> dict[str, Any]:
@@ -183,8 +191,14 @@ def parse_kill(d: dict[str, Any], c: Context) -> dict[str, Any]:
     target = d.get("target", NONE)
     if decision == "DEFER":
         target = NONE if target in (None, NONE) else target
-        return {"decision": decision, "target": target if isinstance(target, str) else NONE, "reasoning": _reasoning(d)}
-    return {"decision": decision, "target": checked_name(target, "target", c.crew_in_view), "reasoning": _reasoning(d)}
+        return {
+            "decision": decision, "target": target if isinstance(target, str) else NONE,
+            "reasoning": _reasoning(d),
+        }
+    return {
+        "decision": decision, "target": checked_name(target, "target", c.crew_in_view),
+        "reasoning": _reasoning(d),
+    }
 
 
 def fallback_kill(c: Context) -> dict[str, Any]:
@@ -222,9 +236,11 @@ def fallback_plan_short(c: Context) -> dict[str, Any]:
 
 def parse_strategy(d: dict[str, Any], c: Context) -> dict[str, Any]:
     others = [n for n in c.alive if n != c.me]
-    return {"strategy": _str(d, "strategy"),
-            "priority_target": checked_name(d.get("priority_target", NONE), "priority_target", others, (NONE,)),
-            "reasoning": _reasoning(d)}
+    return {
+        "strategy": _str(d, "strategy"),
+        "priority_target": checked_name(d.get("priority_target", NONE), "priority_target", others, (NONE,)),
+        "reasoning": _reasoning(d),
+    }
 
 
 def fallback_strategy(c: Context) -> dict[str, Any]:
@@ -267,7 +283,8 @@ def fallback_move(c: Context) -> dict[str, Any]:
     return {"target_player": WANDER, "room": c.rooms[c.obs["step"] % len(c.rooms)], "reasoning": ""}
 
 
-MAX_CLAIMS = 20  # claims passed on to the world, which keeps world.claims.max_per_utterance and drops the rest
+# claims passed on to the world, which keeps world.claims.max_per_utterance and drops the rest
+MAX_CLAIMS = 20
 
 
 def parse_meeting(d: dict[str, Any], c: Context) -> dict[str, Any]:
@@ -280,7 +297,9 @@ def parse_meeting(d: dict[str, Any], c: Context) -> dict[str, Any]:
            "reasoning": _reasoning(d)}
     if "claims" in d:
         claims = d["claims"]
-        out["claims"] = (claims if isinstance(claims, list) else [claims])[:MAX_CLAIMS] if claims is not None else []
+        out["claims"] = (
+            (claims if isinstance(claims, list) else [claims])[:MAX_CLAIMS] if claims is not None else []
+        )
     return out
 
 
@@ -307,7 +326,11 @@ def _updates(d: dict[str, Any], c: Context) -> list[dict[str, Any]]:
         raise ParseError("suspicion_updates: expected a list of {player, delta}")
     updates = []
     for u in ups:
-        if not isinstance(u, dict) or not isinstance(u.get("delta"), (int, float)) or isinstance(u.get("delta"), bool):
+        if (
+            not isinstance(u, dict)
+            or not isinstance(u.get("delta"), (int, float))
+            or isinstance(u.get("delta"), bool)
+        ):
             raise ParseError("suspicion_updates: each item needs a player and a numeric delta")
         if not math.isfinite(u["delta"]):
             raise ParseError("suspicion_updates: delta must be finite")
@@ -329,9 +352,11 @@ def fallback_belief(c: Context) -> dict[str, Any]:
 def parse_reflect(d: dict[str, Any], c: Context) -> dict[str, Any]:
     updates = _updates(d, c)
     others = [n for n in c.alive if n != c.me]
-    return {"insights": _str(d, "insights", ""), "suspicion_updates": updates,
-            "most_suspicious": checked_name(d.get("most_suspicious", NONE), "most_suspicious", others, (NONE,)),
-            "skill_learned": _str(d, "skill_learned", "")}
+    return {
+        "insights": _str(d, "insights", ""), "suspicion_updates": updates,
+        "most_suspicious": checked_name(d.get("most_suspicious", NONE), "most_suspicious", others, (NONE,)),
+        "skill_learned": _str(d, "skill_learned", ""),
+    }
 
 
 def fallback_reflect(c: Context) -> dict[str, Any]:
@@ -350,16 +375,14 @@ MODULES: dict[str, Module] = {m.name: m for m in (
     Module(SURVEILLANCE, ("fwd", "back"), parse_surveillance, fallback_surveillance),
     Module(EMERGENCY, ("fwd",), parse_emergency, fallback_emergency),
     Module(REPORT, ("fwd",), parse_report, fallback_report),
-    Module(KILL, ("back", "fwd"), parse_kill, fallback_kill),  # behind-scan for witnesses, forward-scan for a target
+    # behind-scan for witnesses, forward-scan for a target
+    Module(KILL, ("back", "fwd"), parse_kill, fallback_kill),
     Module(PLAN, ("fwd",), parse_plan, fallback_plan),
     Module(PLAN_SHORT, ("fwd",), parse_plan_short, fallback_plan_short),
     Module(STRATEGY, (), parse_strategy, fallback_strategy),
-    Module(MISSION, (), parse_mission, fallback_mission),
-    Module(MOVE, ("fwd",), parse_move, fallback_move),
-    Module(MEETING, (), parse_meeting, fallback_meeting),
-    Module(VOTE, (), parse_vote, fallback_vote),
-    Module(REFLECT, (), parse_reflect, fallback_reflect),
-    Module(BELIEF, (), parse_belief, fallback_belief),
+    Module(MISSION, (), parse_mission, fallback_mission), Module(MOVE, ("fwd",), parse_move, fallback_move),
+    Module(MEETING, (), parse_meeting, fallback_meeting), Module(VOTE, (), parse_vote, fallback_vote),
+    Module(REFLECT, (), parse_reflect, fallback_reflect), Module(BELIEF, (), parse_belief, fallback_belief),
 )}
 
 

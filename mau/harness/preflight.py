@@ -32,9 +32,11 @@ def _check_hf(label: str, cfg: ModelConfig) -> None:
     if model.exists() and not (model / "config.json").is_file():
         raise MauError(f"{_where(label, cfg)}: {model} has no config.json; give a model folder or a hub id")
     if not model.exists() and (cfg.model.startswith((".", "/", "~")) or cfg.model.count("/") != 1):
-        raise MauError(f"{_where(label, cfg)}: no such model folder; build it (mau tiny-model) or fix the path")
+        raise MauError(f"{_where(label, cfg)}: no such model folder; build it (mau tiny-model) or fix the "
+                       f"path")
     if cfg.adapter is not None and not (Path(cfg.adapter) / "adapter_config.json").is_file():
-        raise MauError(f"{_where(label, cfg)}: adapter {cfg.adapter} does not exist (no adapter_config.json); "
+        raise MauError(f"{_where(label, cfg)}: adapter {cfg.adapter} does not exist (no "
+                       f"adapter_config.json); "
                        "train it (mau train) or fix the path")
 
 
@@ -44,12 +46,17 @@ async def _check_openai(label: str, cfg: ModelConfig) -> None:
     quick = cfg.model_copy(update={"max_retries": 0, "timeout_s": min(cfg.timeout_s, 30.0), "concurrency": 1})
     backend = make_backend(quick)
     try:
-        r = await backend.complete(ModelRequest(messages=PREFLIGHT_MESSAGES, module="preflight", agent="preflight",
-                                                json_mode=cfg.json_mode, max_tokens=min(cfg.max_tokens, 64)))
+        r = await backend.complete(
+            ModelRequest(
+                messages=PREFLIGHT_MESSAGES, module="preflight", agent="preflight", json_mode=cfg.json_mode,
+                max_tokens=min(cfg.max_tokens, 64),
+            )
+        )
     finally:
         await backend.aclose()
     if r.error is not None and r.error != "empty answer":  # an empty answer still comes from a live model
-        raise MauError(f"{_where(label, cfg)} does not answer ({r.error}); start the server, fix base_url or the "
+        raise MauError(f"{_where(label, cfg)} does not answer ({r.error}); start the server, fix base_url or "
+                       f"the "
                        "model / LoRA module name, or check the key variable")
 
 

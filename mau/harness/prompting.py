@@ -1,5 +1,5 @@
-"""Prompt rendering. Templates are files (``prompts/<style>/<role>.yaml``, one entry per module, plus the shared
-``rules.txt`` and the answer formats in ``formats.yaml``); this module fills them from an observation.
+"""Prompt rendering. Templates are files (``prompts/<style>/<role>.yaml``, one entry per module, plus the
+shared ``rules.txt`` and the answer formats in ``formats.yaml``); this module fills them from an observation.
 
 Everything a prompt says is built from the agent's own observation and memory, which never hold another
 player's hidden role, so no prompt can either.
@@ -26,7 +26,9 @@ PROMPTS_DIR = Path(__file__).parent / "prompts"
 @lru_cache(maxsize=None)
 def _templates(style: str, role: str) -> tuple[Template, dict[str, Template]]:
     data = yaml.safe_load((PROMPTS_DIR / style / f"{role}.yaml").read_text())
-    return Template(data["system"].rstrip("\n")), {k: Template(v.rstrip("\n")) for k, v in data["modules"].items()}
+    return Template(data["system"].rstrip("\n")), {
+        k: Template(v.rstrip("\n")) for k, v in data["modules"].items()
+    }
 
 
 @lru_cache(maxsize=None)
@@ -37,7 +39,9 @@ def _formats() -> dict[str, Template]:
 @lru_cache(maxsize=None)
 def _compact() -> tuple[Template, dict[str, Template]]:
     data = yaml.safe_load((PROMPTS_DIR / "compact.yaml").read_text())
-    return Template(data["system"].rstrip("\n")), {k: Template(v.rstrip("\n")) for k, v in data["modules"].items()}
+    return Template(data["system"].rstrip("\n")), {
+        k: Template(v.rstrip("\n")) for k, v in data["modules"].items()
+    }
 
 
 # The compact profile's budgets in characters (about 4 per token): the evidence keeps its newest lines and the
@@ -48,7 +52,8 @@ CANDIDATES_LINE = "Candidates: "
 
 
 def compact_candidates(text: str) -> list[str]:
-    """The candidates named by a compact prompt's user text (its ``Candidates:`` line); [] when there is none."""
+    """The candidates named by a compact prompt's user text (its ``Candidates:`` line); [] when there is
+    none."""
     for line in reversed(text.split("\n")):
         if line.startswith(CANDIDATES_LINE):
             return [c.strip() for c in line[len(CANDIDATES_LINE):].rstrip(".").split(",") if c.strip()]
@@ -79,7 +84,9 @@ def _secs(ticks: int) -> str:
 class PromptBuilder:
     """Builds the exact messages of one agent's calls."""
 
-    def __init__(self, aria: AriaConfig, game: GameConfig, game_map: GameMap, claims: ClaimsConfig | None = None):
+    def __init__(
+        self, aria: AriaConfig, game: GameConfig, game_map: GameMap, claims: ClaimsConfig | None = None
+    ):
         self.aria = aria
         self.game = game
         self.map = game_map
@@ -87,11 +94,12 @@ class PromptBuilder:
         self.rooms = list(game_map.room_names)
         self.rules = Template((PROMPTS_DIR / "rules.txt").read_text().rstrip("\n")).substitute(
             n_players=game.num_players, n_imposters=game.num_imposters, n_crewmates=game.num_crewmates,
-            rooms=", ".join(self.rooms), max_steps=game.max_steps, mission_seconds=_secs(game.mission_hold_ticks),
-            kill_reach=f"{game.kill_reach:g}", cooldown_seconds=_secs(game.cooldown_ticks),
-            report_range=f"{game.report_range:g}", spawn_room=game_map.spec.spawn_room,
-            button_start_seconds=_secs(game.button_lock_start_ticks),
-            button_after_seconds=_secs(game.button_lock_after_meeting_ticks), rounds=game.meeting_rounds)
+            rooms=", ".join(self.rooms), max_steps=game.max_steps,
+            mission_seconds=_secs(game.mission_hold_ticks), kill_reach=f"{game.kill_reach:g}",
+            cooldown_seconds=_secs(game.cooldown_ticks), report_range=f"{game.report_range:g}",
+            spawn_room=game_map.spec.spawn_room, button_start_seconds=_secs(game.button_lock_start_ticks),
+            button_after_seconds=_secs(game.button_lock_after_meeting_ticks), rounds=game.meeting_rounds,
+        )
         self._system_cache: dict[tuple[str, str], str] = {}
 
     # -- the parts -----------------------------------------------------------------------------------------
@@ -138,9 +146,14 @@ class PromptBuilder:
         lines.append(f"Bodies in view: {bodies or 'none'}.")
         lines.append(f"Known dead: {', '.join(o['known_dead']) or 'nobody'}.")
         if o["ejections"]:
-            lines.append("Ejected: " + ", ".join(f"{e['name']} (was "
-                                                 f"{'an Imposter' if e['role'] == 'imposter' else 'a Crewmate'})"
-                                                 for e in o["ejections"]) + ".")
+            lines.append(
+                "Ejected: "
+                + ", ".join(
+                    f"{e['name']} (was {'an Imposter' if e['role'] == 'imposter' else 'a Crewmate'})"
+                    for e in o["ejections"]
+                )
+                + "."
+            )
         for w in o["witnessed_kills"]:
             lines.append(f"You saw {w['killer']} kill {w['victim']} in {w['room']} at {_secs(w['tick'])} s.")
         cur = o["current_action"]
@@ -155,7 +168,8 @@ class PromptBuilder:
         m = obs["meeting"]
         if not m:
             return ""
-        why = f"reported the body of {m['body']}" if m["reason"] == "report" else "pressed the emergency button"
+        why = f"reported the body of {m['body']}" if m["reason"] == "report" else ("pressed the emergency "
+                                                                                   "button")
         lines = [f"Meeting: {m['caller']} {why}. Round {m['round']} of {m['rounds']}. "
                  f"Speaking order: {', '.join(m['order'])}."]
         lines += [f"{t['speaker']}: \"{t['text']}\"" for t in m["transcript"]] or ["Nobody has spoken yet."]
@@ -173,26 +187,34 @@ class PromptBuilder:
             module = "meeting_claims"
         return _formats()[module].substitute(
             others_or_none=", ".join(others + ["none"]), others_or_skip=", ".join(others + ["skip"]),
-            crew_in_view=", ".join(n for n in in_view if n not in mates) or "nobody",
-            modes=modes, strategy_every=self.aria.strategy_every, stations=", ".join(map(str, stations)) or "none",
+            crew_in_view=", ".join(n for n in in_view if n not in mates) or "nobody", modes=modes,
+            strategy_every=self.aria.strategy_every, stations=", ".join(map(str, stations)) or "none",
             in_view_or_wander=", ".join(in_view + ["wander"]), clamp=f"{self.aria.suspicion_clamp:g}",
-            rooms=", ".join(self.rooms), max_claims=self.claims.max_per_utterance)
+            rooms=", ".join(self.rooms), max_claims=self.claims.max_per_utterance,
+        )
 
     def compact(self, module: str, obs: dict[str, Any], *, evidence: list[str],
                 others: list[str], speech: bool = True) -> list[dict[str, Any]]:
-        """The compact profile's messages (text only): the evidence in few words, this meeting's speech and the
-        candidates, within the character budgets above; ``speech`` False: no transcript (the ablation)."""
+        """The compact profile's messages (text only): the evidence in few words, this meeting's speech and
+        the candidates, within the character budgets above; ``speech`` False: no transcript (the ablation)."""
         system, mods = _compact()
         m = obs.get("meeting") or {}
         said = [f'{t["speaker"]}: "{t["text"]}"' for t in m.get("transcript", [])]  # quoted: players' words
         ev = _newest(evidence, COMPACT_EVIDENCE_CHARS)
         chat = _newest(said, COMPACT_CHAT_CHARS) if speech else ["(speech not shown)"]
         text = mods[module].substitute(
-            evidence="\n".join(f"- {x}" for x in ev) or "- nothing yet", chat="\n".join(chat) or "nobody spoke",
+            evidence="\n".join(f"- {x}" for x in ev) or "- nothing yet", chat="\n".join(chat) or "nobody "
+                                                                                                 "spoke",
             candidates=", ".join(others + [SKIP]))
-        return [{"role": "system", "content": system.substitute(name=obs["name"], n_players=self.game.num_players,
-                                                                n_imposters=self.game.num_imposters)},
-                {"role": "user", "content": [{"type": "text", "text": text}]}]
+        return [
+            {
+                "role": "system",
+                "content": system.substitute(
+                    name=obs["name"], n_players=self.game.num_players, n_imposters=self.game.num_imposters
+                ),
+            },
+            {"role": "user", "content": [{"type": "text", "text": text}]},
+        ]
 
     # -- the messages --------------------------------------------------------------------------------------
     def messages(self, module: str, obs: dict[str, Any], *, memory: str, skills: str = "", others: list[str],
@@ -207,7 +229,8 @@ class PromptBuilder:
                   "format": self.format(module, obs, others), "sighting": "", "body": "", "strategy": "",
                   "outcome": "", "event": "", **extra}
         text = mods[module].substitute(values)
-        text = "\n".join(line for line in text.split("\n") if line.strip())  # empty blocks leave no blank lines
+        # empty blocks leave no blank lines
+        text = "\n".join(line for line in text.split("\n") if line.strip())
         content: list[dict[str, Any]] = [{"type": "text", "text": text}]
         content += [{"type": "image", "image": i} for i in range(n_images)]
         return [{"role": "system", "content": self.system(obs)}, {"role": "user", "content": content}]

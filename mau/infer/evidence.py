@@ -5,21 +5,21 @@ once) and the kills its frames showed (``saw_kill``). It keeps:
 
 - **positions it was shown**: every player listed as seen now (privileged state: ``players`` with
   ``seen_s_ago == 0``; ego state: ``players_in_view``) at each step end, so that when a death becomes known it
-  can say who was near the spot where the victim fell, from when the victim lay there until the death was known
-  (``death`` items, distances binned at 3 / 6 / 12 blocks);
+  can say who was near the spot where the victim fell, from when the victim lay there until the death was
+  known (``death`` items, distances binned at 3 / 6 / 12 blocks);
 - **what it saw**: kills in its view (``saw_kill``), bodies (their spot);
 - **what is public**: deaths announced, ejections and the revealed roles, who reported or called each meeting,
   every accusation in meeting speech (``mau.infer.hearsay``) and every vote;
-- **claims** (``world.claims.mode: structured``; docs/claims.md): a claim that puts a player in a place during a
-  window (``at``, ``saw``, ``with``, ``saw_kill``) is checked against my own sightings only: when I was shown its
-  subject inside the window, always elsewhere, the speaker is ``contradicted`` (I saw Noah in Storage when he
-  says he was in Admin; "I saw you in Admin" when I was in Storage); and two public claims that cannot both hold
-  (A says she was in Admin, B says he saw A in Storage then) are a ``conflict`` between their speakers. Never a
-  verdict of the checker: only what this crewmate saw and heard.
+- **claims** (``world.claims.mode: structured``; docs/claims.md): a claim that puts a player in a place
+  during a window (``at``, ``saw``, ``with``, ``saw_kill``) is checked against my own sightings only: when I
+  was shown its subject inside the window, always elsewhere, the speaker is ``contradicted`` (I saw Noah in
+  Storage when he says he was in Admin; "I saw you in Admin" when I was in Storage); and two public claims
+  that cannot both hold (A says she was in Admin, B says he saw A in Storage then) are a ``conflict`` between
+  their speakers. Never a verdict of the checker: only what this crewmate saw and heard.
 
 ``items()`` is the evidence as plain dicts (the likelihood model's input, recorded with each ideal-observer
-probe); ``lines()`` renders the same evidence as the text ARIA's memory shows in prompts, so what a model reads
-is exactly what the scripted teacher votes on.
+probe); ``lines()`` renders the same evidence as the text ARIA's memory shows in prompts, so what a model
+reads is exactly what the scripted teacher votes on.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ from typing import Any
 from mau.infer.hearsay import STRONG, accusations
 from mau.schema import TICKS_PER_SECOND
 
-# Distance bins of a death's neighbours, in blocks: 0: <= 3 (kill reach), 1: <= 6, 2: <= 12, 3: farther or unseen.
+# Distance bins of a death's neighbours, in blocks: 0: <= 3 (kill reach), 1: <= 6, 2: <= 12, 3: farther or
+# unseen.
 NEAR_BINS = (3.0, 6.0, 12.0)
 FAR = len(NEAR_BINS)
 STILL_EPS = 0.75  # blocks: a victim sample this close to the spot where it fell counts as lying there
@@ -45,7 +46,9 @@ CLAIM_TOL = 100  # ticks (5 s): a claimed moment (at_s) spans +/- this, as the c
 PLACED_KINDS = ("at", "saw", "with", "saw_kill")  # claims that put a player in a place during a window
 
 DEAD, EJECTED, SAW_KILL, DEATH, ACCUSE, VOTE, REPORTED, CALLED, CONTRADICTED, CONFLICT = (
-    "dead", "ejected", "saw_kill", "death", "accuse", "vote", "reported", "called", "contradicted", "conflict")
+    "dead", "ejected", "saw_kill", "death", "accuse", "vote", "reported", "called", "contradicted",
+    "conflict",
+)
 
 
 def dist_bin(d: float | None) -> int:
@@ -77,12 +80,15 @@ class EvidenceLog:
         self.roster = list(roster)
         self.others = [n for n in roster if n != me]
         self.samples: list[tuple[int, dict[str, tuple[float, float]]]] = []  # (tick, fresh positions)
-        self.places: list[tuple[int, dict[str, str]]] = []  # (tick, {player: place}) of the same sightings, me too
-        self.placings: list[dict[str, Any]] = []  # claims heard that place a player: {speaker, who, room, t0, t1}
+        # (tick, {player: place}) of the same sightings, me too
+        self.places: list[tuple[int, dict[str, str]]] = []
+        # claims heard that place a player: {speaker, who, room, t0, t1}
+        self.placings: list[dict[str, Any]] = []
         self.contradictions: list[dict[str, Any]] = []  # {speaker, who, room, t0, t1, seen_place, seen_tick}
         self.conflicts: list[dict[str, Any]] = []  # {a, b, room_a, room_b, t0, t1}
         self._last_tick = -1
-        self.body_spots: dict[str, tuple[float, float, str, int]] = {}  # victim -> (x, z, room, tick I saw it)
+        # victim -> (x, z, room, tick I saw it)
+        self.body_spots: dict[str, tuple[float, float, str, int]] = {}
         self.deaths: dict[str, _Death] = {}
         self.dead: list[str] = []
         self.ejected: dict[str, str] = {}
@@ -93,8 +99,10 @@ class EvidenceLog:
         self._heard: set[tuple[int, int]] = set()  # (meeting, transcript index) taken in
         self._meeting_tick = -1
         self.mode = "privileged"
-        self.radar = False  # privileged state's list is the paper's radar (a dead player listed where it fell)
-        self.flags: list[dict[str, Any]] = []  # ARIA memory only: what the agent itself flagged in surveillance
+        # privileged state's list is the paper's radar (a dead player listed where it fell)
+        self.radar = False
+        # ARIA memory only: what the agent itself flagged in surveillance
+        self.flags: list[dict[str, Any]] = []
         self.version = 0  # counts the changes of items(): readers cache what they computed from them
 
     # -- taking things in ------------------------------------------------------------------------------------
@@ -119,7 +127,9 @@ class EvidenceLog:
             self.places.append((tick, where))
             for b in obs["bodies_in_view"]:
                 if b["victim"] not in self.body_spots:
-                    self.body_spots[b["victim"]] = (float(b["position"][0]), float(b["position"][1]), b["room"], tick)
+                    self.body_spots[b["victim"]] = (
+                        float(b["position"][0]), float(b["position"][1]), b["room"], tick,
+                    )
                     self._learn_death(b["victim"], tick, None)
         for v in obs["known_dead"]:
             self._learn_death(v, tick, None)
@@ -177,8 +187,8 @@ class EvidenceLog:
                 self._claim(n, t["speaker"], c)
 
     def _claim(self, meeting: int, speaker: str, c: dict[str, Any]) -> None:
-        """A heard claim that places a player (``PLACED_KINDS``): checked against my sightings, and against the
-        claims heard before it."""
+        """A heard claim that places a player (``PLACED_KINDS``): checked against my sightings, and against
+        the claims heard before it."""
         if not isinstance(c, dict) or c.get("k") not in PLACED_KINDS:
             return
         try:
@@ -186,7 +196,9 @@ class EvidenceLog:
                 at = round(float(c["at_s"]) * TICKS_PER_SECOND)
                 t0, t1 = at - CLAIM_TOL, at + CLAIM_TOL
             else:
-                t0, t1 = round(float(c["from_s"]) * TICKS_PER_SECOND), round(float(c["to_s"]) * TICKS_PER_SECOND)
+                t0, t1 = (
+                    round(float(c["from_s"]) * TICKS_PER_SECOND), round(float(c["to_s"]) * TICKS_PER_SECOND),
+                )
             room = str(c["room"])
         except (KeyError, TypeError, ValueError):
             return  # claims are data: one this log cannot read counts for nothing
@@ -223,8 +235,8 @@ class EvidenceLog:
 
     @staticmethod
     def _conflict(x: dict[str, Any], y: dict[str, Any]) -> tuple[str | None, str | None]:
-        """Two speakers place the same player in different places at overlapping times: (speaker, speaker) of a
-        conflict, or (None, None). Only a speaker's claim about itself against another's about it: two
+        """Two speakers place the same player in different places at overlapping times: (speaker, speaker) of
+        a conflict, or (None, None). Only a speaker's claim about itself against another's about it: two
         third-party sightings may both be right about a player on the move."""
         if x["who"] != y["who"] or x["speaker"] == y["speaker"] or x["room"] == y["room"]:
             return None, None
@@ -265,8 +277,8 @@ class EvidenceLog:
         return None
 
     def _fill_window(self, d: _Death) -> None:
-        """The step ends from the first one at which the victim lay where it fell (as far as I was shown) until
-        the death was known; per other player, its distance to that spot at each (None: not shown)."""
+        """The step ends from the first one at which the victim lay where it fell (as far as I was shown)
+        until the death was known; per other player, its distance to that spot at each (None: not shown)."""
         d.ticks, d.dists = [], {}
         if d.spot is None:
             return
@@ -282,8 +294,9 @@ class EvidenceLog:
             start = i
         d.uniform = start == len(samples)
         if d.uniform:
-            # Never shown lying where it fell (ego state: a body in view is not a player in view): it fell after my
-            # last sight of it alive, at a step end I cannot tell; the last step ends before I knew, weighed alike.
+            # Never shown lying where it fell (ego state: a body in view is not a player in view): it fell
+            # after my last sight of it alive, at a step end I cannot tell; the last step ends before I knew,
+            # weighed alike.
             seen = [i for i, (_, f) in enumerate(samples) if d.victim in f]
             window = samples[(seen[-1] + 1 if seen else 0):][-MAX_WINDOW:]
         else:
@@ -322,9 +335,15 @@ class EvidenceLog:
         for d in self.deaths.values():
             bins = {n: [dist_bin(x) for x in row] for n, row in d.dists.items()}
             if any(b != FAR for row in bins.values() for b in row):
-                out.append({"k": DEATH, "victim": d.victim, "bins": bins, **({"uniform": True} if d.uniform else {})})
-        out += [{"k": ACCUSE, "p": a["speaker"], "target": a["target"], "s": a["strength"]} for a in self.accused]
-        out += [{"k": VOTE, "p": v["voter"], "target": v["target"]} for v in self.votes if v["target"] != "skip"]
+                out.append(
+                    {"k": DEATH, "victim": d.victim, "bins": bins, **({"uniform": True} if d.uniform else {})}
+                )
+        out += [
+            {"k": ACCUSE, "p": a["speaker"], "target": a["target"], "s": a["strength"]} for a in self.accused
+        ]
+        out += [
+            {"k": VOTE, "p": v["voter"], "target": v["target"]} for v in self.votes if v["target"] != "skip"
+        ]
         for m in self.meetings:
             out.append({"k": REPORTED if m["reason"] == "report" else CALLED, "p": m["caller"]})
         out += [{"k": CONTRADICTED, "p": c["speaker"]} for c in self.contradictions]
@@ -333,9 +352,11 @@ class EvidenceLog:
 
     def lines(self) -> list[str]:
         """The same evidence as sentences (ARIA's evidence memory); empty when there is none."""
-        out = [f"At {f['tick'] / TICKS_PER_SECOND:g} s I flagged {f['suspect']}: {f['detail']}" for f in self.flags]
+        out = [f"At {f['tick'] / TICKS_PER_SECOND:g} s I flagged {f['suspect']}: "
+               f"{f['detail']}" for f in self.flags]
         for k in self.kills_seen:
-            out.append(f"I saw {k['killer']} kill {k['victim']} in {k['room']} at {k['tick'] / TICKS_PER_SECOND:g} s.")
+            out.append(f"I saw {k['killer']} kill {k['victim']} in {k['room']} at "
+                       f"{k['tick'] / TICKS_PER_SECOND:g} s.")
         for d in self.deaths.values():
             where = f" in {d.room}" if d.room else ""
             if not d.ticks:
@@ -355,38 +376,46 @@ class EvidenceLog:
         for n, r in self.ejected.items():
             out.append(f"{n} was ejected: {'an Imposter' if r == 'imposter' else 'a Crewmate'}.")
         for m in self.meetings:
-            what = f"reported the body of {m['body']}" if m["reason"] == "report" else "called an emergency meeting"
+            what = f"reported the body of {m['body']}" if m["reason"] == "report" else ("called an emergency "
+                                                                                        "meeting")
             acc = [a for a in self.accused if a["meeting"] == m["n"]]
-            said = "; ".join(f"{a['speaker']} accused {a['target']} ({a['strength']})" for a in acc) or "no accusation"
+            said = "; ".join(f"{a['speaker']} accused {a['target']} ({a['strength']})" for a in acc) or (
+                "no accusation"
+            )
             votes = [v for v in self.votes if v["meeting"] == m["n"]]
             tally = ", ".join(f"{v['voter']}->{v['target']}" for v in votes)
-            out.append(f"Meeting {m['n']}: {m['caller']} {what}; {said}" + (f"; votes: {tally}." if tally else "."))
+            out.append(f"Meeting {m['n']}: {m['caller']} {what}; {said}" + (f"; votes: "
+                                                                            f"{tally}." if tally else "."))
         for c in self.contradictions:
             out.append(f"Meeting {c['meeting']}: {self._placed(c, c['who'])}; "
                        + ("I was in " if c["who"] == self.me else f"I saw {c['who']} in ")
                        + f"{c['seen_place']} at {c['seen_tick'] / TICKS_PER_SECOND:g} s.")
         for c in self.conflicts:
             f, s = c["first"], c["second"]
-            out.append(f"Meeting {s['meeting']}: {self._placed(f, c['who'])}, but {self._placed(s, c['who'])}.")
+            out.append(f"Meeting {s['meeting']}: {self._placed(f, c['who'])}, but "
+                       f"{self._placed(s, c['who'])}.")
         return out
 
     def _placed(self, p: dict[str, Any], who: str) -> str:
-        """'<speaker> placed <who> in <room> <window>': how every line that repeats a placing claim says it (the
-        learnability parser reads these words back)."""
-        return f"{p['speaker']} placed {_who(who, p['speaker'], self.me)} in {p['room']} {_span(p['t0'], p['t1'])}"
+        """'<speaker> placed <who> in <room> <window>': how every line that repeats a placing claim says it
+        (the learnability parser reads these words back)."""
+        return (f"{p['speaker']} placed {_who(who, p['speaker'], self.me)} in {p['room']} "
+                f"{_span(p['t0'], p['t1'])}")
 
     def claim_lines(self, limit: int) -> list[str]:
         """The placing claims heard in meetings before the latest one, as said (the newest ``limit``): what a
         crewmate's prompt may show of earlier speech (``aria.claims_memory``); no verdict, only words."""
         last = max((m["n"] for m in self.meetings), default=0)
-        out = [f"Meeting {p['meeting']}: {self._placed(p, p['who'])}." for p in self.placings if p["meeting"] < last]
+        out = [f"Meeting {p['meeting']}: "
+               f"{self._placed(p, p['who'])}." for p in self.placings if p["meeting"] < last]
         return out[-limit:] if limit else []
 
     def compact_lines(self, speech: bool = True) -> list[str]:
         """The evidence in few words (the compact prompt profile, docs/harness.md): a death's window is summed
         up per player as the closest distance and the count of step ends within 6 blocks; everything else as
         ``lines``. The same facts the likelihood reads, shorter, so a small model's prompt stays short."""
-        out = [f"At {f['tick'] / TICKS_PER_SECOND:g} s I flagged {f['suspect']}: {f['detail']}" for f in self.flags]
+        out = [f"At {f['tick'] / TICKS_PER_SECOND:g} s I flagged {f['suspect']}: "
+               f"{f['detail']}" for f in self.flags]
         out += [f"I saw {k['killer']} kill {k['victim']} in {k['room']}." for k in self.kills_seen]
         for d in self.deaths.values():
             where = f" in {d.room}" if d.room else ""
@@ -402,13 +431,18 @@ class EvidenceLog:
         out += [f"{n} was ejected: {'an Imposter' if r == 'imposter' else 'a Crewmate'}."
                 for n, r in self.ejected.items()]
         for m in self.meetings:
-            acc = [f"{a['speaker']} accused {a['target']}" for a in self.accused if a["meeting"] == m["n"] and speech]
+            acc = [
+                f"{a['speaker']} accused {a['target']}"
+                for a in self.accused
+                if a["meeting"] == m["n"] and speech
+            ]
             votes = [f"{v['voter']}->{v['target']}" for v in self.votes if v["meeting"] == m["n"] and speech]
             how = "reported" if m["reason"] == "report" else "called"
             out.append(f"Meeting {m['n']} ({m['caller']} {how})" + (f": {'; '.join(acc)}" if acc else "")
                        + (f"; votes {', '.join(votes)}" if votes else "") + ".")
         out += [f"{c['speaker']} placed {_who(c['who'], c['speaker'], self.me)} in {c['room']}, but I saw "
-                f"{'myself' if c['who'] == self.me else c['who']} in {c['seen_place']}." for c in self.contradictions]
+                f"{'myself' if c['who'] == self.me else c['who']} in "
+                f"{c['seen_place']}." for c in self.contradictions]
         out += [f"{c['first']['speaker']} and {c['second']['speaker']} placed {c['who']} in different rooms."
                 for c in self.conflicts]
         return out

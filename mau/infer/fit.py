@@ -4,9 +4,9 @@ Each probe is (the crewmate's evidence items, the other players, k, the true imp
 conditional log-likelihood sum over probes of log P(true imposter set | evidence; params): the exact posterior
 of ``mau.infer.model`` is a softmax over the hypotheses, so this is a conditional-logit fit, with a small L2
 penalty (``l2``) that keeps parameters finite where the training evidence separates perfectly. Everything is
-vectorised over probes (numpy only); gradients are central differences over the ~16 parameters, the optimiser a
-BFGS with backtracking line search. ``saw_kill_error`` is held at its value (a perfect witness in the sim gives
-no finite optimum).
+vectorised over probes (numpy only); gradients are central differences over the ~16 parameters, the optimiser
+a BFGS with backtracking line search. ``saw_kill_error`` is held at its value (a perfect witness in the sim
+gives no finite optimum).
 """
 
 from __future__ import annotations
@@ -66,7 +66,9 @@ class _Compiled:
                         for j, b in enumerate(bins[:MAXJ]):
                             rows[idx[name], j, b] = 1.0
                         J = max(J, len(bins))
-                    mem = np.array([[1.0 if n in h else 0.0 for n in sorted(pr.others)] for h in hyps]) * there
+                    mem = (
+                        np.array([[1.0 if n in h else 0.0 for n in sorted(pr.others)] for h in hyps]) * there
+                    )
                     death_rows.append(rows)
                     death_mem.append(mem)
                     death_uni.append(bool(it.get("uniform")))
@@ -86,7 +88,9 @@ class _Compiled:
                         s_imp, t_imp = it["p"] in h, it["target"] in h
                         if s_imp or t_imp:
                             pref = it["s"] if kind == E.ACCUSE else "vote"
-                            self.F[i, h_i, lin.index(f"{pref}_{'i' if s_imp else 'c'}{'i' if t_imp else 'c'}")] += 1
+                            self.F[
+                                i, h_i, lin.index(f"{pref}_{'i' if s_imp else 'c'}{'i' if t_imp else 'c'}")
+                            ] += 1
                     elif kind in (E.REPORTED, E.CALLED):
                         if it["p"] in h:
                             self.F[i, h_i, lin.index(kind)] += 1
@@ -117,7 +121,9 @@ class _Compiled:
             there = self.Dmem.sum(axis=2)  # (D, H) members of h that were there
             num = np.einsum("dhc,dc->dh", self.Dmem, lr)
             with np.errstate(divide="ignore", invalid="ignore"):
-                f = np.where(there > 0, np.log(np.maximum(num, 1e-300) / np.maximum(there, 1)), p.saw_kill_error)
+                f = np.where(
+                    there > 0, np.log(np.maximum(num, 1e-300) / np.maximum(there, 1)), p.saw_kill_error
+                )
             np.add.at(s, self.Dprobe, f)
         return s
 
@@ -248,6 +254,10 @@ def read_params(path: str, what: str = "likelihood") -> Params:
     except (OSError, ValueError) as e:
         raise ValueError(f"{what} {path}: cannot read an observer fit ({e}); give the observer_fit.json that "
                          "mau beliefs --fit wrote") from None
-    if not isinstance(doc, dict) or doc.get(F.FORMAT) != F.FIT_FORMAT or doc.get(F.FORMAT_VERSION) != F.FIT_VERSION:
+    if (
+        not isinstance(doc, dict)
+        or doc.get(F.FORMAT) != F.FIT_FORMAT
+        or doc.get(F.FORMAT_VERSION) != F.FIT_VERSION
+    ):
         raise ValueError(f"{what} {path}: not a {F.FIT_FORMAT} version {F.FIT_VERSION} file")
     return Params.from_dict(doc["params"])

@@ -1,7 +1,7 @@
 """Meeting speech read as accusations: who says whom is an imposter, and how strongly.
 
-``strong``: the speaker says it saw the kill ("I saw Noah kill Steve", "Noah killed Steve") or saw the player at
-the victim ("I saw Noah right next to Steve", "... near the body of Steve", "within 3 blocks of where Steve
+``strong``: the speaker says it saw the kill ("I saw Noah kill Steve", "Noah killed Steve") or saw the player
+at the victim ("I saw Noah right next to Steve", "... near the body of Steve", "within 3 blocks of where Steve
 died"); ``weak``: a bare accusation ("I suspect Noah", "vote Noah", "Noah is the imposter", "Noah is lying").
 One accusation per (speaker, target) and utterance, the strongest. A sentence that names a player only to
 clear it ("Noah was with me", "not Noah") is no accusation. The scripted players' sentences are built to read
@@ -24,7 +24,8 @@ def _patterns(name: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
         rf"\bsaw {n} (?:kill|right next to|next to|standing (?:near|over)|near|at|by|within)\b|\b{n} killed\b"
         rf"|\b{n} (?:was|stood) (?:right )?(?:next to|near|over|by|within) (?:the body|where|[A-Z])", re.I)
     weak = re.compile(rf"\b(?:suspect|vote(?: for| out)?|accuse|watch) {n}\b|\b{n} (?:is|was|seems|looks) "
-                      rf"(?:the |an? )?(?:imposter|impostor|sus|suspicious|lying|a liar)\b|\b{n} is lying\b", re.I)
+                      rf"(?:the |an? )?(?:imposter|impostor|sus|suspicious|lying|a liar)\b|\b{n} is "
+                      rf"lying\b", re.I)
     return strong, weak
 
 

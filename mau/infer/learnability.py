@@ -3,13 +3,13 @@
 Features of each candidate are parsed from the VOTE prompt's text alone: the Evidence block of ARIA's memory
 (``mau.infer.evidence.EvidenceLog.lines``: kills flagged, who was near where each victim lay and how close,
 ejections, each meeting's accusations and votes) and the current meeting's transcript (read with
-``mau.infer.hearsay``): counts of each kind (``FEATURES``), and the model's log-odds of the candidate (``logodds``):
-the evidence lines parsed back into items (``parse_items``) and weighed by ``mau.infer.model`` with its shipped
-parameters, a function of the text alone. The "Suspicion scores" line is not read: it is the teacher's own
-summary, and copying it is not detection. A conditional logit over {candidates, skip} (a weight per feature,
-one constant for skip) is fitted by maximum likelihood on some matches and scored on the others (two folds by
-match), so the accuracy says how much of the teacher's voting is a function a student can learn from its
-input; the accuracy from the counts alone is reported beside it.
+``mau.infer.hearsay``): counts of each kind (``FEATURES``), and the model's log-odds of the candidate
+(``logodds``): the evidence lines parsed back into items (``parse_items``) and weighed by ``mau.infer.model``
+with its shipped parameters, a function of the text alone. The "Suspicion scores" line is not read: it is the
+teacher's own summary, and copying it is not detection. A conditional logit over {candidates, skip} (a weight
+per feature, one constant for skip) is fitted by maximum likelihood on some matches and scored on the others
+(two folds by match), so the accuracy says how much of the teacher's voting is a function a student can learn
+from its input; the accuracy from the counts alone is reported beside it.
 """
 
 from __future__ import annotations
@@ -25,12 +25,15 @@ from mau.infer import model as infer_model
 from mau.infer.evidence import UNKNOWN_FALL, dist_bin
 from mau.infer.hearsay import STRONG, accusations
 
-FEATURES = ("flag_kill", "flag_near", "near3", "near6", "near12", "first3", "first6", "first12", "near3_first",
-            "near_deaths", "acc_strong", "acc_weak", "acc_by_imposter", "acc_by_crew", "accuses_strong",
-            "accuses_weak", "accuses_ejected_crew", "accuses_ejected_imposter", "votes_got", "votes_cast",
-            "voted_ejected_crew", "voted_ejected_imposter", "reported", "called", "now_strong", "now_weak",
-            "now_accuses", "contradicted", "conflicts", "logodds")
-_DEATH = re.compile(r"^- (\w[\w ]*?) is dead.*?Within [\d.]+ blocks of where .*?\(blocks at step ends\): (.*)\.$")
+FEATURES = (
+    "flag_kill", "flag_near", "near3", "near6", "near12", "first3", "first6", "first12", "near3_first",
+    "near_deaths", "acc_strong", "acc_weak", "acc_by_imposter", "acc_by_crew", "accuses_strong",
+    "accuses_weak", "accuses_ejected_crew", "accuses_ejected_imposter", "votes_got", "votes_cast",
+    "voted_ejected_crew", "voted_ejected_imposter", "reported", "called", "now_strong", "now_weak",
+    "now_accuses", "contradicted", "conflicts", "logodds",
+)
+_DEATH = re.compile(r"^- (\w[\w ]*?) is dead.*?Within [\d.]+ blocks of where .*?\(blocks at step ends\): "
+                    r"(.*)\.$")
 _NEAR = re.compile(r"(\w+) ((?:[\d.]+ at [\d.]+ s(?:, )?)+)")
 _HIT = re.compile(r"([\d.]+) at ([\d.]+) s")
 _SPAN = re.compile(r"from ([\d.]+) s to")
@@ -64,8 +67,9 @@ def contradicted_speakers(messages: list[dict[str, Any]]) -> set[str]:
 
 
 def parse_items(prompt: str, me: str, roster: list[str]) -> list[dict[str, Any]]:
-    """The evidence items (``mau.infer.evidence``) that the prompt's Evidence block renders, read back from text:
-    what the model needs to weigh the evidence as the teacher does. A window's step ends are taken 5 s apart."""
+    """The evidence items (``mau.infer.evidence``) that the prompt's Evidence block renders, read back from
+    text: what the model needs to weigh the evidence as the teacher does. A window's step ends are taken 5 s
+    apart."""
     lines = prompt.split("\n")
     items: list[dict[str, Any]] = []
     ejected: list[str] = []
@@ -112,23 +116,30 @@ def parse_items(prompt: str, me: str, roster: list[str]) -> list[dict[str, Any]]
             items.append({"k": "reported" if m.group(2) == "reported" else "called", "p": m.group(1)})
             items += [{"k": "accuse", "p": a, "target": t, "s": st} for a, t, st in _ACC.findall(line)]
             if "votes:" in line:
-                items += [{"k": "vote", "p": a, "target": t} for a, t in _VOTE.findall(line.split("votes:", 1)[1])
-                          if t != "skip"]
+                items += [
+                    {"k": "vote", "p": a, "target": t}
+                    for a, t in _VOTE.findall(line.split("votes:", 1)[1])
+                    if t != "skip"
+                ]
     return items
 
 
 def model_logodds(prompt: str, me: str, roster: list[str], candidates: list[str]) -> dict[str, float]:
-    """log P / (1 - P) of each candidate under the shipped model, from the evidence parsed out of the prompt."""
+    """log P / (1 - P) of each candidate under the shipped model, from the evidence parsed out of the
+    prompt."""
     m = _IMPOSTERS.search(prompt)
     k = int(m.group(1)) if m else 2
-    bel, _ = infer_model.beliefs(me, roster, candidates, k, parse_items(prompt, me, roster), infer_model.Params())
+    bel, _ = infer_model.beliefs(
+        me, roster, candidates, k, parse_items(prompt, me, roster), infer_model.Params()
+    )
     return {c: math.log(min(1 - 1e-6, max(1e-6, bel[c])) / (1 - min(1 - 1e-6, max(1e-6, bel[c]))))
             for c in candidates}
 
 
 def features(prompt: str, candidates: list[str], speaker_names: list[str],
              me: str | None = None) -> dict[str, dict[str, float]]:
-    """{candidate: {feature: value}} from a VOTE prompt's text (``logodds`` needs ``me``, the prompt's agent)."""
+    """{candidate: {feature: value}} from a VOTE prompt's text (``logodds`` needs ``me``, the prompt's
+    agent)."""
     f = {c: dict.fromkeys(FEATURES, 0.0) for c in candidates}
     if me is not None:
         for c, v in model_logodds(prompt, me, speaker_names, candidates).items():
@@ -218,8 +229,12 @@ def vote_rows(calls: list[dict[str, Any]], roster: list[str]) -> list[dict[str, 
         if not m:
             continue
         cands = [x.strip() for x in m.group(1).split(",") if x.strip() != "skip"]
-        rows.append({"match": c.get("match"), "candidates": cands,
-                     "features": features(text, cands, roster, c.get("agent")), "vote": parsed["vote_target"]})
+        rows.append(
+            {
+                "match": c.get("match"), "candidates": cands,
+                "features": features(text, cands, roster, c.get("agent")), "vote": parsed["vote_target"],
+            }
+        )
     return rows
 
 
@@ -228,7 +243,8 @@ COUNTS = tuple(k for k in FEATURES if k != "logodds")
 
 def _design(rows: list[dict[str, Any]], names: tuple[str, ...] = FEATURES
             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(X: rows x slots x features, mask: rows x slots, y: the chosen slot); the last slot is skip (all zeros)."""
+    """(X: rows x slots x features, mask: rows x slots, y: the chosen slot); the last slot is skip (all
+    zeros)."""
     width = max((len(r["candidates"]) for r in rows), default=0) + 1
     x = np.zeros((len(rows), width, len(names)))
     mask = np.zeros((len(rows), width), bool)
@@ -284,8 +300,8 @@ def predict(w: np.ndarray, row: dict[str, Any], names: tuple[str, ...] = FEATURE
 
 
 def cross_validated_accuracy(rows: list[dict[str, Any]], folds: int = 2) -> dict[str, Any]:
-    """Accuracy of the vote model on held-out matches (folds by a hash of the match id), with its n; with every
-    feature (``accuracy``) and with the counts alone (``accuracy_counts``: no model log-odds)."""
+    """Accuracy of the vote model on held-out matches (folds by a hash of the match id), with its n; with
+    every feature (``accuracy``) and with the counts alone (``accuracy_counts``: no model log-odds)."""
     def fold(r: dict[str, Any]) -> int:
         return int(hashlib.sha256(str(r["match"]).encode()).hexdigest(), 16) % folds
 

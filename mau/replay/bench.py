@@ -20,7 +20,9 @@ def _play_aria(out: Path, seed: int, extra: list[str] | None = None) -> Path:
     from mau.config import load_config, parse_overrides
     from mau.runner import PlayConfig, play_one
 
-    sets = ["seats.crewmate.aria.frames=false", "seats.imposter.aria.frames=false", f"seed={seed}", f"out={out}"]
+    sets = [
+        "seats.crewmate.aria.frames=false", "seats.imposter.aria.frames=false", f"seed={seed}", f"out={out}",
+    ]
     cfg = load_config(PlayConfig, "configs/play/aria_scripted.yaml", parse_overrides(sets + (extra or [])))
     return play_one(cfg, out).folder
 
@@ -69,12 +71,15 @@ async def _fork_one(folder: Path, branches: int) -> dict[str, Any]:
         steps.append(o.steps - call[F.STEP])
     match, match_cpu = time.perf_counter() - t0, time.process_time() - c0
     await s.close()
-    return {"match": folder.name, "decision": call[F.CALL_ID], "step": call[F.STEP], "prepare_s": round(prepare, 4),
-            "snapshot_ms": round(snap_ms, 3), "restore_ms": round(restore_ms, 3),
-            "meeting_end_forks_per_s": round(branches / meeting, 1),
-            "match_end_forks_per_s": round(n_match / match, 2), "match_end_steps_played": statistics.median(steps),
-            "meeting_end_forks_per_cpu_s": round(branches / meeting_cpu, 1),
-            "match_end_forks_per_cpu_s": round(n_match / match_cpu, 2)}
+    return {
+        "match": folder.name, "decision": call[F.CALL_ID], "step": call[F.STEP],
+        "prepare_s": round(prepare, 4), "snapshot_ms": round(snap_ms, 3), "restore_ms": round(restore_ms, 3),
+        "meeting_end_forks_per_s": round(branches / meeting, 1),
+        "match_end_forks_per_s": round(n_match / match, 2),
+        "match_end_steps_played": statistics.median(steps),
+        "meeting_end_forks_per_cpu_s": round(branches / meeting_cpu, 1),
+        "match_end_forks_per_cpu_s": round(n_match / match_cpu, 2),
+    }
 
 
 def bench_fork(matches: int, seed: int, branches: int) -> dict[str, Any]:
@@ -86,11 +91,15 @@ def bench_fork(matches: int, seed: int, branches: int) -> dict[str, Any]:
         rows = [asyncio.run(_fork_one(m, branches)) for m in voted_matches(tmp, matches, seed)]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return {"bench": "fork", "decisions": len(rows), "branches_per_decision": branches,
-            "meeting_end_forks_per_s_median": statistics.median(r["meeting_end_forks_per_s"] for r in rows),
-            "match_end_forks_per_s_median": statistics.median(r["match_end_forks_per_s"] for r in rows),
-            # CPU time of this process: what one core does when it is not shared (the wall figures above
-            # include waiting for a core on a busy machine)
-            "meeting_end_forks_per_cpu_s_median": statistics.median(r["meeting_end_forks_per_cpu_s"] for r in rows),
-            "match_end_forks_per_cpu_s_median": statistics.median(r["match_end_forks_per_cpu_s"] for r in rows),
-            "per_decision": rows, "cores": 1}
+    return {
+        "bench": "fork", "decisions": len(rows), "branches_per_decision": branches,
+        "meeting_end_forks_per_s_median": statistics.median(r["meeting_end_forks_per_s"] for r in rows),
+        "match_end_forks_per_s_median": statistics.median(r["match_end_forks_per_s"] for r in rows),
+        # CPU time of this process: what one core does when it is not shared (the wall figures above
+        # include waiting for a core on a busy machine)
+        "meeting_end_forks_per_cpu_s_median": statistics.median(
+            r["meeting_end_forks_per_cpu_s"] for r in rows
+        ),
+        "match_end_forks_per_cpu_s_median": statistics.median(r["match_end_forks_per_cpu_s"] for r in rows),
+        "per_decision": rows, "cores": 1,
+    }

@@ -75,14 +75,18 @@ def check(path: str | Path) -> dict[str, Any]:
         out["memory_identical"] = divergence is None and replayed_mem == rec.memory_lines
     lines = [event_line(e) for e in events]
     diff = first_difference(rec.event_lines, lines)
-    out.update(events_recorded=len(rec.event_lines), events_replayed=len(lines), events_identical=diff is None,
-               first_difference=diff, divergence=divergence, wall_s=round(time.perf_counter() - t0, 3))
+    out.update(
+        events_recorded=len(rec.event_lines), events_replayed=len(lines), events_identical=diff is None,
+        first_difference=diff, divergence=divergence, wall_s=round(time.perf_counter() - t0, 3),
+    )
     out["ok"] = diff is None and divergence is None and out.get("memory_identical", True) \
         and out.get("calls", {}).get("parsed_mismatches", 0) == 0
     return out
 
 
-def _in_agent_order(recorded: list[dict[str, Any]], replayed: list[dict[str, Any]]) -> list[dict[str, Any] | None]:
+def _in_agent_order(
+    recorded: list[dict[str, Any]], replayed: list[dict[str, Any]]
+) -> list[dict[str, Any] | None]:
     """The replayed record that corresponds to each recorded one (the n-th call of the same agent)."""
     by_agent: dict[str, list[dict[str, Any]]] = {}
     for r in replayed:

@@ -22,8 +22,8 @@ class DecisionsSection(Model):
     modules: list[str] = Field(default_factory=lambda: ["vote"], description="Decision modules to train "
                                                                              "(vote first; meeting, report).")
     role: Literal["crewmate", "imposter"] = Field("crewmate", description="Whose decisions.")
-    exclude_seeds: list[int] = Field(default_factory=list, description="Matches with these seeds are "
-                                                                       "left out (held-out evaluation seeds).")
+    exclude_seeds: list[int] = Field(default_factory=list, description="Matches with these seeds are left "
+                                                                       "out (held-out evaluation seeds).")
     max_decisions: int | None = Field(None, ge=1, description="Use only the first N decisions (in folder "
                                                               "order).")
 
@@ -43,11 +43,13 @@ def to_prompt(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def decision_rows(cfg) -> list[dict[str, Any]]:
-    """One row per recorded decision of ``cfg`` (a DecisionsSection): prompt, match folder, call id (and images)."""
+    """One row per recorded decision of ``cfg`` (a DecisionsSection): prompt, match folder, call id (and
+    images)."""
     from mau.replay.record import match_folders, read_match
 
     if not cfg.runs:
-        raise MauError("decisions.runs is empty; give collect run folders (or match folders) to take decisions from")
+        raise MauError("decisions.runs is empty; give collect run folders (or match folders) to take "
+                       "decisions from")
     rows: list[dict[str, Any]] = []
     for folder in match_folders(cfg.runs):
         rec = read_match(folder)
@@ -56,7 +58,10 @@ def decision_rows(cfg) -> list[dict[str, Any]]:
         for c in rec.calls:
             if c[F.MODULE] not in cfg.modules or c[F.ROLE] != cfg.role:
                 continue
-            row = {"prompt": to_prompt(c[F.MESSAGES]), "match": str(Path(folder).resolve()), "call_id": c[F.CALL_ID]}
+            row = {
+                "prompt": to_prompt(c[F.MESSAGES]), "match": str(Path(folder).resolve()),
+                "call_id": c[F.CALL_ID],
+            }
             paths = [p[F.IMAGE_PATH] for m in c[F.MESSAGES] if isinstance(m["content"], list)
                      for p in m["content"] if p.get("type") == "image"]
             if paths:

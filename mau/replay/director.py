@@ -59,8 +59,9 @@ class Director:
                                    f"record has no more calls of {agent}")
         rec = queue[k]
         if rec[F.MODULE] != request.module or (st is not None and rec[F.STEP] != st.step):
-            raise ReplayDivergence(f"{agent} asks {request.module} at step {st.step if st else '?'}, but its next "
-                                   f"recorded call is {rec[F.CALL_ID]} ({rec[F.MODULE]} at step {rec[F.STEP]})")
+            raise ReplayDivergence(f"{agent} asks {request.module} at step {st.step if st else '?'}, but its "
+                                   f"next recorded call is {rec[F.CALL_ID]} ({rec[F.MODULE]} at step "
+                                   f"{rec[F.STEP]})")
         self.pos[agent] = k + 1
         self.consumed_at[rec[F.CALL_ID]] = self.advances
         if rec[F.CALL_ID] == self.fork_call:
@@ -91,7 +92,8 @@ class ReplayBackend(ModelBackend):
         mode, rec = self.director.take(request)
         if mode == "live":
             if self.live is None:
-                raise MauError(f"{request.agent}'s {request.module} must be played live but its seat has no model")
+                raise MauError(f"{request.agent}'s {request.module} must be played live but its seat has no "
+                               f"model")
             self.name = self.live.name
             return await self.live.complete(request)
         private = None
@@ -103,9 +105,11 @@ class ReplayBackend(ModelBackend):
         if mode == "fork":
             self.name = "fork"
             return ModelResponse(text=self.director.fork_answer, latency_s=0.0, model="fork")
-        return ModelResponse(text=rec[F.RAW_OUTPUT], error=rec[F.ERROR], latency_s=rec.get(F.LATENCY_S) or 0.0,
-                             prompt_tokens=rec.get(F.PROMPT_TOKENS), completion_tokens=rec.get(F.COMPLETION_TOKENS),
-                             attempts=rec.get("attempts", 1), model=rec.get(F.MODEL) or "", private=private)
+        return ModelResponse(
+            text=rec[F.RAW_OUTPUT], error=rec[F.ERROR], latency_s=rec.get(F.LATENCY_S) or 0.0,
+            prompt_tokens=rec.get(F.PROMPT_TOKENS), completion_tokens=rec.get(F.COMPLETION_TOKENS),
+            attempts=rec.get("attempts", 1), model=rec.get(F.MODEL) or "", private=private,
+        )
 
     async def aclose(self) -> None:
         if self.live is not None:

@@ -38,7 +38,8 @@ def request_from_record(rec: RecordedMatch, call: dict[str, Any], max_tokens: in
                 if part.get("type") == "image":
                     path = rec.path / part[F.IMAGE_PATH]
                     if not path.is_file():
-                        raise MauError(f"{path}: the decision's frame is missing; a model cannot see it (record "
+                        raise MauError(f"{path}: the decision's frame is missing; a model cannot see it "
+                                       f"(record "
                                        "the match with frames on, or fork a text-only module such as vote)")
                     from PIL import Image
 
@@ -60,8 +61,8 @@ async def sample_answers(rec: RecordedMatch, call: dict[str, Any], model, n: int
     from mau.harness.backends import make_backend
 
     if model.backend == "scripted":
-        raise MauError("fork model: the scripted expert answers from the live observation, not from a prompt; "
-                       "give --answers, or a model backend (hf, openai)")
+        raise MauError("fork model: the scripted expert answers from the live observation, not from a "
+                       "prompt; give --answers, or a model backend (hf, openai)")
     backend = make_backend(model)
     try:
         req = request_from_record(rec, call, max_tokens=model.max_tokens, temperature=model.temperature)
@@ -98,30 +99,39 @@ def summarize(branches: list[BranchOutcome], recorded_key: str | None) -> list[d
         ejected: dict[str, int] = {}
         for b in bs:
             ejected[b.meeting_ejected or "nobody"] = ejected.get(b.meeting_ejected or "nobody", 0) + 1
-        rows.append({
-            "answer": key, "recorded": key == recorded_key, "n": n, "outcomes": dict(sorted(outcomes.items())),
-            "crew_win": {"k": wins, "n": len(ended), "rate": wins / len(ended) if ended else None,
-                         "ci95": list(wilson(wins, len(ended))) if ended else None},
-            "meeting_ejected": dict(sorted(ejected.items())),
-            "meeting_ejected_imposter": {"k": imp, "n": n, "rate": imp / n, "ci95": list(wilson(imp, n))},
-            "meeting_ejected_crewmate": {"k": crew, "n": n, "rate": crew / n, "ci95": list(wilson(crew, n))},
-            "mean_ejections_after_fork": sum(len(b.ejections) for b in bs) / n,
-        })
+        rows.append(
+            {
+                "answer": key, "recorded": key == recorded_key, "n": n,
+                "outcomes": dict(sorted(outcomes.items())),
+                "crew_win": {
+                    "k": wins, "n": len(ended), "rate": wins / len(ended) if ended else None,
+                    "ci95": list(wilson(wins, len(ended))) if ended else None,
+                },
+                "meeting_ejected": dict(sorted(ejected.items())),
+                "meeting_ejected_imposter": {"k": imp, "n": n, "rate": imp / n, "ci95": list(wilson(imp, n))},
+                "meeting_ejected_crewmate": {
+                    "k": crew, "n": n, "rate": crew / n, "ci95": list(wilson(crew, n)),
+                },
+                "mean_ejections_after_fork": sum(len(b.ejections) for b in bs) / n,
+            }
+        )
     return rows
 
 
 def report_md(header: dict[str, Any]) -> str:
     d = header["decision"]
     lines = [f"# Fork of {header['parent']}", "",
-             f"Decision {d['call_id']}: {d['agent']} ({d['role']}), {d['module']} at step {d['step']}; recorded "
-             f"answer {d['recorded_answer']!r}. Horizon: {header['horizon']}. Branches: {len(header['branches'])}.",
+             f"Decision {d['call_id']}: {d['agent']} ({d['role']}), {d['module']} at step {d['step']}; "
+             f"recorded answer {d['recorded_answer']!r}. Horizon: {header['horizon']}. Branches: "
+             f"{len(header['branches'])}.",
              "", "| answer | n | crew win | fork meeting ejects an imposter | ejects a crewmate | outcomes |",
              "|---|---|---|---|---|---|"]
 
     def pct(x: dict[str, Any]) -> str:
         if x["rate"] is None:
             return "n/a"
-        return f"{100 * x['rate']:.1f} % [{100 * x['ci95'][0]:.1f}, {100 * x['ci95'][1]:.1f}] ({x['k']}/{x['n']})"
+        return (f"{100 * x['rate']:.1f} % [{100 * x['ci95'][0]:.1f}, {100 * x['ci95'][1]:.1f}] "
+                f"({x['k']}/{x['n']})")
 
     for r in header["summary"]:
         name = r["answer"] + (" (recorded)" if r["recorded"] else "")
@@ -169,14 +179,18 @@ def write_branch(session: Session, folder: Path, parent: RecordedMatch, decision
 
 
 def decision_info(rec: RecordedMatch, call: dict[str, Any]) -> dict[str, Any]:
-    return {"call_id": call[F.CALL_ID], "step": call[F.STEP], "tick": call[F.TICK], "phase": call.get("phase"),
-            "agent": call[F.AGENT], "role": call[F.ROLE], "module": call[F.MODULE],
-            "recorded_answer": call[F.RAW_OUTPUT], "recorded_parsed": call[F.PARSED]}
+    return {
+        "call_id": call[F.CALL_ID], "step": call[F.STEP], "tick": call[F.TICK], "phase": call.get("phase"),
+        "agent": call[F.AGENT], "role": call[F.ROLE], "module": call[F.MODULE],
+        "recorded_answer": call[F.RAW_OUTPUT], "recorded_parsed": call[F.PARSED],
+    }
 
 
-async def run_fork(rec: RecordedMatch, call: dict[str, Any], answers: list[str | None], *, horizon: str = "match",
-                   repeats: int = 1, seats=None, frames: bool = False, live_models: bool = True,
-                   out: Path | None = None, progress=None) -> dict[str, Any]:
+async def run_fork(
+    rec: RecordedMatch, call: dict[str, Any], answers: list[str | None], *, horizon: str = "match",
+    repeats: int = 1, seats=None, frames: bool = False, live_models: bool = True, out: Path | None = None,
+    progress=None,
+) -> dict[str, Any]:
     """Play every answer ``repeats`` times from the decision; write the branches (with ``out``)."""
     t0 = time.perf_counter()
     session = Session(rec, seats=seats, frames=frames, live_models=live_models)
@@ -193,7 +207,9 @@ async def run_fork(rec: RecordedMatch, call: dict[str, Any], answers: list[str |
                 outcomes.append(o)
                 row = {"branch": k, **o.as_dict()}
                 if out is not None:
-                    row["folder"] = str(write_branch(session, out / BRANCHES_DIR / f"{k:04d}", rec, decision, k, o))
+                    row["folder"] = str(
+                        write_branch(session, out / BRANCHES_DIR / f"{k:04d}", rec, decision, k, o)
+                    )
                 branches.append(row)
                 k += 1
                 if progress is not None:
@@ -202,8 +218,12 @@ async def run_fork(rec: RecordedMatch, call: dict[str, Any], answers: list[str |
     finally:
         await session.close()
     recorded = session.rec.call(call[F.CALL_ID])
-    recorded_key = answer_key(BranchOutcome(recorded[F.RAW_OUTPUT], recorded[F.PARSED], bool(recorded[F.FALLBACK]),
-                                            False, None, None, None, None, None))
+    recorded_key = answer_key(
+        BranchOutcome(
+            recorded[F.RAW_OUTPUT], recorded[F.PARSED], bool(recorded[F.FALLBACK]), False, None, None, None,
+            None, None,
+        )
+    )
     header = {F.FORMAT: F.FORK_FORMAT, F.FORMAT_VERSION: F.FORK_FORMAT_VERSION, "parent": str(rec.path),
               "parent_match_id": rec.match_id,
               "parent_outcome": rec.header.get(F.OUTCOME), "decision": decision, "horizon": horizon,

@@ -36,9 +36,16 @@ class RecordedMatch:
         raise MauError(f"{self.path}: no call {call_id!r} in {F.CALLS_FILE}")
 
     def find_decision(self, step: int, agent: str | None, module: str) -> dict[str, Any]:
-        """The recorded call of ``module`` at roam step ``step`` (by ``agent``; default the first crewmate)."""
-        found = [c for c in self.calls if c[F.STEP] == step and c[F.MODULE] == module
-                 and (agent is None or c[F.AGENT] == agent) and (agent is not None or c[F.ROLE] == "crewmate")]
+        """The recorded call of ``module`` at roam step ``step`` (by ``agent``; default the first
+        crewmate)."""
+        found = [
+            c
+            for c in self.calls
+            if c[F.STEP] == step
+            and c[F.MODULE] == module
+            and (agent is None or c[F.AGENT] == agent)
+            and (agent is not None or c[F.ROLE] == "crewmate")
+        ]
         if not found:
             have = sorted({(c[F.STEP], c[F.MODULE]) for c in self.calls if c[F.MODULE] == module})[:12]
             who = f" by {agent}" if agent else " by a crewmate"
@@ -60,7 +67,8 @@ def read_match(path: str | Path) -> RecordedMatch:
     path = Path(path)
     header = read_header(path)
     if header.get(F.BACKEND) != "sim":
-        raise MauError(f"{path}: played on backend {header.get(F.BACKEND)!r}; only sim matches replay exactly")
+        raise MauError(f"{path}: played on backend {header.get(F.BACKEND)!r}; only sim matches replay "
+                       f"exactly")
     cfg = header.get(F.CONFIG) or {}
     if "world" not in cfg:
         raise MauError(f"{path}: the header's config has no world; this match folder cannot be replayed")
@@ -69,7 +77,8 @@ def read_match(path: str | Path) -> RecordedMatch:
     policy = cfg.get("policy", "aria" if has_calls else "scripted")
     seats = {k: SeatConfig.model_validate(v) for k, v in (cfg.get("seats") or {}).items()}
     if policy == "aria" and not has_calls:
-        raise MauError(f"{path}: an ARIA match without {F.CALLS_FILE}; its answers are not recorded, it cannot replay")
+        raise MauError(f"{path}: an ARIA match without {F.CALLS_FILE}; its answers are not recorded, it "
+                       f"cannot replay")
     calls = []
     if has_calls:
         for n, line in enumerate(_lines(path / F.CALLS_FILE), 1):
@@ -101,5 +110,6 @@ def match_folders(paths: list[str]) -> list[str]:
         elif (Path(p) / F.MATCHES_DIR).is_dir():
             out += [str(m) for m in finished_matches(p)]
         else:
-            raise MauError(f"{p}: neither a match folder (no {F.MATCH_HEADER}) nor a run folder with {F.MATCHES_DIR}/")
+            raise MauError(f"{p}: neither a match folder (no {F.MATCH_HEADER}) nor a run folder with "
+                           f"{F.MATCHES_DIR}/")
     return out

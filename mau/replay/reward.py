@@ -38,7 +38,8 @@ class RewardConfig(Model):
 
 
 def vote_term(target: str, roles: dict[str, str], cfg: RewardConfig) -> tuple[str, float]:
-    """The vote's term of the reward: (its name, its value) for a vote on ``target`` given the match's roles."""
+    """The vote's term of the reward: (its name, its value) for a vote on ``target`` given the match's
+    roles."""
     if target == "skip":
         return "vote_skip", cfg.vote_skip
     if roles.get(target) == "imposter":
@@ -112,6 +113,8 @@ class ForkRewarder:
             self.forks += 1
         return out
 
-    def rewards(self, items: list[tuple[str, str, str]]) -> list[tuple[float, dict[str, float], BranchOutcome]]:
+    def rewards(
+        self, items: list[tuple[str, str, str]]
+    ) -> list[tuple[float, dict[str, float], BranchOutcome]]:
         outs = asyncio.run(self.outcomes(items))
         return [(*score(o, self.cfg), o) for o in outs]

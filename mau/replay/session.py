@@ -1,5 +1,5 @@
-"""One replayed match held in memory: replay it whole, stop at a decision, snapshot the world and every agent's
-harness state between two world steps, restore the snapshot and play a branch from it.
+"""One replayed match held in memory: replay it whole, stop at a decision, snapshot the world and every
+agent's harness state between two world steps, restore the snapshot and play a branch from it.
 
 A snapshot composes the snapshots of the state's owners (``mau.snapshot``): the ARIA match's (the world's game
 state and running actions, each agent's memory, skills, strategy and bookkeeping, the call log's counts, the
@@ -55,7 +55,8 @@ class BranchOutcome:
     ended: bool
     outcome: str | None
     crew_win: bool | None
-    meeting_ejected: str | None  # the first meeting that ended at or after the fork: who was ejected (None: nobody)
+    # the first meeting that ended at or after the fork: who was ejected (None: nobody)
+    meeting_ejected: str | None
     meeting_ejected_role: str | None
     meeting_tally: dict[str, int] | None
     ejections: list[dict[str, Any]] = field(default_factory=list)  # every ejection after the fork
@@ -83,8 +84,9 @@ class Session:
 
     def __init__(self, rec: RecordedMatch, seats: dict[str, SeatConfig] | None = None, frames: bool = False,
                  live_models: bool = False):
-        """``seats``: the seats that play live after a fork (default: the recorded ones). ``live_models``: build
-        the seats' model backends (a fork plays on with them); without it only the scripted expert is built,
+        """``seats``: the seats that play live after a fork (default: the recorded ones). ``live_models``:
+        build the seats' model backends (a fork plays on with them); without it only the scripted expert is
+        built,
         and a replay needs no model at all."""
         from mau.env.backends import make_world
         from mau.harness.backends import make_backend
@@ -196,12 +198,14 @@ class Session:
         ended = st.phase == ENDED
         return BranchOutcome(
             answer=fork[F.RAW_OUTPUT] if fork else None, parsed=fork[F.PARSED] if fork else None,
-            fallback=bool(fork[F.FALLBACK]) if fork else True, ended=ended, outcome=st.outcome if ended else None,
-            crew_win=(st.outcome in CREW_OUTCOMES) if ended else None,
-            meeting_ejected=first[F.EJECTED] if first else None, meeting_ejected_role=first["role"] if first else None,
+            fallback=bool(fork[F.FALLBACK]) if fork else True, ended=ended,
+            outcome=st.outcome if ended else None, crew_win=(st.outcome in CREW_OUTCOMES) if ended else None,
+            meeting_ejected=first[F.EJECTED] if first else None,
+            meeting_ejected_role=first["role"] if first else None,
             meeting_tally=first["tally"] if first else None,
-            ejections=[{"name": e[F.EJECTED], "role": e["role"]} for e in ej if e[F.EJECTED]],
-            steps=st.step, roles={p.name: p.role for p in st.players})
+            ejections=[{"name": e[F.EJECTED], "role": e["role"]} for e in ej if e[F.EJECTED]], steps=st.step,
+            roles={p.name: p.role for p in st.players},
+        )
 
     # -- snapshots ---------------------------------------------------------------------------------------
     def parts(self) -> Parts:

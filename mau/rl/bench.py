@@ -1,5 +1,6 @@
-"""Speed of GRPO on the CPU (``mau bench rl``; see mau/commands/bench.py): a few ``mau rl`` steps with the tiny
-Qwen3.5 made to vote in the format (``mau.models.tiny.build_voter_model``) on the VOTE decisions of a played match."""
+"""Speed of GRPO on the CPU (``mau bench rl``; see mau/commands/bench.py): a few ``mau rl`` steps with the
+tiny Qwen3.5 made to vote in the format (``mau.models.tiny.build_voter_model``) on the VOTE decisions of a
+played match."""
 
 from __future__ import annotations
 
@@ -26,9 +27,18 @@ def bench_rl(seed: int, steps: int) -> dict[str, Any]:
         m = voted_matches(tmp, 1, seed)[0]
         build_tiny_model(tmp / "tiny", seed=0)
         voter = build_voter_model(tmp / "tiny", tmp / "voter")
-        cfg = load_config(RLConfig, "configs/rl/tiny.yaml", parse_overrides([
-            f"decisions.runs=[{m}]", f"policy.path={voter}", f"grpo.max_steps={steps}", "output.merge=false"]))
-        with contextlib.redirect_stderr(io.StringIO()) if not sys.stderr.isatty() else contextlib.nullcontext():
+        cfg = load_config(
+            RLConfig, "configs/rl/tiny.yaml",
+            parse_overrides(
+                [
+                    f"decisions.runs=[{m}]", f"policy.path={voter}", f"grpo.max_steps={steps}",
+                    "output.merge=false",
+                ]
+            ),
+        )
+        with (
+            contextlib.redirect_stderr(io.StringIO()) if not sys.stderr.isatty() else contextlib.nullcontext()
+        ):
             s = train_rl(cfg, tmp / "rl")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

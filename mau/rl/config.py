@@ -1,5 +1,5 @@
-"""The config of ``mau rl``: decision-level GRPO (TRL's GRPOTrainer) of the crewmate, rewards from forks of the
-sim. Light imports only: the CLI parses it before anything heavy loads."""
+"""The config of ``mau rl``: decision-level GRPO (TRL's GRPOTrainer) of the crewmate, rewards from forks of
+the sim. Light imports only: the CLI parses it before anything heavy loads."""
 
 from __future__ import annotations
 
@@ -51,7 +51,8 @@ class GRPOSection(Model):
     gradient_checkpointing: bool = Field(False, description="Recompute activations in the backward pass.")
     use_vllm: bool = Field(False, description="Generate with vLLM (GPU nodes; needs the vllm package).")
     vllm_mode: Literal["colocate", "server"] = Field("colocate", description="vLLM in this process "
-                                                                             "(colocate) or a trl vllm-serve server.")
+                                                                             "(colocate) or a trl vllm-serve "
+                                                                             "server.")
     vllm_gpu_memory_utilization: float = Field(0.3, gt=0, le=1, description="colocate: the GPU memory "
                                                                             "share of vLLM.")
     bf16: bool | None = Field(None, description="bfloat16 mixed precision; unset: on when the weights "
@@ -67,8 +68,9 @@ class RLOutput(Model):
 class RLConfig(Model):
     """``mau rl``: decision-level GRPO of the crewmate inside the sim."""
 
-    resume: bool = Field(False, description="Continue the run in output.dir from its last checkpoint (also after "
-                                            "a kill; a finished run continues to a larger grpo.max_steps).")
+    resume: bool = Field(False, description="Continue the run in output.dir from its last checkpoint (also "
+                                            "after a kill; a finished run continues to a larger "
+                                            "grpo.max_steps).")
     policy: PolicySection = Field(default_factory=PolicySection, description="The start policy and KL "
                                                                              "reference.")
     lora: LoraSection = Field(default_factory=LoraSection, description="The LoRA trained by GRPO "

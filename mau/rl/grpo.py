@@ -60,9 +60,16 @@ class ForkReward:
         if self.log_path is not None:
             with open(self.log_path, "a", encoding="utf-8") as f:
                 for cid, text, (r, terms, o) in zip(call_id, texts, results):
-                    f.write(json.dumps({"step": step, "call_id": cid, "answer": text, "reward": r, "terms": terms,
-                                        "fallback": o.fallback, "vote_target": o.vote_target,
-                                        "meeting_ejected": o.meeting_ejected}) + "\n")
+                    f.write(
+                        json.dumps(
+                            {
+                                "step": step, "call_id": cid, "answer": text, "reward": r, "terms": terms,
+                                "fallback": o.fallback, "vote_target": o.vote_target,
+                                "meeting_ejected": o.meeting_ejected,
+                            }
+                        )
+                        + "\n"
+                    )
         return [r for r, _, _ in results]
 
 
@@ -90,7 +97,8 @@ def _start_model(cfg: RLConfig, dtype):
         from peft import PeftModel
 
         if not Path(cfg.policy.adapter).is_dir():
-            raise MauError(f"policy.adapter {cfg.policy.adapter}: no such folder; give mau train's OUT/adapter")
+            raise MauError(f"policy.adapter {cfg.policy.adapter}: no such folder; give mau train's "
+                           f"OUT/adapter")
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
             model = PeftModel.from_pretrained(model, cfg.policy.adapter).merge_and_unload()
@@ -102,14 +110,17 @@ def grpo_args(cfg: RLConfig, out: Path, bf16: bool):
 
     g = cfg.grpo
     if (g.per_device_batch_size * g.gradient_accumulation_steps) % g.num_generations:
-        raise MauError(f"grpo.per_device_batch_size x gradient_accumulation_steps ({g.per_device_batch_size} x "
-                       f"{g.gradient_accumulation_steps}) must be a multiple of grpo.num_generations "
+        raise MauError(f"grpo.per_device_batch_size x gradient_accumulation_steps ({g.per_device_batch_size} "
+                       f"x {g.gradient_accumulation_steps}) must be a multiple of grpo.num_generations "
                        f"({g.num_generations})")
     extra: dict[str, Any] = {}
     if g.use_vllm:
-        extra.update(use_vllm=True, vllm_mode=g.vllm_mode, vllm_gpu_memory_utilization=g.vllm_gpu_memory_utilization)
+        extra.update(
+            use_vllm=True, vllm_mode=g.vllm_mode, vllm_gpu_memory_utilization=g.vllm_gpu_memory_utilization
+        )
     return GRPOConfig(
-        output_dir=str(out), num_generations=g.num_generations, per_device_train_batch_size=g.per_device_batch_size,
+        output_dir=str(out), num_generations=g.num_generations,
+        per_device_train_batch_size=g.per_device_batch_size,
         gradient_accumulation_steps=g.gradient_accumulation_steps, max_steps=g.max_steps,
         learning_rate=g.learning_rate, beta=g.beta, temperature=g.temperature,
         max_completion_length=g.max_completion_length, loss_type=g.loss_type, scale_rewards=g.scale_rewards,
@@ -117,7 +128,8 @@ def grpo_args(cfg: RLConfig, out: Path, bf16: bool):
         use_cpu=cfg.policy.device == "cpu", gradient_checkpointing=g.gradient_checkpointing,
         chat_template_kwargs={"enable_thinking": False},
         report_to=["wandb"] if cfg.logging.report_to == "wandb" else [],
-        run_name=cfg.logging.run_name or out.name, disable_tqdm=True, log_level="warning", **extra)
+        run_name=cfg.logging.run_name or out.name, disable_tqdm=True, log_level="warning", **extra,
+    )
 
 
 def train_rl(cfg: RLConfig, out: Path) -> dict[str, Any]:
@@ -135,12 +147,14 @@ def train_rl(cfg: RLConfig, out: Path) -> dict[str, Any]:
     hf_logging.disable_progress_bar()
     resume_ckpt = check_run_folder(out, cfg.resume, cfg.grpo.max_steps, "GRPO run", SUMMARY, "grpo.max_steps")
     if cfg.lora.full_finetune and cfg.policy.adapter:
-        raise MauError("lora.full_finetune with policy.adapter: merge the adapter first (mau train output.merge) and "
-                       "give the merged model as policy.path")
+        raise MauError("lora.full_finetune with policy.adapter: merge the adapter first (mau train "
+                       "output.merge) and give the merged model as policy.path")
     rows = decision_rows(cfg.decisions)
     dataset = Dataset.from_list(rows)
     gpu = torch.cuda.is_available() and cfg.policy.device != "cpu"
-    dtype = {"auto": torch.bfloat16 if gpu else torch.float32}.get(cfg.policy.dtype) or getattr(torch, cfg.policy.dtype)
+    dtype = {"auto": torch.bfloat16 if gpu else torch.float32}.get(cfg.policy.dtype) or getattr(
+        torch, cfg.policy.dtype
+    )
     bf16 = cfg.grpo.bf16 if cfg.grpo.bf16 is not None else dtype == torch.bfloat16
     processor = _processor(cfg.policy.path, cfg)
     model = _start_model(cfg, dtype)
@@ -177,8 +191,14 @@ def train_rl(cfg: RLConfig, out: Path) -> dict[str, Any]:
         m.save_pretrained(str(merged))
         processor.save_pretrained(str(merged))
     history = trainer.state.log_history
-    curve = [{"step": r["step"], "reward": r.get("reward"), "reward_std": r.get("reward_std"), "kl": r.get("kl"),
-              "loss": r.get("loss")} for r in history if "reward" in r]
+    curve = [
+        {
+            "step": r["step"], "reward": r.get("reward"), "reward_std": r.get("reward_std"),
+            "kl": r.get("kl"), "loss": r.get("loss"),
+        }
+        for r in history
+        if "reward" in r
+    ]
     checks = {"parameters": counts, "trainable_tensors": len(after), "trainable_changed": changed,
               "vision_unchanged": not vision_changed}
     (out / CHECKS).write_text(json.dumps(checks, indent=1))

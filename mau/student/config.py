@@ -1,7 +1,8 @@
-"""The configs of the student's verbs (docs/student.md): ``mau student-train``, the candidate objective on a BC
-dataset, and ``mau student-rl``, GRPO over the candidates. The student is a local text-only causal LM (``mau
-student``) played by the ``lm`` backend; its trainers have their own configs, apart from ``mau train`` (SFT of a
-Qwen3.5 VLM) and ``mau rl`` (TRL's GRPO with forks). Light imports only: the CLI parses them before anything
+"""The configs of the student's verbs (docs/student.md): ``mau student-train``, the candidate objective on a
+BC dataset, and ``mau student-rl``, GRPO over the candidates. The student is a local text-only causal LM
+(``mau student``) played by the ``lm`` backend; its trainers have their own configs, apart from ``mau train``
+(SFT of a Qwen3.5 VLM) and ``mau rl`` (TRL's GRPO with forks). Light imports only: the CLI parses them before
+anything
 heavy loads."""
 
 from __future__ import annotations
@@ -14,15 +15,17 @@ from mau.replay.reward import RewardConfig
 from mau.train.config import DataSection
 
 STUDENT_MODEL = "runs/student/model"  # where `mau student` materialises SmolLM2-135M (make student)
-TRAIN_LAST_LAYERS = "Decoder layers trained (the last N), with the final norm; the rest stay frozen and their " \
-                    "output is cached (features.pt)."
+TRAIN_LAST_LAYERS = (
+    "Decoder layers trained (the last N), with the final norm; the rest stay frozen and their "
+    "output is cached (features.pt)."
+)
 
 
 class StudentModelSection(Model):
     """The student to train: a local Llama-architecture causal LM folder, loaded in float32 on the CPU."""
 
-    path: str = Field(STUDENT_MODEL, description="The student's model folder (mau student), or a trained student's "
-                      "OUT/model.")
+    path: str = Field(STUDENT_MODEL, description="The student's model folder (mau student), or a trained "
+                      "student's OUT/model.")
 
 
 class CandidateTraining(Model):
@@ -32,16 +35,19 @@ class CandidateTraining(Model):
     epochs: float = Field(1.0, gt=0, description="Passes over the training split (unless max_steps is set).")
     max_steps: int | None = Field(None, ge=1, description="Optimizer steps in all; overrides epochs.")
     learning_rate: float = Field(1e-4, gt=0, description="Peak learning rate (AdamW).")
-    lr_scheduler: str = Field("cosine", description="transformers scheduler name: cosine, linear, constant, ...")
-    warmup: float = Field(0.03, ge=0, description="Warmup: a fraction of all steps if < 1, else a step count.")
+    lr_scheduler: str = Field("cosine", description="transformers scheduler name: cosine, linear, constant, "
+                                                    "...")
+    warmup: float = Field(0.03, ge=0, description="Warmup: a fraction of all steps if < 1, else a step "
+                                                  "count.")
     weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay.")
     max_grad_norm: float = Field(1.0, gt=0, description="Gradient clipping norm.")
     per_device_batch_size: int = Field(1, ge=1, description="Examples per forward pass.")
     gradient_accumulation_steps: int = Field(8, ge=1, description="Forward passes per optimizer step.")
     seed: int = Field(0, description="Seed of the data order.")
     logging_steps: int = Field(10, ge=1, description="Log (trainer_log.jsonl) every N steps.")
-    eval_steps: int | None = Field(None, ge=1, description="Validation cross-entropy and accuracy every N steps "
-                                   "(trainer_log.jsonl); they are always measured before and after training.")
+    eval_steps: int | None = Field(None, ge=1, description="Validation cross-entropy and accuracy every N "
+                                   "steps (trainer_log.jsonl); they are always measured before and after "
+                                   "training.")
 
 
 class StudentOutput(Model):
@@ -55,17 +61,19 @@ class StudentTrainConfig(Model):
     resume: bool = Field(False, description="Keep a finished run in output.dir; an unfinished one reuses its "
                                             "feature cache and trains again.")
     model: StudentModelSection = Field(default_factory=StudentModelSection, description="The student.")
-    data: DataSection = Field(default_factory=DataSection, description="The BC dataset (compact VOTE prompts).")
+    data: DataSection = Field(default_factory=DataSection, description="The BC dataset (compact VOTE "
+                                                                       "prompts).")
     training: CandidateTraining = Field(default_factory=CandidateTraining, description="Optimisation.")
     output: StudentOutput = Field(default_factory=StudentOutput, description="The run folder.")
 
 
 class CandidateGRPO(Model):
-    """GRPO over the candidates: groups sampled from the student's candidate scores, rewarded by the vote terms."""
+    """GRPO over the candidates: groups sampled from the student's candidate scores, rewarded by the vote
+    terms."""
 
     train_last_layers: int = Field(4, ge=1, description=TRAIN_LAST_LAYERS)
-    feature_cache: str | None = Field(None, description="A features.pt of a student-train run whose lower-layer "
-                                      "outputs are reused.")
+    feature_cache: str | None = Field(None, description="A features.pt of a student-train run whose "
+                                      "lower-layer outputs are reused.")
     num_generations: int = Field(4, ge=2, description="Candidates sampled per decision (G): the group the "
                                                       "advantages are relative to.")
     per_device_batch_size: int = Field(4, ge=1, description="Samples per step (decisions x num_generations).")
@@ -82,11 +90,12 @@ class CandidateGRPO(Model):
 
 
 class StudentRLConfig(Model):
-    """``mau student-rl``: GRPO of the student's VOTE over its candidates, rewarded by the vote terms (no forks)."""
+    """``mau student-rl``: GRPO of the student's VOTE over its candidates, rewarded by the vote terms (no
+    forks)."""
 
     resume: bool = Field(False, description="Keep a finished run in output.dir.")
-    policy: StudentModelSection = Field(default_factory=StudentModelSection, description="The start policy (a "
-                                        "student-train run's OUT/model) and KL reference.")
+    policy: StudentModelSection = Field(default_factory=StudentModelSection, description="The start policy "
+                                        "(a student-train run's OUT/model) and KL reference.")
     decisions: DecisionsSection = Field(default_factory=DecisionsSection, description="The prompts: recorded "
                                         "crewmate VOTE calls in the compact profile.")
     reward: RewardConfig = Field(default_factory=RewardConfig, description="The vote terms (the meeting and "

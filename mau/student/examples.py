@@ -40,11 +40,13 @@ def make_example(tokenizer: Any, key: str, messages: list[dict[str, Any]], choic
         "\n".join(str(p.get("text") or "") for p in (user or {}).get("content", []))
     cands = compact_candidates(text)
     if not cands:
-        raise MauError(f"call {key}: its prompt names no candidates; the candidate objective needs VOTE prompts in "
+        raise MauError(f"call {key}: its prompt names no candidates; the candidate objective needs VOTE "
+                       f"prompts in "
                        "the compact profile (collect with aria.prompt_profile: {vote: compact})")
     ids, toks = first_tokens(tokenizer, render(tokenizer, messages) + VOTE_PREFIX, [f'{c}"' for c in cands])
     if toks is None:
-        raise MauError(f"call {key}: two candidates of {cands} open with the same token; the candidate objective "
+        raise MauError(f"call {key}: two candidates of {cands} open with the same token; the candidate "
+                       f"objective "
                        "needs distinct first tokens")
     target = cands.index(choice) if choice in cands else None
     return CandidateExample(key, ids, cands, toks, target, dict(meta or {}))

@@ -2,15 +2,15 @@
 
 The policy at a recorded crewmate VOTE decision is the softmax, at ``grpo.temperature``, of the candidates'
 scores (the ``lm`` backend's read-out); a group is ``num_generations`` candidates sampled from it; each earns
-the vote terms of ``reward`` (``vote_imposter``, ``vote_crewmate``, ``vote_skip``), read from the match's roles:
-the candidate objective forks nothing, so the meeting and crew-win terms must be 0. Advantages are the rewards
-less the group mean, divided by the group's standard deviation (``scale_rewards: group``); the loss is
+the vote terms of ``reward`` (``vote_imposter``, ``vote_crewmate``, ``vote_skip``), read from the match's
+roles: the candidate objective forks nothing, so the meeting and crew-win terms must be 0. Advantages are the
+rewards less the group mean, divided by the group's standard deviation (``scale_rewards: group``); the loss is
 ``-mean(A * log pi(c))`` plus ``beta`` times the exact KL from the start policy (the BC student) over the
-candidates. One update per group: on-policy, so GRPO's clipped ratio is 1. ``frac_reward_zero_std`` is the share
-of groups whose rewards were all equal (no signal). The lower layers are frozen: their outputs are read from
-``grpo.feature_cache`` (a ``mau student-train`` run's ``features.pt``) where they are there, else computed. The
-run folder: config.yaml, provenance.json, trainer_log.jsonl, model/ and rl.json (written last). Heavy imports
-inside.
+candidates. One update per group: on-policy, so GRPO's clipped ratio is 1. ``frac_reward_zero_std`` is the
+share of groups whose rewards were all equal (no signal). The lower layers are frozen: their outputs are read
+from ``grpo.feature_cache`` (a ``mau student-train`` run's ``features.pt``) where they are there, else
+computed. The run folder: config.yaml, provenance.json, trainer_log.jsonl, model/ and rl.json (written last).
+Heavy imports inside.
 """
 
 from __future__ import annotations
@@ -33,14 +33,16 @@ LOG = "trainer_log.jsonl"
 
 def decisions(cfg: Any, tokenizer: Any) -> list[Any]:
     """Candidate examples of the recorded crewmate VOTE calls of ``cfg.decisions``
-    (``mau.replay.decisions.decision_rows``: the same runs, seeds left out and ``max_decisions`` as ``mau rl``);
+    (``mau.replay.decisions.decision_rows``: the same runs, seeds left out and ``max_decisions`` as ``mau
+    rl``);
     ``meta['roles']``: the match's roles, from its header."""
     from mau.matchdir import read_header
     from mau.replay.decisions import decision_rows
     from mau.student.examples import make_example
 
     if cfg.decisions.modules != ["vote"]:
-        raise MauError(f"decisions.modules {cfg.decisions.modules}: the candidate objective trains VOTE only; set "
+        raise MauError(f"decisions.modules {cfg.decisions.modules}: the candidate objective trains VOTE "
+                       f"only; set "
                        "[vote]")
     roles: dict[str, dict[str, str]] = {}
     out = []
@@ -71,8 +73,8 @@ def train_candidates_rl(cfg: StudentRLConfig, out: Path) -> dict[str, Any]:
     terms = {k: getattr(r, k) for k in ("meeting_ejects_imposter", "meeting_ejects_crewmate", "crew_win")}
     if any(terms.values()):
         bad = next(k for k, v in terms.items() if v)
-        raise MauError(f"reward.{bad} is {terms[bad]}: the candidate objective forks nothing and rewards the vote "
-                       f"terms only; set reward.{bad}: 0")
+        raise MauError(f"reward.{bad} is {terms[bad]}: the candidate objective forks nothing and rewards the "
+                       f"vote terms only; set reward.{bad}: 0")
     torch.manual_seed(g.seed)
     tokenizer, model = load_text_model(cfg.policy.path, torch.float32)
     split = SplitLM(model, g.train_last_layers)
@@ -83,7 +85,10 @@ def train_candidates_rl(cfg: StudentRLConfig, out: Path) -> dict[str, Any]:
     cache = FeatureCache(split, Path(g.feature_cache) if g.feature_cache else None)
     computed = cache.fill(split, examples)
     with torch.inference_mode():  # the start policy (the KL reference), at the sampling temperature
-        ref = {e.key: torch.log_softmax(split.upper(cache.get(e), e.tokens) / g.temperature, -1) for e in examples}
+        ref = {
+            e.key: torch.log_softmax(split.upper(cache.get(e), e.tokens) / g.temperature, -1)
+            for e in examples
+        }
     params = split.trainable()
     opt = torch.optim.AdamW(params, lr=g.learning_rate)
     rng, gen = random.Random(g.seed), torch.Generator().manual_seed(g.seed)
@@ -101,7 +106,9 @@ def train_candidates_rl(cfg: StudentRLConfig, out: Path) -> dict[str, Any]:
                     rng.shuffle(order)
                 e = order.pop()
                 lp = torch.log_softmax(split.upper(cache.get(e), e.tokens) / g.temperature, -1)
-                picks = torch.multinomial(lp.detach().exp(), g.num_generations, replacement=True, generator=gen)
+                picks = torch.multinomial(
+                    lp.detach().exp(), g.num_generations, replacement=True, generator=gen
+                )
                 rw = torch.tensor([vote_term(e.candidates[int(i)], e.meta["roles"], r)[1] for i in picks])
                 std = float(rw.std())
                 zero += int(std == 0.0)
@@ -126,14 +133,16 @@ def train_candidates_rl(cfg: StudentRLConfig, out: Path) -> dict[str, Any]:
     model.save_pretrained(saved)
     tokenizer.save_pretrained(saved)
     k = max(1, len(history) // 5)
-    summary = {"objective": "candidates", "steps": g.max_steps, "decisions": len(examples),
-               "features_computed": computed, "prompts_per_step": prompts_per_step,
-               "num_generations": g.num_generations, "temperature": g.temperature,
-               "frac_reward_zero_std": sum(h["frac_reward_zero_std"] for h in history) / len(history),
-               "reward_first": sum(h["reward"] for h in history[:k]) / k,
-               "reward_last": sum(h["reward"] for h in history[-k:]) / k,
-               "kl_last": history[-1]["kl"], "saved": str(saved), "merged": None, "forks": 0,
-               "steps_per_minute": round(60 * g.max_steps / (time.perf_counter() - t0), 2),
-               "trainable_changed": sum(p.numel() for p in params), "wall_s": round(time.perf_counter() - t0, 1)}
+    summary = {
+        "objective": "candidates", "steps": g.max_steps, "decisions": len(examples),
+        "features_computed": computed, "prompts_per_step": prompts_per_step,
+        "num_generations": g.num_generations, "temperature": g.temperature,
+        "frac_reward_zero_std": sum(h["frac_reward_zero_std"] for h in history) / len(history),
+        "reward_first": sum(h["reward"] for h in history[:k]) / k,
+        "reward_last": sum(h["reward"] for h in history[-k:]) / k, "kl_last": history[-1]["kl"],
+        "saved": str(saved), "merged": None, "forks": 0,
+        "steps_per_minute": round(60 * g.max_steps / (time.perf_counter() - t0), 2),
+        "trainable_changed": sum(p.numel() for p in params), "wall_s": round(time.perf_counter() - t0, 1),
+    }
     atomic_write(out / SUMMARY, json.dumps(summary, indent=1) + "\n")
     return summary

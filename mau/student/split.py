@@ -1,6 +1,7 @@
 """A Llama-like causal LM cut in two: frozen lower layers whose output is computed once per prompt (a feature
-cache), and the last ``train_last`` decoder layers, the final norm and the candidates' rows of the output head,
-which the candidate objective trains. Exact: ``upper(lower(ids))`` equals the full model's last-position logits
+cache), and the last ``train_last`` decoder layers, the final norm and the candidates' rows of the output
+head, which the candidate objective trains. Exact: ``upper(lower(ids))`` equals the full model's
+last-position logits
 (tests/test_student.py). Heavy imports inside."""
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ class SplitLM:
             p.requires_grad_(True)
 
     def _run(self, h: Any, layers: Any, last_only: bool = False) -> Any:
-        """The layers over one unpadded sequence ``h`` (1, T, H): causal attention, no mask. ``last_only``: the
-        final layer computes the last position alone (its keys and values from every position), the only one
+        """The layers over one unpadded sequence ``h`` (1, T, H): causal attention, no mask. ``last_only``:
+        the final layer computes the last position alone (its keys and values from every position), the only
+        one
         the candidate objective reads; it returns (1, 1, H) then."""
         import torch
 
@@ -64,8 +66,9 @@ def _is_llama(layer: Any) -> bool:
 
 
 def _last_position(layer: Any, h: Any, pe: Any) -> Any:
-    """A Llama decoder layer's output at the last position only, (B, 1, H): the query, the output projection and
-    the MLP of one position, the keys and values of all (the same arithmetic as the layer; tests/test_student.py
+    """A Llama decoder layer's output at the last position only, (B, 1, H): the query, the output projection
+    and the MLP of one position, the keys and values of all (the same arithmetic as the layer;
+    tests/test_student.py
     compares it with the full model)."""
     import torch
     from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
@@ -81,6 +84,7 @@ def _last_position(layer: Any, h: Any, pe: Any) -> Any:
     k, _ = apply_rotary_pos_emb(k, k, cos, sin)
     groups = q.shape[1] // k.shape[1]  # grouped-query attention: each key head serves this many query heads
     k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
-    out = torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=attn.scaling)  # the last query sees all
+    # the last query sees all
+    out = torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=attn.scaling)
     h = h[:, -1:] + attn.o_proj(out.transpose(1, 2).reshape(b, 1, -1))
     return h + layer.mlp(layer.post_attention_layernorm(h))

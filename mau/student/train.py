@@ -1,12 +1,13 @@
-"""``mau student-train``: the student learns the expert's VOTE as a choice among the candidates (docs/student.md).
+"""``mau student-train``: the student learns the expert's VOTE as a choice among the candidates
+(docs/student.md).
 
-The loss of one example is the cross-entropy of the expert's choice under the softmax of the candidates' scores
-(the log-probability of each candidate's first answer token after the compact prompt and ``{"vote_target": "``:
-the ``lm`` backend's read-out), skip included. The lower layers stay frozen, so their output is computed once
-per prompt (the feature cache, ``features.pt``, which ``mau student-rl`` reuses); the last ``train_last_layers`` decoder
-layers and the final norm are trained with AdamW. The run folder: config.yaml, provenance.json,
-trainer_log.jsonl, features.pt, model/ (the whole model and tokenizer: the ``lm`` backend plays it) and
-train.json (written last). Heavy imports inside.
+The loss of one example is the cross-entropy of the expert's choice under the softmax of the candidates'
+scores (the log-probability of each candidate's first answer token after the compact prompt and
+``{"vote_target": "``: the ``lm`` backend's read-out), skip included. The lower layers stay frozen, so their
+output is computed once per prompt (the feature cache, ``features.pt``, which ``mau student-rl`` reuses); the
+last ``train_last_layers`` decoder layers and the final norm are trained with AdamW. The run folder:
+config.yaml, provenance.json, trainer_log.jsonl, features.pt, model/ (the whole model and tokenizer: the
+``lm`` backend plays it) and train.json (written last). Heavy imports inside.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ SUMMARY = "train.json"
 LOG = "trainer_log.jsonl"
 FEATURES = "features.pt"
 FULL_MODEL = "model"
-TRAIN_SAMPLE = 128  # training examples scored after training beside the validation split (train.json: after_on_train)
+# training examples scored after training beside the validation split (train.json: after_on_train)
+TRAIN_SAMPLE = 128
 
 
 @dataclass
@@ -46,15 +48,16 @@ class CandidateResult:
 
     def line(self) -> str:
         loss = f"{self.train_loss:.4f}" if self.train_loss is not None else "n/a"
-        return (f"trained steps={self.steps} train_loss={loss} eval_ce {self.before.get('ce', float('nan')):.3f}"
-                f"->{self.after.get('ce', float('nan')):.3f} eval_acc {self.before.get('acc', float('nan')):.3f}"
-                f"->{self.after.get('acc', float('nan')):.3f} trainable_params={self.trainable} "
-                f"wall_s={self.wall_s:.1f} -> model {self.saved}")
+        return (f"trained steps={self.steps} train_loss={loss} eval_ce "
+                f"{self.before.get('ce', float('nan')):.3f}->{self.after.get('ce', float('nan')):.3f} "
+                f"eval_acc "
+                f"{self.before.get('acc', float('nan')):.3f}->{self.after.get('acc', float('nan')):.3f} "
+                f"trainable_params={self.trainable} wall_s={self.wall_s:.1f} -> model {self.saved}")
 
 
 class FeatureCache:
-    """Lower-layer outputs by prompt: key = digest of (the frozen lower weights' fingerprint, token ids), so the
-    base model and every model trained from it over the same cut share them. Saved as one file."""
+    """Lower-layer outputs by prompt: key = digest of (the frozen lower weights' fingerprint, token ids), so
+    the base model and every model trained from it over the same cut share them. Saved as one file."""
 
     def __init__(self, split: Any, path: Path | None = None):
         self.tag = fingerprint(split)
@@ -130,7 +133,6 @@ def evaluate(split: Any, cache: FeatureCache, examples: list[CandidateExample]) 
 
 def train_candidates(cfg: StudentTrainConfig, out: Path) -> CandidateResult:
     import torch
-    from transformers import get_scheduler
 
     from mau.harness.backends.lm import load_text_model
     from mau.student.examples import from_dataset_rows
@@ -141,8 +143,8 @@ def train_candidates(cfg: StudentTrainConfig, out: Path) -> CandidateResult:
     if (out / SUMMARY).is_file() and not cfg.resume:
         raise MauError(f"{out} holds a finished training run; choose another --out (or --resume to keep it)")
     if (out / FEATURES).is_file() and not (out / SUMMARY).is_file() and not cfg.resume:
-        raise MauError(f"{out} holds an unfinished training run; pass --resume to continue it (its feature cache "
-                       "is reused, training starts over), or choose another --out")
+        raise MauError(f"{out} holds an unfinished training run; pass --resume to continue it (its feature "
+                       "cache is reused, training starts over), or choose another --out")
     if (out / SUMMARY).is_file():
         s = json.loads((out / SUMMARY).read_text())
         return CandidateResult(out, s["steps"], s["train_loss"], s["before"], s["after"], s["trainable"],
@@ -174,9 +176,34 @@ def train_candidates(cfg: StudentTrainConfig, out: Path) -> CandidateResult:
     cache.fill(split, train + evals)
     cache.save(out / FEATURES)
     before = evaluate(split, cache, evals)
+    steps, last_loss = _optimise(split, cache, train, evals, t, out / LOG)
+    model.eval()
+    after = evaluate(split, cache, evals)
+    fit = evaluate(split, cache, train[:TRAIN_SAMPLE])  # the same on training examples: under-, over-fitting
+    saved = out / FULL_MODEL
+    model.save_pretrained(saved)
+    tokenizer.save_pretrained(saved)
+    n_trainable = sum(p.numel() for p in split.trainable())
+    wall = time.perf_counter() - t0
+    result = CandidateResult(out, steps, last_loss, before, after, n_trainable, saved, wall)
+    from mau.rundir import atomic_write
+
+    summary = {**result.__dict__, "after_on_train": fit, "objective": "candidates",
+               "examples": {"train": len(train), "eval": len(evals)},
+               "train_last_layers": t.train_last_layers}
+    atomic_write(out / SUMMARY, json.dumps(summary, default=str, indent=1) + "\n")
+    return result
+
+
+def _optimise(split: Any, cache: FeatureCache, train: list[CandidateExample], evals: list[CandidateExample],
+              t: Any, log_path: Path) -> tuple[int, float | None]:
+    """AdamW over the trainable layers (the training section ``t``), logged to ``log_path``: (steps, last
+    loss)."""
+    import torch
+    from tqdm import tqdm
+    from transformers import get_scheduler
 
     params = split.trainable()
-    n_trainable = sum(p.numel() for p in params)
     per_step = t.per_device_batch_size * t.gradient_accumulation_steps
     steps = t.max_steps or max(1, math.ceil(len(train) * t.epochs / per_step))
     opt = torch.optim.AdamW(params, lr=t.learning_rate, weight_decay=t.weight_decay)
@@ -185,9 +212,7 @@ def train_candidates(cfg: StudentTrainConfig, out: Path) -> CandidateResult:
     rng = random.Random(t.seed)
     order: list[CandidateExample] = []
     last_loss = None
-    from tqdm import tqdm
-
-    with open(out / LOG, "w") as log:
+    with open(log_path, "w") as log:
         for step in tqdm(range(1, steps + 1), desc="train (candidates)", unit="step"):
             total = 0.0
             for _ in range(per_step):
@@ -209,17 +234,4 @@ def train_candidates(cfg: StudentTrainConfig, out: Path) -> CandidateResult:
                     row.update({f"eval_{k}": v for k, v in evaluate(split, cache, evals).items()})
                 log.write(json.dumps(row) + "\n")
                 log.flush()
-    model.eval()
-    after = evaluate(split, cache, evals)
-    fit = evaluate(split, cache, train[:TRAIN_SAMPLE])  # the same on training examples: under- or over-fitting
-    saved = out / FULL_MODEL
-    model.save_pretrained(saved)
-    tokenizer.save_pretrained(saved)
-    result = CandidateResult(out, steps, last_loss, before, after, n_trainable, saved, time.perf_counter() - t0)
-    from mau.rundir import atomic_write
-
-    atomic_write(out / SUMMARY, json.dumps({**result.__dict__, "after_on_train": fit, "objective": "candidates",
-                                            "examples":
-                                            {"train": len(train), "eval": len(evals)},
-                                            "train_last_layers": t.train_last_layers}, default=str, indent=1) + "\n")
-    return result
+    return steps, last_loss

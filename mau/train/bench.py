@@ -1,13 +1,14 @@
-"""The GPU check (``mau bench train``): the production training path (``mau.train.sft.build`` with the settings
-of configs/train/qwen3_5_9b.yaml: LoRA r=16 on the language model, frozen vision tower, gradient checkpointing,
-bf16, 640x360 frames) on a Qwen3.5-9B-shaped model with random bf16 weights (mau.train.shapes; nothing is
-downloaded), a few LoRA SFT steps on synthetic rows shaped like BC examples (one 640x360 frame, ~2k text
-tokens, a JSON answer), timed. Prints tokens/s, peak memory (and the ``--plan`` estimate of it) and MFU.
+"""The GPU check (``mau bench train``): the production training path (``mau.train.sft.build`` with the
+settings of configs/train/qwen3_5_9b.yaml: LoRA r=16 on the language model, frozen vision tower, gradient
+checkpointing, bf16, 640x360 frames) on a Qwen3.5-9B-shaped model with random bf16 weights (mau.train.shapes;
+nothing is downloaded), a few LoRA SFT steps on synthetic rows shaped like BC examples (one 640x360 frame,
+~2k text tokens, a JSON answer), timed. Prints tokens/s, peak memory (and the ``--plan`` estimate of it) and
+MFU.
 
-MFU counts model FLOPs only: forward 2 x (language-model matmul weights + the tied LM head) per token, backward
-the same again for the input gradients (the base weights are frozen: no weight-gradient matmuls), the LoRA
-branches 6 x their parameters, attention and the DeltaNet recurrence, and the frozen vision tower's forward;
-the recomputation of gradient checkpointing is not counted (it is hardware work, not model work).
+MFU counts model FLOPs only: forward 2 x (language-model matmul weights + the tied LM head) per token,
+backward the same again for the input gradients (the base weights are frozen: no weight-gradient matmuls),
+the LoRA branches 6 x their parameters, attention and the DeltaNet recurrence, and the frozen vision tower's
+forward; the recomputation of gradient checkpointing is not counted (it is hardware work, not model work).
 Heavy imports happen inside the functions.
 """
 
@@ -25,13 +26,15 @@ from pathlib import Path
 from typing import Any
 
 # Dense bf16 tensor-core peaks (vendor datasheets, without sparsity), matched on the device name.
-PEAK_BF16_TFLOPS = {"H200": 989.4, "H100": 989.4, "GH200": 989.4, "B200": 2250.0, "A100": 312.0, "L40S": 362.1,
-                    "A10": 125.0}
+PEAK_BF16_TFLOPS = {
+    "H200": 989.4, "H100": 989.4, "GH200": 989.4, "B200": 2250.0, "A100": 312.0, "L40S": 362.1, "A10": 125.0,
+}
 PRODUCTION_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "train" / "qwen3_5_9b.yaml"
 
 
 def frame_png(width: int, height: int, rng: random.Random) -> bytes:
-    """A game-like frame: a background colour and a few coloured blocks (not blank: the vision tower sees it)."""
+    """A game-like frame: a background colour and a few coloured blocks (not blank: the vision tower sees
+    it)."""
     from PIL import Image, ImageDraw
 
     img = Image.new("RGB", (width, height), tuple(rng.randrange(256) for _ in range(3)))
@@ -76,14 +79,17 @@ def write_synthetic_dataset(out: Path, tokenizer: Any, rows: int = 4, width: int
                              "reasoning": "I saw them near the body in Electrical."})
         return {F.DS_MESSAGES: [
             {F.ROLE: "system", F.DS_CONTENT: [{F.DS_CONTENT_TYPE: "text",
-                                               F.DS_CONTENT_TEXT: "You are Liam, a crewmate. Answer with JSON."}]},
+                                               F.DS_CONTENT_TEXT: "You are Liam, a crewmate. Answer with "
+                                                                  "JSON."}]},
             {F.ROLE: "user", F.DS_CONTENT: [{F.DS_CONTENT_TYPE: "image", F.DS_CONTENT_TEXT: None},
                                             {F.DS_CONTENT_TYPE: "text",
                                              F.DS_CONTENT_TEXT: state_text(tokenizer, text_tokens, rng)}]},
             {F.ROLE: "assistant", F.DS_CONTENT: [{F.DS_CONTENT_TYPE: "text", F.DS_CONTENT_TEXT: answer}]}],
             F.DS_IMAGES: [{"bytes": frame_png(width, height, rng), "path": f"synthetic/{i}.png"}]}
 
-    DatasetDict({"train": Dataset.from_list([row(i) for i in range(rows)], features=feats)}).save_to_disk(str(out))
+    DatasetDict({"train": Dataset.from_list([row(i) for i in range(rows)], features=feats)}).save_to_disk(
+        str(out)
+    )
     header = {F.FORMAT: F.DATASET_FORMAT, F.FORMAT_VERSION: F.DATASET_FORMAT_VERSION, "filter": "synthetic",
               "counts": {"train": rows}}
     (out / F.DATASET_HEADER).write_text(json.dumps(header, indent=1) + "\n")
@@ -124,9 +130,11 @@ def rss_bytes() -> int:
 
 
 def heap_bytes() -> int | None:
-    """Bytes in use in this process's C heap (glibc ``mallinfo2``: in-use chunks + mmapped blocks, every arena),
-    where torch's CPU tensors live: unlike RSS it leaves out memory freed but kept by the allocator and code
-    pages, so it is the CPU's counterpart of ``torch.cuda.max_memory_allocated``. None without glibc >= 2.33."""
+    """Bytes in use in this process's C heap (glibc ``mallinfo2``: in-use chunks + mmapped blocks, every
+    arena), where torch's CPU tensors live: unlike RSS it leaves out memory freed but kept by the allocator
+    and code
+    pages, so it is the CPU's counterpart of ``torch.cuda.max_memory_allocated``. None without glibc >=
+    2.33."""
     fn = _mallinfo2()
     if fn is None:
         return None
@@ -212,12 +220,16 @@ def _step_timer(times: list[float], cuda: bool) -> Any:
     return Timer()
 
 
-def _cpu_memory(built: dict[str, float], rss: Any, rss_start: int, hp: Any, heap_start: int | None) -> dict[str, Any]:
+def _cpu_memory(
+    built: dict[str, float], rss: Any, rss_start: int, hp: Any, heap_start: int | None
+) -> dict[str, Any]:
     """The CPU's peak: the weights as built + the peak while training over its start, as C heap in use (else
     resident memory)."""
     out: dict[str, Any] = {
-        "weights_rss_bytes": int(built.get("weights_rss", 0)), "train_rss_increase_bytes": rss.peak - rss_start,
-        "peak_memory_bytes": int(built.get("weights_rss", 0)) + rss.peak - rss_start, "memory_measure": "rss"}
+        "weights_rss_bytes": int(built.get("weights_rss", 0)),
+        "train_rss_increase_bytes": rss.peak - rss_start,
+        "peak_memory_bytes": int(built.get("weights_rss", 0)) + rss.peak - rss_start, "memory_measure": "rss",
+    }
     if hp:
         out.update({"weights_heap_bytes": int(built.get("weights_heap", 0)),
                     "train_heap_increase_bytes": hp.peak - heap_start,
@@ -253,8 +265,8 @@ def bench_train(layers: int = 32, vision_depth: int = 27, steps: int = 4, text_t
                 seed: int = 0, workdir: str | Path | None = None, dtype: str = "bfloat16",
                 width_divisor: int = 1) -> dict[str, Any]:
     """Build, train ``steps`` steps (one row each), measure. The first step (compilation, allocator warm-up,
-    optimizer state) is reported apart and left out of the rates. ``dtype`` bfloat16 is the production path (bf16
-    weights, bf16 mixed precision); float32 (fp32 weights, no autocast) is for CPUs without native bf16
+    optimizer state) is reported apart and left out of the rates. ``dtype`` bfloat16 is the production path
+    (bf16 weights, bf16 mixed precision); float32 (fp32 weights, no autocast) is for CPUs without native bf16
     (mau.train.precision), with ``width_divisor`` > 1 (mau.train.shapes.narrow) to keep a CPU run short."""
     import torch
 
@@ -271,21 +283,24 @@ def bench_train(layers: int = 32, vision_depth: int = 27, steps: int = 4, text_t
     work.mkdir(parents=True, exist_ok=True)
     d, model_dir, processor, data_dir = _bench_inputs(work, layers, vision_depth, steps, text_tokens, seed,
                                                       width_divisor)
-    over = {"model": {"path": str(model_dir), "device": "auto" if cuda else "cpu", "dtype": dtype},
-            "data": {"dataset": str(data_dir), "eval_split": None, "filter": None},
-            "training": {"max_steps": steps, "gradient_accumulation_steps": 1, "per_device_batch_size": 1,
-                         "logging_steps": 1, "save_steps": 10**6, "eval_at_end": False, "dataloader_num_workers": 0,
-                         "gradient_checkpointing": gradient_checkpointing, "warmup": 0,
-                         "bf16": dtype == "bfloat16"},
-            "output": {"dir": str(work / "run")}, "logging": {"report_to": "none"}}
+    over = {
+        "model": {"path": str(model_dir), "device": "auto" if cuda else "cpu", "dtype": dtype},
+        "data": {"dataset": str(data_dir), "eval_split": None, "filter": None},
+        "training": {
+            "max_steps": steps, "gradient_accumulation_steps": 1, "per_device_batch_size": 1,
+            "logging_steps": 1, "save_steps": 10**6, "eval_at_end": False, "dataloader_num_workers": 0,
+            "gradient_checkpointing": gradient_checkpointing, "warmup": 0, "bf16": dtype == "bfloat16",
+        },
+        "output": {"dir": str(work / "run")}, "logging": {"report_to": "none"},
+    }
     cfg = load_config(TrainConfig, PRODUCTION_CONFIG, over)
 
     heap = heap_bytes() is not None  # the CPU's measure: the C heap in use, else resident memory
     built: dict[str, float] = {}
 
     def load_model(base: str, c: TrainConfig) -> Any:
-        # Instantiate the model once on the meta device (no storage) first: transformers' one-off initialisation
-        # on first use (~40 MB of heap) then falls outside the weights' measure.
+        # Instantiate the model once on the meta device (no storage) first: transformers' one-off
+        # initialisation on first use (~40 MB of heap) then falls outside the weights' measure.
         shapes.build_model(d, dtype=dtype, seed=seed, device="meta")
         rss_before, heap_before = rss_bytes(), heap_bytes()
         t0 = time.perf_counter()
@@ -311,7 +326,9 @@ def bench_train(layers: int = 32, vision_depth: int = 27, steps: int = 4, text_t
     seq = lengths["total"]
     rates = times[1:] or times
     tokens = sum(seq[1:len(times)]) or sum(seq)
-    per_step = [model_flops_per_step(d, t, i, setup.counts["lora"]) for t, i in zip(lengths["text"], lengths["image"])]
+    per_step = [
+        model_flops_per_step(d, t, i, setup.counts["lora"]) for t, i in zip(lengths["text"], lengths["image"])
+    ]
     flops = sum(per_step[1:len(times)]) or sum(per_step)
     wall = sum(rates)
     name = torch.cuda.get_device_name() if cuda else "cpu"
@@ -320,14 +337,13 @@ def bench_train(layers: int = 32, vision_depth: int = 27, steps: int = 4, text_t
                             lm_head_torch=not cuda)
     out: dict[str, Any] = {
         "bench": "train", "device": name, "dtype": dtype, "text_layers": layers, "vision_depth": vision_depth,
-        "width_divisor": width_divisor,
-        "parameters": setup.counts["total"], "trainable": setup.counts["trainable"],
-        "steps": len(times), "first_step_s": round(times[0], 3) if times else None,
-        "step_s": round(wall / len(rates), 3), "text_tokens": lengths["text"][0], "image_tokens": lengths["image"][0],
-        "tokens_per_second": round(tokens / wall, 1),
-        "model_tflops_per_step": round(per_step[0] / 1e12, 3),
-        "achieved_tflops": round(flops / wall / 1e12, 3),
-        "peak_tflops": peak, "mfu": round(flops / wall / (peak * 1e12), 4) if peak else None,
+        "width_divisor": width_divisor, "parameters": setup.counts["total"],
+        "trainable": setup.counts["trainable"], "steps": len(times),
+        "first_step_s": round(times[0], 3) if times else None, "step_s": round(wall / len(rates), 3),
+        "text_tokens": lengths["text"][0], "image_tokens": lengths["image"][0],
+        "tokens_per_second": round(tokens / wall, 1), "model_tflops_per_step": round(per_step[0] / 1e12, 3),
+        "achieved_tflops": round(flops / wall / 1e12, 3), "peak_tflops": peak,
+        "mfu": round(flops / wall / (peak * 1e12), 4) if peak else None,
         "gradient_checkpointing": gradient_checkpointing, "build_s": round(built.get("build_s", 0.0), 1),
         "loss": [r["loss"] for r in setup.trainer.state.log_history if "loss" in r],
         "estimated_peak_bytes": est.total, "estimate": est.as_dict(),

@@ -1,6 +1,7 @@
 """The config of ``mau train``: one pydantic model with a section per concern (model, lora, data, training,
 images, output, logging). Hyperparameters only: how many processes and GPUs run the job is the launcher's
-business (``configs/accelerate/*.yaml``). Light imports only: the CLI parses it before anything heavy loads."""
+business (``configs/accelerate/*.yaml``). Light imports only: the CLI parses it before anything heavy
+loads."""
 
 from __future__ import annotations
 
@@ -11,20 +12,23 @@ from pydantic import Field, model_validator
 from mau.config import Model
 
 # LoRA on the language model only (ml_stack.md): "all-linear" would also hit the vision tower.
-LANGUAGE_MODEL_LORA_TARGETS = (r".*\.language_model\..*\.(q_proj|k_proj|v_proj|o_proj|in_proj_qkv|in_proj_z|out_proj"
-                               r"|gate_proj|up_proj|down_proj)$")
+LANGUAGE_MODEL_LORA_TARGETS = (
+    r".*\.language_model\..*\.(q_proj|k_proj|v_proj|o_proj|in_proj_qkv|in_proj_z|out_proj"
+    r"|gate_proj|up_proj|down_proj)$"
+)
 
 
 class ModelSection(Model):
     """The base model (a Qwen3.5 VLM) and how it is loaded."""
 
     path: str = Field("Qwen/Qwen3.5-9B", description="Base model: a hub id or a local folder written by "
-                      "save_pretrained (AutoModelForImageTextToText + AutoProcessor). A local path is recorded "
-                      "as an absolute path in the adapter's adapter_config.json.")
+                      "save_pretrained (AutoModelForImageTextToText + AutoProcessor). A local path is "
+                      "recorded as an absolute path in the adapter's adapter_config.json.")
     dtype: Literal["auto", "bfloat16", "float16", "float32"] = Field(
         "auto", description="Weights' dtype on load; auto: bfloat16 on a GPU, float32 on the CPU.")
     attn_implementation: str | None = Field(
-        None, description="Attention kernel (sdpa, eager, flash_attention_2); unset: the transformers default.")
+        None, description="Attention kernel (sdpa, eager, flash_attention_2); unset: the transformers "
+                          "default.")
     device: Literal["auto", "cpu"] = Field(
         "auto", description="cpu: train on the CPU even where a GPU is visible; auto: the launcher's device.")
     build_tiny_model_if_missing: bool = Field(
@@ -40,12 +44,12 @@ class LoraSection(Model):
     dropout: float = Field(0.05, ge=0, lt=1, description="Dropout on the LoRA input.")
     target_modules: str = Field(
         LANGUAGE_MODEL_LORA_TARGETS, description="Regex (PEFT target_modules) of the linear layers that get "
-        "LoRA; the default matches the language model's attention, DeltaNet and MLP projections and never the "
-        "vision tower ('all-linear' would).")
+        "LoRA; the default matches the language model's attention, DeltaNet and MLP projections and never "
+        "the vision tower ('all-linear' would).")
     full_finetune: bool = Field(
         False, description="Train every language-model weight instead of a LoRA adapter (never the vision "
-        "tower nor lm_head); the result is a full model in OUT/model. For CPU experiments with the tiny model, "
-        "whose frozen random base LoRA alone cannot bend far.")
+        "tower nor lm_head); the result is a full model in OUT/model. For CPU experiments with the tiny "
+        "model, whose frozen random base LoRA alone cannot bend far.")
 
 
 class DataSection(Model):
@@ -67,8 +71,10 @@ class TrainingSection(Model):
     epochs: float = Field(1.0, gt=0, description="Passes over the training split (unless max_steps is set).")
     max_steps: int | None = Field(None, ge=1, description="Optimizer steps in all; overrides epochs.")
     learning_rate: float = Field(1e-4, gt=0, description="Peak learning rate (AdamW).")
-    lr_scheduler: str = Field("cosine", description="transformers scheduler name: cosine, linear, constant, ...")
-    warmup: float = Field(0.03, ge=0, description="Warmup: a fraction of all steps if < 1, else a step count.")
+    lr_scheduler: str = Field("cosine", description="transformers scheduler name: cosine, linear, constant, "
+                                                    "...")
+    warmup: float = Field(0.03, ge=0, description="Warmup: a fraction of all steps if < 1, else a step "
+                                                  "count.")
     weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay.")
     max_grad_norm: float = Field(1.0, gt=0, description="Gradient clipping norm.")
     per_device_batch_size: int = Field(1, ge=1, description="Examples per device per forward pass.")
@@ -81,7 +87,8 @@ class TrainingSection(Model):
     seed: int = Field(0, description="Seed of the LoRA init, data order and dropout.")
     logging_steps: int = Field(10, ge=1, description="Log (trainer_log.jsonl, wandb) every N steps.")
     save_steps: int = Field(200, ge=1, description="Write a checkpoint (OUT/checkpoint-N) every N steps.")
-    save_total_limit: int | None = Field(3, ge=1, description="Keep only the newest N checkpoints; unset: all.")
+    save_total_limit: int | None = Field(3, ge=1, description="Keep only the newest N checkpoints; unset: "
+                                                              "all.")
     eval_steps: int | None = Field(None, ge=1, description="Evaluation loss on the eval split every N steps; "
                                    "unset: only at the end (if eval_at_end).")
     eval_at_end: bool = Field(True, description="Evaluation loss on the eval split after training.")
@@ -91,11 +98,11 @@ class TrainingSection(Model):
 class ImagesSection(Model):
     """Image sizing on the processor (saved with the adapter, so inference sizes frames the same way)."""
 
-    max_pixels: int | None = Field(None, ge=1024, description="Cap on an image's pixels (the image processor's "
-                                   "size.longest_edge); larger frames are downscaled, one token per 32x32 px. "
-                                   "Unset: the processor's own cap.")
-    min_pixels: int | None = Field(None, ge=1024, description="Floor on an image's pixels (size.shortest_edge); "
-                                   "unset: the processor's own.")
+    max_pixels: int | None = Field(None, ge=1024, description="Cap on an image's pixels (the image "
+                                   "processor's size.longest_edge); larger frames are downscaled, one token "
+                                   "per 32x32 px. Unset: the processor's own cap.")
+    min_pixels: int | None = Field(None, ge=1024, description="Floor on an image's pixels "
+                                   "(size.shortest_edge); unset: the processor's own.")
 
 
 class OutputSection(Model):
@@ -109,8 +116,8 @@ class OutputSection(Model):
 class LoggingSection(Model):
     """Where metrics go besides OUT/trainer_log.jsonl (always written)."""
 
-    report_to: Literal["none", "wandb"] = Field("none", description="none, or wandb (needs the wandb package; "
-                                                "WANDB_MODE=offline works without a network).")
+    report_to: Literal["none", "wandb"] = Field("none", description="none, or wandb (needs the wandb "
+                                                "package; WANDB_MODE=offline works without a network).")
     wandb_project: str = Field("mau", description="wandb project (unless WANDB_PROJECT is set).")
     run_name: str | None = Field(None, description="Run name for wandb; default the run folder's name.")
 
@@ -118,12 +125,13 @@ class LoggingSection(Model):
 class TrainConfig(Model):
     """``mau train``: LoRA SFT (TRL + PEFT) of a Qwen3.5 VLM crewmate on a BC dataset."""
 
-    resume: bool = Field(False, description="Continue in an existing run folder: from its last checkpoint if it "
-                         "has one (a finished run continues to a larger max_steps / epochs).")
+    resume: bool = Field(False, description="Continue in an existing run folder: from its last checkpoint if "
+                         "it has one (a finished run continues to a larger max_steps / epochs).")
     model: ModelSection = Field(default_factory=ModelSection, description="The base model.")
     lora: LoraSection = Field(default_factory=LoraSection, description="LoRA on the language model.")
     data: DataSection = Field(default_factory=DataSection, description="The BC dataset.")
-    training: TrainingSection = Field(default_factory=TrainingSection, description="Optimisation, checkpoints.")
+    training: TrainingSection = Field(default_factory=TrainingSection, description="Optimisation, "
+                                                                                   "checkpoints.")
     images: ImagesSection = Field(default_factory=ImagesSection, description="Image sizing.")
     output: OutputSection = Field(default_factory=OutputSection, description="The run folder.")
     logging: LoggingSection = Field(default_factory=LoggingSection, description="Metrics reporting.")

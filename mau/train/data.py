@@ -40,14 +40,16 @@ def load_bc_data(cfg: Any, columns: list[str] = TRAIN_COLUMNS) -> BCData:
         raise MauError(f"data.dataset {path}: no such folder; build it with mau dataset, or fix the path")
     header = read_header(path)
     if cfg.filter is not None and header.get("filter") not in (None, cfg.filter):
-        raise MauError(f"data.filter is {cfg.filter!r} but {path} was built with filter {header.get('filter')!r}; "
+        raise MauError(f"data.filter is {cfg.filter!r} but {path} was built with filter "
+                       f"{header.get('filter')!r}; "
                        "fix data.filter or data.dataset")
     dd = load_from_disk(str(path))
     splits = list(dd.keys())
 
     def split(name: str, limit: int | None) -> Any:
         if name not in dd:
-            raise MauError(f"{path}: no split {name!r} (it has {', '.join(splits)}); fix data.train_split / eval_split")
+            raise MauError(f"{path}: no split {name!r} (it has {', '.join(splits)}); fix data.train_split / "
+                           f"eval_split")
         ds = dd[name]
         missing = [c for c in columns if c not in ds.column_names]
         if missing:
@@ -126,11 +128,13 @@ class CheckedCollator:
             k += n
             got = int((ids[row] == self.image_token_id).sum())
             if got != expected:
-                raise MauError(f"collator: row {row} has {got} image tokens for {n} images that need {expected} "
+                raise MauError(f"collator: row {row} has {got} image tokens for {n} images that need "
+                               f"{expected} "
                                "(truncated? max_length must be None)")
             answer = int((labels[row] != -100).sum())
             if answer == 0:
-                raise MauError(f"collator: row {row} has no answer tokens in its labels (assistant mask empty)")
+                raise MauError(f"collator: row {row} has no answer tokens in its labels (assistant mask "
+                               f"empty)")
             s = self.stats
             s.rows += 1
             s.rows_with_images += n > 0

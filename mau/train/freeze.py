@@ -20,7 +20,8 @@ def _numel(p: Any) -> int:
 
 
 def _named(name: str) -> str:
-    """A leading dot, so that ``model.visual.x`` and ``base_model.model.model.visual.x`` both contain VISION."""
+    """A leading dot, so that ``model.visual.x`` and ``base_model.model.model.visual.x`` both contain
+    VISION."""
     return "." + name
 
 
@@ -56,7 +57,9 @@ def freeze_all_but_language_model(model: Any) -> int:
 
 def parameter_counts(model: Any) -> dict[str, int]:
     """Parameter counts: total, trainable, vision, vision trainable, language model, lm_head trainable."""
-    c = dict(total=0, trainable=0, vision=0, vision_trainable=0, language_model=0, lm_head_trainable=0, lora=0)
+    c = dict(
+        total=0, trainable=0, vision=0, vision_trainable=0, language_model=0, lm_head_trainable=0, lora=0
+    )
     for name, p in model.named_parameters():
         n, key = _numel(p), _named(name)
         c["total"] += n
@@ -82,7 +85,8 @@ def check_trainable(model: Any, full_finetune: bool) -> list[str]:
         raise MauError("no trainable parameters: check lora.target_modules (it matched no layer)")
     bad = [n for n in names if VISION in _named(n)]
     if bad:
-        raise MauError(f"{len(bad)} vision-tower parameters would train (e.g. {bad[0]}); the vision tower must "
+        raise MauError(f"{len(bad)} vision-tower parameters would train (e.g. {bad[0]}); the vision tower "
+                       f"must "
                        "stay frozen: fix lora.target_modules so it matches only the language model")
     bad = [n for n in names if LANGUAGE_MODEL not in _named(n)]
     if bad:

@@ -1,12 +1,12 @@
 """``mau train --plan``: what a training config will ask of a GPU before one is booked. For a config and its
 dataset: the sequence-length distribution (text and image tokens, as the processor will count them), the
-optimizer steps per epoch, and the estimated peak memory per GPU for one GPU, DDP and DeepSpeed ZeRO-3, term by
-term: weights, LoRA parameters + gradients + AdamW state, activations (with and without gradient
+optimizer steps per epoch, and the estimated peak memory per GPU for one GPU, DDP and DeepSpeed ZeRO-3, term
+by term: weights, LoRA parameters + gradients + AdamW state, activations (with and without gradient
 checkpointing) and the LM head over the 248k vocabulary. Heavy imports happen inside the functions.
 
 The activation terms are bytes per token per decoder layer, written from the widths: what autograd saves for a
-LoRA layer whose base weights are frozen (the inputs of every LoRA branch, the MLP's gate / up / activation, the
-fp32 RMSNorm inputs, the attention's q / k / v / output, and for Gated DeltaNet the per-chunk tensors of
+LoRA layer whose base weights are frozen (the inputs of every LoRA branch, the MLP's gate / up / activation,
+the fp32 RMSNorm inputs, the attention's q / k / v / output, and for Gated DeltaNet the per-chunk tensors of
 transformers' reference ``chunk_gated_delta_rule``). ``saved_activation_bytes`` counts what autograd really
 saves, and tests/test_train_9b.py checks the formula against it and the whole estimate against the measured
 peak of the reduced-depth 9B shape on the CPU. On a GPU with ``flash-linear-attention`` the DeltaNet kernel
@@ -26,20 +26,22 @@ from mau.errors import MauError
 GIB = 2**30
 BF16 = 2
 FP32 = 4
-LORA_STATE_BYTES = 16  # fp32 LoRA weight (PEFT keeps adapters in fp32 under a bf16 base) + fp32 grad + AdamW m, v
+# fp32 LoRA weight (PEFT keeps adapters in fp32 under a bf16 base) + fp32 grad + AdamW m, v
+LORA_STATE_BYTES = 16
 # TRL 1.16's fused LM head: log-probabilities in tiles of at most this many tokens x this many vocabulary
 # columns (trl.kernels.chunked_logprob.TOKEN_CHUNK_SIZE, trl.trainer.utils._CHUNKED_LOGPROB_CHUNK_SIZE).
 LM_HEAD_TOKEN_TILE = 4096
 LM_HEAD_VOCAB_TILE = 32768
 LM_HEAD_TILE_COPIES = 4  # the bf16 tile and up to three fp32 temporaries of the torch path (exp, products)
-# Without Triton (the CPU) TRL folds each tile in torch (trl.kernels.chunked_logprob._backward_tile): at its peak the
-# backward holds the tile, seven fp32 temporaries of its size (scaled logits, z, log p, p, the gradient, and the
-# target mask's difference and product) and the boolean target mask; measured with mau.train.bench.heap_bytes.
+# Without Triton (the CPU) TRL folds each tile in torch (trl.kernels.chunked_logprob._backward_tile): at its
+# peak the backward holds the tile, seven fp32 temporaries of its size (scaled logits, z, log p, p, the
+# gradient, and the target mask's difference and product) and the boolean target mask; measured with
+# mau.train.bench.heap_bytes.
 LM_HEAD_TORCH_FP32_COPIES = 7
 DELTANET_CHUNK = 64  # transformers' torch_chunk_gated_delta_rule chunk size
 
 
-# ---- activations --------------------------------------------------------------------------------------------
+# ---- activations -------------------------------------------------------------------------------------------
 
 def layer_activation_bytes_per_token(t: dict[str, Any], kind: str, r: int, dtype: str = "bfloat16") -> int:
     """Bytes autograd keeps per token for one decoder layer in LoRA training (frozen base), term by term as
@@ -49,15 +51,23 @@ def layer_activation_bytes_per_token(t: dict[str, Any], kind: str, r: int, dtype
     if dtype == "float32":
         return _layer_activation_bytes_fp32(t, kind, r)
     h, inter = t["hidden_size"], t["intermediate_size"]
-    # MLP: gate and up outputs and the activation (bf16), the activation's fp32 upcast, down_proj's LoRA input.
+    # MLP: gate and up outputs and the activation (bf16), the activation's fp32 upcast, down_proj's LoRA
+    # input.
     mlp = 3 * BF16 * inter + FP32 * inter + BF16 * inter
     if kind == "full_attention":
         q, kv = t["num_attention_heads"] * t["head_dim"], t["num_key_value_heads"] * t["head_dim"]
         norms = 8 * FP32 * h + 2 * BF16 * h  # fp32 RMSNorm inputs / outputs, the output gate (bf16)
         lora = 6 * BF16 * h + 7 * BF16 * r  # the LoRA inputs of q, k, v, o, gate, up; the seven A outputs
-        # q and k: the fp32 input of their RMSNorm and two bf16 copies (rotated, SDPA's); v and the output alike.
-        rotary = 2 * BF16 * int(t["head_dim"] * t.get("rope_parameters", {}).get("partial_rotary_factor", 1.0))
-        mixer = (FP32 + 2 * BF16) * (q + kv) + rotary + FP32 * (2 * t["num_attention_heads"] + t["num_key_value_heads"])
+        # q and k: the fp32 input of their RMSNorm and two bf16 copies (rotated, SDPA's); v and the output
+        # alike.
+        rotary = (
+            2 * BF16 * int(t["head_dim"] * t.get("rope_parameters", {}).get("partial_rotary_factor", 1.0))
+        )
+        mixer = (
+            (FP32 + 2 * BF16) * (q + kv)
+            + rotary
+            + FP32 * (2 * t["num_attention_heads"] + t["num_key_value_heads"])
+        )
         return mlp + norms + lora + mixer
     vh, dk, dv = t["linear_num_value_heads"], t["linear_key_head_dim"], t["linear_value_head_dim"]
     conv = 2 * t["linear_num_key_heads"] * dk + vh * dv
@@ -66,7 +76,8 @@ def layer_activation_bytes_per_token(t: dict[str, Any], kind: str, r: int, dtype
     lora = 5 * BF16 * h + 6 * BF16 * r  # the LoRA inputs of in_proj_qkv, in_proj_z, out_proj, gate, up
     # The reference chunk_gated_delta_rule (transformers' torch path), keys repeated to the value heads:
     mixer = 2 * BF16 * conv  # the causal conv's input and output
-    mixer += 46 * vh * dk  # q, k, v, beta-scaled copies in fp32, flat and chunked (11 fp32 + 1 bf16 per channel)
+    # q, k, v, beta-scaled copies in fp32, flat and chunked (11 fp32 + 1 bf16 per channel)
+    mixer += 46 * vh * dk
     mixer += 17 * vh * dk  # bf16 per-chunk slices the chunk loop keeps (8.5 per channel)
     mixer += (2 * BF16 + FP32) * vh * dk * dv // c  # the recurrent state entering each chunk, bf16 and fp32
     mixer += (2 * BF16 + 2 * FP32 + BF16) * vh * c  # the intra-chunk (c x c) attention and decay matrices
@@ -75,8 +86,8 @@ def layer_activation_bytes_per_token(t: dict[str, Any], kind: str, r: int, dtype
 
 
 def _layer_activation_bytes_fp32(t: dict[str, Any], kind: str, r: int) -> int:
-    """The float32 terms: every saved tensor is fp32, and the copies autocast's casts add (bf16 / fp32 pairs) are
-    gone, so each term is its own count, not the bf16 formula times two."""
+    """The float32 terms: every saved tensor is fp32, and the copies autocast's casts add (bf16 / fp32 pairs)
+    are gone, so each term is its own count, not the bf16 formula times two."""
     h, inter = t["hidden_size"], t["intermediate_size"]
     mlp = 5 * FP32 * inter  # gate and up outputs, the activation, the product's input, down_proj's LoRA input
     if kind == "full_attention":
@@ -84,9 +95,11 @@ def _layer_activation_bytes_fp32(t: dict[str, Any], kind: str, r: int) -> int:
         gate = 2 if t.get("attn_output_gate", True) else 1
         norms = 10 * FP32 * h  # RMSNorm inputs / outputs, the output gate and the gated attention output
         lora = 6 * FP32 * h + 7 * FP32 * r
-        rotary = 2 * FP32 * int(t["head_dim"] * t.get("rope_parameters", {}).get("partial_rotary_factor", 1.0))
-        # q_proj's output (q and its gate in one tensor, kept by q's RMSNorm), SDPA's q and output; k_proj's output
-        # (kept by k's RMSNorm), SDPA's k and v.
+        rotary = (
+            2 * FP32 * int(t["head_dim"] * t.get("rope_parameters", {}).get("partial_rotary_factor", 1.0))
+        )
+        # q_proj's output (q and its gate in one tensor, kept by q's RMSNorm), SDPA's q and output; k_proj's
+        # output (kept by k's RMSNorm), SDPA's k and v.
         mixer = FP32 * (gate * q + 2 * q + 3 * kv) + rotary
         mixer += FP32 * (2 * t["num_attention_heads"] + t["num_key_value_heads"])
         return mlp + norms + lora + mixer
@@ -107,7 +120,8 @@ def _layer_activation_bytes_fp32(t: dict[str, Any], kind: str, r: int) -> int:
 def lm_head_bytes(seq_tokens: int, vocab: int, hidden: int, tiled: bool = True, act_bytes: int = BF16,
                   torch_fold: bool = False) -> int:
     """The LM head's working memory: TRL's tiles (default; ``torch_fold``: folded in torch, as on the CPU), or
-    full logits as a plain loss would keep them (logits in the compute dtype of ``act_bytes``, their fp32 upcast
+    full logits as a plain loss would keep them (logits in the compute dtype of ``act_bytes``, their fp32
+    upcast
     and fp32 log-softmax)."""
     if not tiled:
         return seq_tokens * vocab * (act_bytes + FP32 + FP32)
@@ -121,15 +135,17 @@ def lm_head_bytes(seq_tokens: int, vocab: int, hidden: int, tiled: bool = True, 
 
 @dataclass
 class MemoryEstimate:
-    """Peak memory of one process (GPU), in bytes, by term. The LM head's backward ends (its tiles freed) before
-    the first decoder layer's backward starts, so the two never hold memory at once: the peak counts the larger."""
+    """Peak memory of one process (GPU), in bytes, by term. The LM head's backward ends (its tiles freed)
+    before the first decoder layer's backward starts, so the two never hold memory at once: the peak counts
+    the larger."""
 
     layout: str
     processes: int
     weights: int
     lora_state: int
     activations: int  # kept through the backward: each layer's input (checkpointing) or its saved tensors
-    layer_backward: int  # the decoder layer in backward: recomputed saved tensors + their gradients, or gradients
+    # the decoder layer in backward: recomputed saved tensors + their gradients, or gradients
+    layer_backward: int
     lm_head: int
     gathered: int  # ZeRO-3: the largest module gathered at once (the tied embedding / lm_head)
 
@@ -162,7 +178,8 @@ def estimate_memory(d: dict[str, Any], seq_tokens: int, r: int, gradient_checkpo
     act = FP32 if dtype == "float32" else BF16
     weight_bytes = act
     per_layer = [layer_activation_bytes_per_token(t, k, r, dtype) for k in t["layer_types"]]
-    # The layer whose backward runs holds its saved tensors and, being built, their gradients (about as large).
+    # The layer whose backward runs holds its saved tensors and, being built, their gradients (about as
+    # large).
     if gradient_checkpointing:
         # Each layer keeps its input (the hidden state); one layer at a time is recomputed with everything.
         kept, in_backward = tokens * len(per_layer) * act * t["hidden_size"], tokens * 2 * max(per_layer)
@@ -181,8 +198,9 @@ def estimate_memory(d: dict[str, Any], seq_tokens: int, r: int, gradient_checkpo
 
 
 def saved_activation_bytes(model: Any, batch: dict[str, Any]) -> dict[int, int]:
-    """Run one forward of ``model`` on ``batch`` and count, per decoder layer, the bytes of every tensor autograd
-    saves for backward (each storage once; parameters excluded): the measurement the formula is checked with."""
+    """Run one forward of ``model`` on ``batch`` and count, per decoder layer, the bytes of every tensor
+    autograd saves for backward (each storage once; parameters excluded): the measurement the formula is
+    checked with."""
     import torch
 
     params = {p.untyped_storage().data_ptr() for p in model.parameters()}
@@ -211,7 +229,7 @@ def saved_activation_bytes(model: Any, batch: dict[str, Any]) -> dict[int, int]:
     return {i: sum(v.values()) for i, v in sorted(seen.items())}
 
 
-# ---- the dataset's sequences ---------------------------------------------------------------------------------
+# ---- the dataset's sequences -------------------------------------------------------------------------------
 
 def image_tokens(width: int, height: int, patch: int, merge: int, min_pixels: int, max_pixels: int) -> int:
     """Tokens of one image after the Qwen2-VL image processor's resize (one token per (patch*merge)^2 px)."""
@@ -281,8 +299,8 @@ def _processor(cfg: Any) -> tuple[Any, str]:
     except (OSError, ValueError):
         from mau.models.tiny import build_processor, build_tokenizer
 
-        return build_processor(build_tokenizer(0)), ("the tiny local BPE (the model's tokenizer is not on this "
-                                                     "machine): text counts are an overestimate")
+        return build_processor(build_tokenizer(0)), ("the tiny local BPE (the model's tokenizer is not on "
+                                                     "this machine): text counts are an overestimate")
 
 
 def plan_dtype(cfg: Any) -> str:
@@ -315,7 +333,9 @@ def plan(cfg: Any, processes: int = 8) -> dict[str, Any]:
     layouts = {}
     for layout, n in (("single", 1), ("ddp", processes), ("zero3", processes)):
         batches = math.ceil(rows / (t.per_device_batch_size * n))
-        steps = max(batches // t.gradient_accumulation_steps + int(batches % t.gradient_accumulation_steps > 0), 1)
+        steps = max(
+            batches // t.gradient_accumulation_steps + int(batches % t.gradient_accumulation_steps > 0), 1
+        )
         est = {gc: estimate_memory(d, longest, cfg.lora.r, gc, layout, n, t.per_device_batch_size, dtype)
                for gc in (True, False)}
         layouts[layout] = {"processes": n, "steps_per_epoch": steps,
@@ -350,9 +370,11 @@ def render(p: dict[str, Any]) -> str:
         q = tk[k]
         lines.append(f"  {k:5s} tokens  min {q['min']}  p50 {q['p50']}  p90 {q['p90']}  p99 {q['p99']}  "
                      f"max {q['max']}  mean {q['mean']}")
-    lines.append(f"  (full logits of the longest row would take {p['full_logits_gib_longest_row']} GiB; TRL scores "
+    lines.append(f"  (full logits of the longest row would take {p['full_logits_gib_longest_row']} GiB; TRL "
+                 f"scores "
                  "the vocabulary in tiles)")
-    lines.append(f"peak memory per GPU at the longest row in {p['dtype']}, GiB (weights + LoRA state + activations "
+    lines.append(f"peak memory per GPU at the longest row in {p['dtype']}, GiB (weights + LoRA state + "
+                 f"activations "
                  "kept + the larger of the layer in backward and the LM head [+ gathered]):")
     for name, lay in p["layouts"].items():
         for label, key in (("checkpointing", "memory_with_checkpointing"), ("no checkpointing",
@@ -360,8 +382,9 @@ def render(p: dict[str, Any]) -> str:
             m = lay[key]
             extra = f" + {m['gathered_gib']}" if m["gathered"] else ""
             head = f"  {name:6s} x{lay['processes']:<2d}"
-            lines.append(f"{head} {label:16s} {m['total_gib']:7.2f} = {m['weights_gib']} + {m['lora_state_gib']} + "
-                         f"{m['activations_gib']} + max({m['layer_backward_gib']}, {m['lm_head_gib']}){extra}")
+            lines.append(f"{head} {label:16s} {m['total_gib']:7.2f} = {m['weights_gib']} + "
+                         f"{m['lora_state_gib']} + {m['activations_gib']} + max({m['layer_backward_gib']}, "
+                         f"{m['lm_head_gib']}){extra}")
         lines.append(f"  {name:6s} x{lay['processes']:<2d} steps/epoch {lay['steps_per_epoch']}, "
                      f"steps {lay['steps']}, global batch {lay['global_batch']}")
     return "\n".join(lines)

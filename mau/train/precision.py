@@ -1,13 +1,15 @@
-"""Whether this machine computes bfloat16 natively, and so which dtype a CPU run of the training path should use.
+"""Whether this machine computes bfloat16 natively, and so which dtype a CPU run of the training path should
+use.
 
-Production trains in bf16 on GPUs. On a CPU, bf16 matrix products are fast only with the instructions for them:
-x86 ``avx512_bf16`` or ``amx_bf16`` (Cooper Lake / Sapphire Rapids and later, AMD Zen 4 and later), arm64
-``bf16`` / ``sve_bf16``. Without them (e.g. an AVX2-only AMD EPYC) torch emulates bf16 products, far slower than
-float32, so the CPU tests of the 9B path train in float32 there (tests/test_train_9b.py; docs/training.md).
+Production trains in bf16 on GPUs. On a CPU, bf16 matrix products are fast only with the instructions for
+them: x86 ``avx512_bf16`` or ``amx_bf16`` (Cooper Lake / Sapphire Rapids and later, AMD Zen 4 and later),
+arm64 ``bf16`` / ``sve_bf16``. Without them (e.g. an AVX2-only AMD EPYC) torch emulates bf16 products, far
+slower than float32, so the CPU tests of the 9B path train in float32 there (tests/test_train_9b.py;
+docs/training.md).
 
-``MAU_NATIVE_BF16=0`` forces the non-native answer (reproduces an AVX2-only machine anywhere), ``=1`` the native
-one; unset: detected from ``torch.cpu.get_capabilities()`` (cpuinfo, the same flags as /proc/cpuinfo). Light
-imports: torch is imported inside the functions.
+``MAU_NATIVE_BF16=0`` forces the non-native answer (reproduces an AVX2-only machine anywhere), ``=1`` the
+native one; unset: detected from ``torch.cpu.get_capabilities()`` (cpuinfo, the same flags as /proc/cpuinfo).
+Light imports: torch is imported inside the functions.
 """
 
 from __future__ import annotations

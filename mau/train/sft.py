@@ -45,7 +45,11 @@ CHECKPOINT_PREFIX = "checkpoint-"
 
 def checkpoints(out: Path) -> list[Path]:
     """The folder's checkpoints, oldest first."""
-    found = [p for p in out.glob(f"{CHECKPOINT_PREFIX}*") if p.is_dir() and p.name[len(CHECKPOINT_PREFIX):].isdigit()]
+    found = [
+        p
+        for p in out.glob(f"{CHECKPOINT_PREFIX}*")
+        if p.is_dir() and p.name[len(CHECKPOINT_PREFIX) :].isdigit()
+    ]
     return sorted(found, key=lambda p: int(p.name[len(CHECKPOINT_PREFIX):]))
 
 
@@ -69,12 +73,12 @@ def check_run_folder(out: Path, resume: bool, max_steps: int | None = None, what
         done = int(ckpts[-1].name[len(CHECKPOINT_PREFIX):])
         if done >= max_steps:
             # The Trainer would run one more step past the end and log "step 21/20"; there is nothing to do.
-            raise MauError(f"output.dir {out}: already trained {done} of {steps_key}={max_steps} steps; raise "
-                           f"{steps_key} to train on")
+            raise MauError(f"output.dir {out}: already trained {done} of {steps_key}={max_steps} steps; "
+                           f"raise {steps_key} to train on")
     return bool(ckpts)
 
 
-# ---- model and processor ------------------------------------------------------------------------------------
+# ---- model and processor -----------------------------------------------------------------------------------
 
 def process_state(cfg: TrainConfig) -> Any:
     """accelerate's process state (shared by everything in the process, the Trainer included). The first call
@@ -99,7 +103,8 @@ def resolve_base(cfg: TrainConfig) -> str:
                 build_tiny_model(p)
         return str(p.resolve())
     if cfg.model.path.startswith((".", "/", "~")) or cfg.model.path.count("/") != 1:
-        raise MauError(f"model.path {cfg.model.path}: no such folder and not a hub id (owner/name); fix the path, "
+        raise MauError(f"model.path {cfg.model.path}: no such folder and not a hub id (owner/name); fix the "
+                       f"path, "
                        "or set model.build_tiny_model_if_missing=true for the tiny local model")
     return cfg.model.path
 
@@ -114,22 +119,24 @@ def torch_dtype(cfg: TrainConfig) -> Any:
 
 
 def load_processor(base: str, cfg: Any) -> Any:
-    """AutoProcessor with the image-size caps of ``cfg.images`` applied (a train or RL config; they travel with the
-    processor saved beside the adapter)."""
+    """AutoProcessor with the image-size caps of ``cfg.images`` applied (a train or RL config; they travel
+    with the processor saved beside the adapter)."""
     from transformers import AutoProcessor
 
     try:
         processor = AutoProcessor.from_pretrained(base)
     except (OSError, ValueError) as e:
-        raise MauError(f"model.path {base}: the processor does not load ({str(e).splitlines()[0][:160]})") from None
+        raise MauError(f"model.path {base}: the processor does not load "
+                       f"({str(e).splitlines()[0][:160]})") from None
     if getattr(processor, "tokenizer", None) is None or not hasattr(processor, "image_processor"):
         # Without torchvision AutoProcessor quietly returns a bare tokenizer: training would drop every image.
-        raise MauError(f"AutoProcessor gave {type(processor).__name__}, not a multimodal processor (is torchvision "
+        raise MauError(f"AutoProcessor gave {type(processor).__name__}, not a multimodal processor (is "
+                       f"torchvision "
                        "installed and importable?)")
     lo, hi = cfg.images.min_pixels, cfg.images.max_pixels
     if lo is not None or hi is not None:
-        # Qwen2VLImageProcessor (transformers 5.24) reads its pixel bounds from size: shortest_edge = min_pixels,
-        # longest_edge = max_pixels (pixel counts, not edge lengths).
+        # Qwen2VLImageProcessor (transformers 5.24) reads its pixel bounds from size: shortest_edge =
+        # min_pixels, longest_edge = max_pixels (pixel counts, not edge lengths).
         size = dict(processor.image_processor.size)
         if hi is not None:
             size["longest_edge"] = hi
@@ -149,11 +156,12 @@ def load_model(base: str, cfg: TrainConfig) -> Any:
     try:
         model = AutoModelForImageTextToText.from_pretrained(base, **kwargs)
     except (OSError, ValueError) as e:
-        raise MauError(f"model.path {base}: the model does not load ({str(e).splitlines()[0][:160]})") from None
+        raise MauError(f"model.path {base}: the model does not load "
+                       f"({str(e).splitlines()[0][:160]})") from None
     return model
 
 
-# ---- the trainer ---------------------------------------------------------------------------------------------
+# ---- the trainer -------------------------------------------------------------------------------------------
 
 def log_callback(path: Path) -> Any:
     """A TrainerCallback that appends every log entry (TRL's metrics: loss, grad_norm, learning_rate, entropy,
@@ -191,38 +199,19 @@ def sft_config(cfg: TrainConfig, out: Path, has_eval: bool, bf16: bool) -> Any:
     eval_steps = t.eval_steps if has_eval and t.eval_steps else None
     report = ["wandb"] if cfg.logging.report_to == "wandb" else "none"
     return SFTConfig(
-        output_dir=str(out),
-        max_length=None,
-        assistant_only_loss=True,
-        packing=False,
-        padding_free=False,
-        num_train_epochs=t.epochs,
-        max_steps=t.max_steps or -1,
-        learning_rate=t.learning_rate,
-        lr_scheduler_type=t.lr_scheduler,
-        warmup_steps=t.warmup,
-        weight_decay=t.weight_decay,
-        max_grad_norm=t.max_grad_norm,
-        per_device_train_batch_size=t.per_device_batch_size,
+        output_dir=str(out), max_length=None, assistant_only_loss=True, packing=False, padding_free=False,
+        num_train_epochs=t.epochs, max_steps=t.max_steps or -1, learning_rate=t.learning_rate,
+        lr_scheduler_type=t.lr_scheduler, warmup_steps=t.warmup, weight_decay=t.weight_decay,
+        max_grad_norm=t.max_grad_norm, per_device_train_batch_size=t.per_device_batch_size,
         per_device_eval_batch_size=t.per_device_batch_size,
         gradient_accumulation_steps=t.gradient_accumulation_steps,
         # Both names: transformers 5.24 renamed gradient_checkpointing (TRL still reads the old name). Its
         # default is non-reentrant checkpointing; TRL switches to reentrant itself under PEFT + ZeRO-3.
-        gradient_checkpointing=gc,
-        activation_checkpointing=gc,
-        bf16=bf16,
-        fp16=False,
-        use_cpu=cfg.model.device == "cpu",
-        seed=t.seed,
-        logging_steps=t.logging_steps,
-        save_strategy="steps",
-        save_steps=t.save_steps,
-        save_total_limit=t.save_total_limit,
-        eval_strategy="steps" if eval_steps else "no",
-        eval_steps=eval_steps,
-        report_to=report,
-        run_name=cfg.logging.run_name or out.name,
-        dataloader_num_workers=t.dataloader_num_workers,
+        gradient_checkpointing=gc, activation_checkpointing=gc, bf16=bf16, fp16=False,
+        use_cpu=cfg.model.device == "cpu", seed=t.seed, logging_steps=t.logging_steps, save_strategy="steps",
+        save_steps=t.save_steps, save_total_limit=t.save_total_limit,
+        eval_strategy="steps" if eval_steps else "no", eval_steps=eval_steps, report_to=report,
+        run_name=cfg.logging.run_name or out.name, dataloader_num_workers=t.dataloader_num_workers,
         disable_tqdm=True,  # log_callback prints progress lines to stderr instead
         log_level="warning",
     )
@@ -283,11 +272,14 @@ def _build(cfg: TrainConfig, out: Path, resume_from_checkpoint: bool, callbacks:
     with warnings.catch_warnings():  # peft 0.21 calls a transformers method that 5.24 marks deprecated
         warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
         try:
-            trainer = SFTTrainer(model=model, args=args, train_dataset=data.train, eval_dataset=data.eval,
-                                 processing_class=processor, peft_config=peft_config, callbacks=callbacks or None)
+            trainer = SFTTrainer(
+                model=model, args=args, train_dataset=data.train, eval_dataset=data.eval,
+                processing_class=processor, peft_config=peft_config, callbacks=callbacks or None,
+            )
         except ValueError as e:  # TRL's refusals (e.g. a chat template it cannot patch) are one-line facts
             raise MauError(f"SFTTrainer: {str(e).splitlines()[0]}") from None
-    # The Trainer's printer / progress bar would write every log entry to stdout; log_callback reports instead.
+    # The Trainer's printer / progress bar would write every log entry to stdout; log_callback reports
+    # instead.
     trainer.remove_callback(PrinterCallback)
     trainer.remove_callback(ProgressCallback)
     collator = CheckedCollator(trainer.data_collator, image_token_id=model.config.image_token_id,
@@ -296,9 +288,11 @@ def _build(cfg: TrainConfig, out: Path, resume_from_checkpoint: bool, callbacks:
 
     freeze.check_trainable(trainer.model, cfg.lora.full_finetune)
     counts = freeze.parameter_counts(trainer.model)
-    return Setup(cfg=cfg, out=out, base=base, processor=processor, trainer=trainer, collator=collator, data=data,
-                 resume_from_checkpoint=resume_from_checkpoint, vision_before=vision_before,
-                 trainable_before=freeze.trainable_digests(trainer.model), counts=counts)
+    return Setup(
+        cfg=cfg, out=out, base=base, processor=processor, trainer=trainer, collator=collator, data=data,
+        resume_from_checkpoint=resume_from_checkpoint, vision_before=vision_before,
+        trainable_before=freeze.trainable_digests(trainer.model), counts=counts,
+    )
 
 
 def label_mask_check(setup: Setup, row: int = 0) -> dict[str, Any]:
@@ -316,11 +310,14 @@ def label_mask_check(setup: Setup, row: int = 0) -> dict[str, Any]:
     text = setup.processor.apply_chat_template(messages, chat_template=template, tokenize=False)
     marker = "<|im_start|>assistant\n"
     expected = text[text.rindex(marker) + len(marker):] if marker in text else None
-    return {"row": row, "ok": decoded == expected, "expected": expected, "decoded": decoded,
-            "answer_tokens": int((labels != -100).sum()), "sequence_tokens": int(batch["attention_mask"][0].sum())}
+    return {
+        "row": row, "ok": decoded == expected, "expected": expected, "decoded": decoded,
+        "answer_tokens": int((labels != -100).sum()),
+        "sequence_tokens": int(batch["attention_mask"][0].sum()),
+    }
 
 
-# ---- the run ----------------------------------------------------------------------------------------------------
+# ---- the run -----------------------------------------------------------------------------------------------
 
 @dataclass
 class TrainResult:
@@ -375,12 +372,13 @@ def train(cfg: TrainConfig, out: Path | None = None, callbacks: list[Any] | None
     state.wait_for_everyone()  # every process has looked at the folder before the main one writes into it
     _wandb_env(cfg, out)
     main = state.is_main_process
-    # Build first (data, model, trainer: it writes nothing), so that a bad path or config leaves no folder behind.
+    # Build first (data, model, trainer: it writes nothing), so that a bad path or config leaves no folder
+    # behind.
     setup = build(cfg, out, resume_ckpt, [log_callback(out / LOG), *(callbacks or [])])
     mask = label_mask_check(setup)
     if not mask["ok"]:
-        raise MauError(f"the loss mask does not cover exactly the answer: labels decode to {mask['decoded'][:80]!r}, "
-                       f"expected {str(mask['expected'])[:80]!r}")
+        raise MauError(f"the loss mask does not cover exactly the answer: labels decode to "
+                       f"{mask['decoded'][:80]!r}, expected {str(mask['expected'])[:80]!r}")
     setup.collator.stats = CollatorStats()  # count only the batches collated for training
     checks: dict[str, Any] = {"parameters": setup.counts, "label_mask": mask,
                               "vision_frozen_before": setup.counts["vision_trainable"] == 0}
@@ -403,8 +401,7 @@ def train(cfg: TrainConfig, out: Path | None = None, callbacks: list[Any] | None
         "vision_tensors": len(vision_after), "vision_unchanged": not changed_vision,
         "vision_changed": changed_vision[:20],
         "trainable_tensors": len(trainable_after), "trainable_changed": len(trainable_after) - len(unchanged),
-        "trainable_unchanged": unchanged[:20],
-        "collator": setup.collator.stats.as_dict(),
+        "trainable_unchanged": unchanged[:20], "collator": setup.collator.stats.as_dict(),
     })
     eval_loss = None
     if setup.data.eval is not None and cfg.training.eval_at_end:
@@ -417,8 +414,8 @@ def train(cfg: TrainConfig, out: Path | None = None, callbacks: list[Any] | None
         setup.processor.save_pretrained(str(saved))
         _write_json(out / CHECKS, checks)
     if changed_vision:
-        raise MauError(f"{len(changed_vision)} vision-tower tensors changed in training (e.g. {changed_vision[0]}); "
-                       f"see {out / CHECKS}")
+        raise MauError(f"{len(changed_vision)} vision-tower tensors changed in training (e.g. "
+                       f"{changed_vision[0]}); see {out / CHECKS}")
     if cfg.output.merge and not cfg.lora.full_finetune:
         state.wait_for_everyone()
         if main:
@@ -426,10 +423,11 @@ def train(cfg: TrainConfig, out: Path | None = None, callbacks: list[Any] | None
 
             merged = merge_adapter(setup.base, saved, out / MERGED, dtype=cfg.model.dtype)
     losses = [r["loss"] for r in trainer.state.log_history if "loss" in r]
-    result = TrainResult(out=out, steps=trainer.state.global_step, train_loss=losses[-1] if losses else None,
-                         mean_train_loss=output.training_loss, eval_loss=eval_loss,
-                         trainable=setup.counts["trainable"], saved=saved, merged=merged, resumed_from=resumed_from,
-                         wall_s=time.perf_counter() - t0)
+    result = TrainResult(
+        out=out, steps=trainer.state.global_step, train_loss=losses[-1] if losses else None,
+        mean_train_loss=output.training_loss, eval_loss=eval_loss, trainable=setup.counts["trainable"],
+        saved=saved, merged=merged, resumed_from=resumed_from, wall_s=time.perf_counter() - t0,
+    )
     if main:
         _write_json(out / SUMMARY, {**result.__dict__, "processes": state.num_processes,
                                     "parameters": setup.counts, "metrics": output.metrics})

@@ -1,7 +1,8 @@
-"""The Qwen3.5-9B architecture without its weights: the public ``config.json`` values written down here (nothing
-can be downloaded in the tests), a builder of ``Qwen3_5ForConditionalGeneration`` with those shapes at any
-depth and random weights, and closed-form parameter counts (total, LoRA) that extrapolate from the reduced
-depth the CPU tests build to the 32 layers of the real model. Heavy imports happen inside the functions.
+"""The Qwen3.5-9B architecture without its weights: the public ``config.json`` values written down here
+(nothing can be downloaded in the tests), a builder of ``Qwen3_5ForConditionalGeneration`` with those shapes
+at any depth and random weights, and closed-form parameter counts (total, LoRA) that extrapolate from the
+reduced depth the CPU tests build to the 32 layers of the real model. Heavy imports happen inside the
+functions.
 
 Where the values come from: the ``config.json`` of the hub repository ``Qwen/Qwen3.5-9B`` as we know it (it
 could not be fetched here: no network), cross-checked against the defaults of transformers 5.24's
@@ -26,59 +27,33 @@ QWEN3_5_9B_VISION_DEPTH = 27
 
 # config.json of Qwen/Qwen3.5-9B (values as published; see the module docstring for the sources).
 QWEN3_5_9B_CONFIG: dict[str, Any] = {
-    "architectures": ["Qwen3_5ForConditionalGeneration"],
-    "model_type": "qwen3_5",
-    "image_token_id": 248056,
-    "video_token_id": 248057,
-    "vision_start_token_id": 248053,
-    "vision_end_token_id": 248054,
+    "architectures": ["Qwen3_5ForConditionalGeneration"], "model_type": "qwen3_5", "image_token_id": 248056,
+    "video_token_id": 248057, "vision_start_token_id": 248053, "vision_end_token_id": 248054,
     "tie_word_embeddings": True,
     "text_config": {
-        "model_type": "qwen3_5_text",
-        "vocab_size": 248320,
-        "hidden_size": 4096,
-        "intermediate_size": 12288,
+        "model_type": "qwen3_5_text", "vocab_size": 248320, "hidden_size": 4096, "intermediate_size": 12288,
         "num_hidden_layers": 32,
         # three Gated DeltaNet layers, then one full-attention layer, eight times
-        "layer_types": (["linear_attention"] * 3 + ["full_attention"]) * 8,
-        "full_attention_interval": 4,
-        "num_attention_heads": 16,
-        "num_key_value_heads": 4,
-        "head_dim": 256,
+        "layer_types": (["linear_attention"] * 3 + ["full_attention"]) * 8, "full_attention_interval": 4,
+        "num_attention_heads": 16, "num_key_value_heads": 4, "head_dim": 256,
         "attn_output_gate": True,  # q_proj also emits a per-head output gate: 2 x 16 x 256 outputs
-        "linear_num_key_heads": 16,
-        "linear_num_value_heads": 32,
-        "linear_key_head_dim": 128,
-        "linear_value_head_dim": 128,
-        "linear_conv_kernel_dim": 4,
-        "hidden_act": "silu",
-        "rms_norm_eps": 1e-6,
+        "linear_num_key_heads": 16, "linear_num_value_heads": 32, "linear_key_head_dim": 128,
+        "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4, "hidden_act": "silu", "rms_norm_eps": 1e-6,
         "max_position_embeddings": 262144,
         "rope_parameters": {"rope_type": "default", "rope_theta": 10_000_000.0, "partial_rotary_factor": 0.25,
                             "mrope_section": [11, 11, 10], "mrope_interleaved": True},
-        "attention_bias": False,
-        "tie_word_embeddings": True,
-        "eos_token_id": 248046,
-        "pad_token_id": 248044,
+        "attention_bias": False, "tie_word_embeddings": True, "eos_token_id": 248046, "pad_token_id": 248044,
     },
     "vision_config": {
-        "model_type": "qwen3_5_vision",
-        "depth": 27,
-        "hidden_size": 1152,
-        "intermediate_size": 4304,
-        "num_heads": 16,
-        "in_channels": 3,
-        "patch_size": 16,
-        "spatial_merge_size": 2,
-        "temporal_patch_size": 2,
-        "out_hidden_size": 4096,
-        "num_position_embeddings": 2304,
+        "model_type": "qwen3_5_vision", "depth": 27, "hidden_size": 1152, "intermediate_size": 4304,
+        "num_heads": 16, "in_channels": 3, "patch_size": 16, "spatial_merge_size": 2,
+        "temporal_patch_size": 2, "out_hidden_size": 4096, "num_position_embeddings": 2304,
         "hidden_act": "gelu_pytorch_tanh",
     },
 }
 
-# What LoRA targets in each layer kind (mau.train.config.LANGUAGE_MODEL_LORA_TARGETS; in_proj_a / in_proj_b, the
-# DeltaNet's per-head decay and beta projections, and conv1d are left out by that regex).
+# What LoRA targets in each layer kind (mau.train.config.LANGUAGE_MODEL_LORA_TARGETS; in_proj_a / in_proj_b,
+# the DeltaNet's per-head decay and beta projections, and conv1d are left out by that regex).
 DELTANET_TARGETS = ("in_proj_qkv", "in_proj_z", "out_proj")
 ATTENTION_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")
 MLP_TARGETS = ("gate_proj", "up_proj", "down_proj")
@@ -86,8 +61,8 @@ MLP_TARGETS = ("gate_proj", "up_proj", "down_proj")
 
 def config_dict(text_layers: int | None = None, vision_depth: int | None = None,
                 token_ids: dict[str, int] | None = None) -> dict[str, Any]:
-    """The 9B ``config.json`` at another depth (``text_layers`` a multiple of 4 keeps whole blocks), with other
-    special-token ids if given (a locally built tokenizer has its own)."""
+    """The 9B ``config.json`` at another depth (``text_layers`` a multiple of 4 keeps whole blocks), with
+    other special-token ids if given (a locally built tokenizer has its own)."""
     c = copy.deepcopy(QWEN3_5_9B_CONFIG)
     t = c["text_config"]
     if text_layers is not None:
@@ -109,11 +84,12 @@ NARROW_DIVISORS = (1, 2, 4, 8)  # 8: still 2 query heads per key/value head (the
 
 
 def narrow(d: dict[str, Any], divisor: int) -> dict[str, Any]:
-    """The same architecture ``divisor`` times narrower, for CPU runs of the training path: the text width, MLP
-    width, vocabulary and the counts of attention, key/value and DeltaNet heads divided (at least one of each),
-    the vision tower's width, MLP and heads alike (its output width follows the text width). Unchanged: depth and
-    layer types, every head dimension (so rotary sections and DeltaNet chunks are as in the 9B), patch and merge
-    sizes (a 640x360 frame is still 220 tokens), special-token ids (give config_dict a small tokenizer's ids: the
+    """The same architecture ``divisor`` times narrower, for CPU runs of the training path: the text width,
+    MLP width, vocabulary and the counts of attention, key/value and DeltaNet heads divided (at least one of
+    each), the vision tower's width, MLP and heads alike (its output width follows the text width).
+    Unchanged: depth and layer types, every head dimension (so rotary sections and DeltaNet chunks are as in
+    the 9B), patch and merge sizes (a 640x360 frame is still 220 tokens), special-token ids (give config_dict
+    a small tokenizer's ids: the
     9B's are above a divided vocabulary). ``divisor`` 1 returns a copy."""
     if divisor not in NARROW_DIVISORS:
         raise ValueError(f"width divisor {divisor}: use one of {', '.join(map(str, NARROW_DIVISORS))}")
@@ -140,7 +116,7 @@ def hf_config(d: dict[str, Any]) -> Any:
     return Qwen3_5Config(**d)
 
 
-# ---- closed-form counts --------------------------------------------------------------------------------------
+# ---- closed-form counts ------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class Linear:
@@ -150,7 +126,8 @@ class Linear:
 
 
 def layer_linears(t: dict[str, Any], kind: str) -> list[Linear]:
-    """The LoRA-targeted linear layers of one decoder layer of ``kind`` (linear_attention / full_attention)."""
+    """The LoRA-targeted linear layers of one decoder layer of ``kind`` (linear_attention /
+    full_attention)."""
     h, inter = t["hidden_size"], t["intermediate_size"]
     mlp = [Linear("gate_proj", h, inter), Linear("up_proj", h, inter), Linear("down_proj", inter, h)]
     if kind == "linear_attention":
@@ -170,7 +147,9 @@ def lora_parameters(d: dict[str, Any], r: int, text_layers: int | None = None) -
     (default: the config's depth): sum over layers of r * (in + out) of each targeted projection."""
     t = d["text_config"]
     n = text_layers if text_layers is not None else t["num_hidden_layers"]
-    kinds = [t["layer_types"][i % len(t["layer_types"])] for i in range(n)] if text_layers else t["layer_types"]
+    kinds = (
+        [t["layer_types"][i % len(t["layer_types"])] for i in range(n)] if text_layers else t["layer_types"]
+    )
     return sum(r * (lin.d_in + lin.d_out) for kind in kinds for lin in layer_linears(t, kind))
 
 
@@ -215,7 +194,9 @@ def vision_parameters(v: dict[str, Any]) -> int:
     return patch + pos + v["depth"] * block + merger
 
 
-def total_parameters(d: dict[str, Any], text_layers: int | None = None, vision_depth: int | None = None) -> int:
+def total_parameters(
+    d: dict[str, Any], text_layers: int | None = None, vision_depth: int | None = None
+) -> int:
     """Every weight of the model (a tied lm_head counted once)."""
     t, v = d["text_config"], dict(d["vision_config"])
     if vision_depth is not None:
@@ -227,11 +208,11 @@ def total_parameters(d: dict[str, Any], text_layers: int | None = None, vision_d
     return emb + layers + t["hidden_size"] + head + vision_parameters(v)
 
 
-# ---- building ------------------------------------------------------------------------------------------------
+# ---- building ----------------------------------------------------------------------------------------------
 
 def build_model(d: dict[str, Any], dtype: str = "bfloat16", seed: int = 0, device: str = "cpu") -> Any:
-    """``Qwen3_5ForConditionalGeneration`` with the shapes of ``d`` and random weights (transformers' own init,
-    seeded) in ``dtype``, built directly on ``device``."""
+    """``Qwen3_5ForConditionalGeneration`` with the shapes of ``d`` and random weights (transformers' own
+    init, seeded) in ``dtype``, built directly on ``device``."""
     import torch
     from transformers import Qwen3_5ForConditionalGeneration
 
@@ -247,11 +228,14 @@ def build_model(d: dict[str, Any], dtype: str = "bfloat16", seed: int = 0, devic
     return model.to(dt)
 
 
-def save_shaped_model(out: str | Path, text_layers: int = 4, vision_depth: int = 2, seed: int = 0,
-                      dtype: str = "bfloat16", max_pixels: int = 640 * 360, width_divisor: int = 1) -> dict[str, Any]:
+def save_shaped_model(
+    out: str | Path, text_layers: int = 4, vision_depth: int = 2, seed: int = 0, dtype: str = "bfloat16",
+    max_pixels: int = 640 * 360, width_divisor: int = 1,
+) -> dict[str, Any]:
     """Save a 9B-shaped model at reduced depth (random ``dtype`` weights; ``width_divisor`` > 1: narrowed, see
-    ``narrow``) with a local processor into ``out``, loadable by ``mau train`` (``model.path``). The tokenizer is
-    the tiny local BPE (the real one cannot be downloaded): its special-token ids replace the checkpoint's, and
+    ``narrow``) with a local processor into ``out``, loadable by ``mau train`` (``model.path``). The
+    tokenizer is the tiny local BPE (the real one cannot be downloaded): its special-token ids replace the
+    checkpoint's, and
     the embedding keeps all 248,320 rows (divided by ``width_divisor``). Returns the config dict used."""
     import gc
 

@@ -53,13 +53,8 @@ def _run_folder(src: Path, run: Path, n: int) -> None:
             d = run / F.MATCHES_DIR / mid
             shutil.copytree(src, d, copy_function=os.link)
             g = {
-                "index": k,
-                F.MATCH_ID: mid,
-                F.SEED: k,
-                F.CASE: "bench",
-                F.IMPOSTER_MODEL: "scripted",
-                F.CREWMATE_MODEL: "scripted",
-                F.REP: k,
+                "index": k, F.MATCH_ID: mid, F.SEED: k, F.CASE: "bench", F.IMPOSTER_MODEL: "scripted",
+                F.CREWMATE_MODEL: "scripted", F.REP: k,
             }
             (d / F.MATCH_HEADER).unlink()
             (d / F.MATCH_HEADER).write_text(json.dumps({**header, F.MATCH_ID: mid, F.GRID: g}))
@@ -102,16 +97,14 @@ def _loads(sync_playwright, chromium: str, url: str, loads: int, inner: list[flo
             inner.append(float(page.get_attribute("body", "data-ready-ms")) / 1000)
             page.close()
         browser.close()
-    return {"page_ready_s": round(statistics.median(inner), 3), "driver_s": round(statistics.median(outer), 3)}
+    return {
+        "page_ready_s": round(statistics.median(inner), 3), "driver_s": round(statistics.median(outer), 3),
+    }
 
 
 BROWSER_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-extensions",
-    "--disable-dev-shm-usage",
-    "--no-first-run",
+    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-extensions",
+    "--disable-dev-shm-usage", "--no-first-run",
 ]
 
 
@@ -124,8 +117,7 @@ def bench_view(matches: int = 1000, seed: int = 3) -> dict[str, Any]:
     try:
         full = tmp / "full"
         _play(
-            full,
-            seed,
+            full, seed,
             {"world": {"game": {"kill_cooldown_initial_ticks": 10**9, "mission_hold_ticks": 10**9}}},
         )
         h = json.loads((full / "match.json").read_text())
@@ -135,12 +127,12 @@ def bench_view(matches: int = 1000, seed: int = 3) -> dict[str, Any]:
             build(full, tmp / f"site{k}")
             builds.append(time.perf_counter() - t0)
         out["match"] = {
-            "steps": h["steps"],
-            "calls": h["calls"]["calls"],
-            "frames": h.get("frames_saved", h["n_frames"]),
+            "steps": h["steps"], "calls": h["calls"]["calls"], "frames": h.get("frames_saved", h["n_frames"]),
             "build_s": round(statistics.median(builds), 3),
         }
-        out["match"].update(page_ready_s((tmp / "site0" / "index.html").resolve().as_uri() + "#step=100") or {})
+        out["match"].update(
+            page_ready_s((tmp / "site0" / "index.html").resolve().as_uri() + "#step=100") or {}
+        )
         short = tmp / "short"
         _play(short, seed, {"world": {"game": {"max_steps": 30}}})
         runs = {}
@@ -148,20 +140,20 @@ def bench_view(matches: int = 1000, seed: int = 3) -> dict[str, Any]:
             run = tmp / f"run{n}"
             _run_folder(short, run, n)
             r = subprocess.run(
-                [sys.executable, "-c", _RUN_CHILD, str(run), str(tmp / f"runsite{n}")],
-                capture_output=True,
+                [sys.executable, "-c", _RUN_CHILD, str(run), str(tmp / f"runsite{n}")], capture_output=True,
                 text=True,
             )
             if r.returncode != 0:
                 raise RuntimeError(f"run build of {n} matches failed: {r.stderr.strip().splitlines()[-1:]}")
             b = json.loads(r.stdout.strip().splitlines()[-1])
             runs[str(n)] = {
-                "build_s": round(b["build_s"], 2),
-                "peak_rss_mb": round(b["peak_rss_mb"], 1),
+                "build_s": round(b["build_s"], 2), "peak_rss_mb": round(b["peak_rss_mb"], 1),
                 "matches_per_second": round(n / b["build_s"], 1),
             }
             if n == matches:
-                runs[str(n)].update(page_ready_s((tmp / f"runsite{n}" / "index.html").resolve().as_uri(), 3) or {})
+                runs[str(n)].update(
+                    page_ready_s((tmp / f"runsite{n}" / "index.html").resolve().as_uri(), 3) or {}
+                )
             shutil.rmtree(run)
             shutil.rmtree(tmp / f"runsite{n}")
         small, large = runs[str(max(matches // 10, 1))], runs[str(matches)]

@@ -1,5 +1,6 @@
 """One match folder -> one viewer page: ``index.html``, ``data.js`` (header, players, map, tracks, events,
-meetings, frames, probes, problems), ``calls/<seat>.js`` (each player's call records, loaded when the player is
+meetings, frames, probes, problems), ``calls/<seat>.js`` (each player's call records, loaded when the player
+is
 selected) and the frames (hard links). A missing or damaged part is named on the page, never fatal."""
 
 from __future__ import annotations
@@ -16,17 +17,8 @@ from mau.view.site import js_dumps, link_or_copy, read_jsonl, write_data_js, wri
 MAP_SCALE = 8  # pixels per block of the background image
 PROBES_FILE = F.PROBES_FILE  # the belief probes; drawn when present (docs/viewer.md)
 KEY_EVENTS = {
-    F.EV_KILL,
-    F.EV_BODY_SEEN,
-    F.EV_REPORT,
-    F.EV_EMERGENCY,
-    F.EV_MEETING_START,
-    F.EV_EJECTION,
-    F.EV_MEETING_END,
-    F.EV_MISSION_COMPLETE,
-    F.EV_MATCH_START,
-    F.EV_MATCH_END,
-    F.EV_FAKE_MISSION_START,
+    F.EV_KILL, F.EV_BODY_SEEN, F.EV_REPORT, F.EV_EMERGENCY, F.EV_MEETING_START, F.EV_EJECTION,
+    F.EV_MEETING_END, F.EV_MISSION_COMPLETE, F.EV_MATCH_START, F.EV_MATCH_END, F.EV_FAKE_MISSION_START,
 }
 _FRAME = re.compile(r"^(\d{4})_(.+?)(?:_(fwd|back))?(?:_(\d+))?\.(png|jpg|jpeg)$")
 
@@ -47,13 +39,9 @@ def map_assets(name: str, cache: dict[str, Any]) -> tuple[dict[str, Any], bytes]
         Image.fromarray(img).save(buf, "PNG", optimize=False, compress_level=3)
         h, w = img.shape[:2]
         info = {
-            "name": m.name,
-            "origin": list(m.origin),
-            "size": [w / MAP_SCALE, h / MAP_SCALE],
-            "rooms": [{"name": r.name, "rect": list(r.rect)} for r in m.spec.rooms],
-            "places": _places(m),
-            "stations": [list(s) for s in m.spec.stations],
-            "button": list(m.spec.button),
+            "name": m.name, "origin": list(m.origin), "size": [w / MAP_SCALE, h / MAP_SCALE],
+            "rooms": [{"name": r.name, "rect": list(r.rect)} for r in m.spec.rooms], "places": _places(m),
+            "stations": [list(s) for s in m.spec.stations], "button": list(m.spec.button),
         }
         cache[name] = (info, buf.getvalue())
     except Exception as e:  # noqa: BLE001 - a map we cannot load only costs the background
@@ -94,7 +82,9 @@ def _frames(folder: Path, roster: list[str]) -> tuple[dict[int, dict[str, list[s
     return out, len(names)
 
 
-def _claims(folder: Path, events: list[dict[str, Any]], problems: list[str]) -> dict[int, list[dict[str, Any]]]:
+def _claims(
+    folder: Path, events: list[dict[str, Any]], problems: list[str]
+) -> dict[int, list[dict[str, Any]]]:
     """Each utterance's claims (event index -> chips): the sentence, the checker's verdict and reason from the
     match-end claims.jsonl, and the speaker's private label (shown only with "reveal truth")."""
     from mau.claims.grammar import placement
@@ -105,7 +95,8 @@ def _claims(folder: Path, events: list[dict[str, Any]], problems: list[str]) -> 
         for r in read_jsonl(folder / F.CLAIMS_FILE, problems):
             verdicts[(r.get("i"), r.get("n"))] = r
     elif any(e.get(F.CLAIMS) for e in events):
-        problems.append(f"{F.CLAIMS_FILE} is missing: claims shown without verdicts (run mau claims on the folder)")
+        problems.append(f"{F.CLAIMS_FILE} is missing: claims shown without verdicts (run mau claims on the "
+                        f"folder)")
     out: dict[int, list[dict[str, Any]]] = {}
     for e in events:
         claims = e.get(F.CLAIMS)
@@ -120,10 +111,14 @@ def _claims(folder: Path, events: list[dict[str, Any]], problems: list[str]) -> 
             except (KeyError, ValueError):
                 said = str(c)
             where = placement(c, e.get(F.SPEAKER, "")) if isinstance(c, dict) else None
-            chips.append({"k": c.get("k"), "text": said, "verdict": v.get("verdict"), "reason": v.get("reason"),
-                          "epistemic": v.get("epistemic"), "grounded": v.get("grounded"),
-                          "label": labels[n] if n < len(labels) else None,
-                          "t": where["to_s"] if where else None, "where": where})
+            chips.append(
+                {
+                    "k": c.get("k"), "text": said, "verdict": v.get("verdict"), "reason": v.get("reason"),
+                    "epistemic": v.get("epistemic"), "grounded": v.get("grounded"),
+                    "label": labels[n] if n < len(labels) else None, "t": where["to_s"] if where else None,
+                    "where": where,
+                }
+            )
         out[e.get(F.EVENT_INDEX)] = chips
     return out
 
@@ -136,14 +131,8 @@ def _meetings(events: list[dict[str, Any]], claims: dict[int, list[dict[str, Any
         t = e.get(F.TYPE)
         if t == F.EV_MEETING_START:
             cur = {
-                "n": len(meetings) + 1,
-                F.STEP: e.get(F.STEP, 0),
-                "caller": e.get("caller"),
-                "reason": e.get("reason"),
-                "body": e.get("body"),
-                "lines": [],
-                "votes": [],
-                "ejection": None,
+                "n": len(meetings) + 1, F.STEP: e.get(F.STEP, 0), "caller": e.get("caller"),
+                "reason": e.get("reason"), "body": e.get("body"), "lines": [], "votes": [], "ejection": None,
             }
             meetings.append(cur)
         elif cur is None:
@@ -151,8 +140,7 @@ def _meetings(events: list[dict[str, Any]], claims: dict[int, list[dict[str, Any
         elif t in (F.EV_UTTERANCE, F.EV_PASS):
             cur["lines"].append(
                 {
-                    "speaker": e.get(F.SPEAKER),
-                    "round": e.get("round"),
+                    "speaker": e.get(F.SPEAKER), "round": e.get("round"),
                     "text": e.get(F.UTTERANCE_TEXT) if t == F.EV_UTTERANCE else None,
                     "claims": (claims or {}).get(e.get(F.EVENT_INDEX), []),
                 }
@@ -169,9 +157,10 @@ def _meetings(events: list[dict[str, Any]], claims: dict[int, list[dict[str, Any
 
 
 def _probes(folder: Path, problems: list[str]) -> list[dict[str, Any]] | None:
-    """Belief probes (``probes.jsonl``, format ``mau.probes``, every version the metrics read): who (``agent``),
-    when (``step``), whose belief (``source``: ``model`` or ``ideal``) and P(imposter) per player (``beliefs``).
-    Read tolerantly: a few other key names are accepted, fallbacks (no beliefs) are left out silently, lines of
+    """Belief probes (``probes.jsonl``, format ``mau.probes``, every version the metrics read): who
+    (``agent``), when (``step``), whose belief (``source``: ``model`` or ``ideal``) and P(imposter) per
+    player (``beliefs``). Read tolerantly: a few other key names are accepted, fallbacks (no beliefs) are
+    left out silently, lines of
     another ``format_version`` or without beliefs are skipped and counted."""
     path = folder / PROBES_FILE
     if not path.is_file():
@@ -201,21 +190,17 @@ def _probes(folder: Path, problems: list[str]) -> list[dict[str, Any]] | None:
         problems.append(f"{PROBES_FILE}: format_version {sorted(map(str, other))} is not one this mau reads "
                         f"({list(F.PROBES_READABLE_VERSIONS)}); those probes are not drawn")
     if skipped:
-        problems.append(f"{PROBES_FILE}: {skipped} lines without an agent and P(imposter) per player, skipped")
+        problems.append(f"{PROBES_FILE}: {skipped} lines without an agent and P(imposter) per player, "
+                        f"skipped")
     return rows
 
 
 def build_match(
-    folder: Path,
-    out: Path,
-    *,
-    root: str = "",
-    map_cache: dict[str, Any] | None = None,
-    maps_dir: Path | None = None,
-    run_href: str | None = None,
+    folder: Path, out: Path, *, root: str = "", map_cache: dict[str, Any] | None = None,
+    maps_dir: Path | None = None, run_href: str | None = None,
 ) -> dict[str, Any]:
-    """Write the page of ``folder`` into ``out``; return a row for a run's match list. ``root`` is the relative
-    path from ``out`` to the site root (assets, shared map images under ``maps_dir``)."""
+    """Write the page of ``folder`` into ``out``; return a row for a run's match list. ``root`` is the
+    relative path from ``out`` to the site root (assets, shared map images under ``maps_dir``)."""
     map_cache = {} if map_cache is None else map_cache
     out.mkdir(parents=True, exist_ok=True)
     problems: list[str] = []
@@ -245,54 +230,29 @@ def build_match(
     match_id = header.get(F.MATCH_ID) or folder.name
     grid = header.get(F.GRID) or {}
     data = {
-        "kind": "match",
-        "id": match_id,
+        "kind": "match", "id": match_id,
         "ticks_per_second": F.TICKS_PER_SECOND,  # the viewer turns claimed seconds into track ticks with it
-        "folder": str(folder),
-        "run_href": run_href,
+        "folder": str(folder), "run_href": run_href,
         "header": {
             k: header.get(k)
             for k in (
-                F.SEED,
-                F.OUTCOME,
-                F.END_REASON,
-                F.STEPS,
-                F.TICKS,
-                F.MAP,
-                F.BACKEND,
-                "meeting_steps",
-                "game_seconds",
-                F.ARM,
+                F.SEED, F.OUTCOME, F.END_REASON, F.STEPS, F.TICKS, F.MAP, F.BACKEND, "meeting_steps",
+                "game_seconds", F.ARM,
             )
         },
-        "grid": grid,
-        "players": players,
-        "map": map_info,
-        "tracks": tracks,
-        "events": keep,
+        "grid": grid, "players": players, "map": map_info, "tracks": tracks, "events": keep,
         "meetings": _meetings(events, _claims(folder, events, problems)),
-        "frames": {str(k): v for k, v in frames.items()},
-        "calls": calls_index,
-        "memory": memory,
-        "probes": probes,
-        "problems": problems,
-        "last_step": last,
+        "frames": {str(k): v for k, v in frames.items()}, "calls": calls_index, "memory": memory,
+        "probes": probes, "problems": problems, "last_step": last,
     }
     write_data_js(out / "data.js", data)
     write_html(out / "index.html", f"mau match {match_id}", root, ["data.js"])
     kills = sum(1 for e in events if e.get(F.TYPE) == F.EV_KILL)
     return {
-        "id": match_id,
-        F.SEED: header.get(F.SEED, grid.get(F.SEED)),
-        F.OUTCOME: header.get(F.OUTCOME),
-        "imposter": grid.get(F.IMPOSTER_MODEL),
-        "crewmate": grid.get(F.CREWMATE_MODEL),
-        F.ARM: header.get(F.ARM),
-        "case": grid.get(F.CASE),
-        F.STEPS: header.get(F.STEPS),
-        "kills": kills,
-        "false_claims": _false_claims(header),
-        "problems": len(problems),
+        "id": match_id, F.SEED: header.get(F.SEED, grid.get(F.SEED)), F.OUTCOME: header.get(F.OUTCOME),
+        "imposter": grid.get(F.IMPOSTER_MODEL), "crewmate": grid.get(F.CREWMATE_MODEL),
+        F.ARM: header.get(F.ARM), "case": grid.get(F.CASE), F.STEPS: header.get(F.STEPS), "kills": kills,
+        "false_claims": _false_claims(header), "problems": len(problems),
     }
 
 
@@ -316,17 +276,15 @@ def _tracks(folder: Path, header: dict[str, Any], problems: list[str]) -> list[d
     tracks = []
     tv = (header.get(F.TRACKS) or {}).get("version", F.TRACKS_VERSION)
     if tv != F.TRACKS_VERSION:
-        problems.append(f"{F.TRACKS_FILE}: version {tv} is not the version this mau reads ({F.TRACKS_VERSION}); "
+        problems.append(f"{F.TRACKS_FILE}: version {tv} is not the version this mau reads "
+                        f"({F.TRACKS_VERSION}); "
                         "positions not shown (install the mau version that wrote it)")
     elif (folder / F.TRACKS_FILE).is_file():
         for t in read_jsonl(folder / F.TRACKS_FILE, problems):
             tracks.append(
                 {
-                    "s": t.get(F.STEP, 0),
-                    "t": t.get(F.TICK, 0),
-                    "a": t.get(F.TRACK_AFTER),
-                    "p": t.get(F.TRACK_PLAYERS) or {},
-                    "b": t.get(F.TRACK_BODIES) or [],
+                    "s": t.get(F.STEP, 0), "t": t.get(F.TICK, 0), "a": t.get(F.TRACK_AFTER),
+                    "p": t.get(F.TRACK_PLAYERS) or {}, "b": t.get(F.TRACK_BODIES) or [],
                 }
             )
     else:
@@ -365,7 +323,8 @@ def _map_info(header: dict[str, Any], out: Path, root: str, map_cache: dict[str,
 
 def _link_frames(folder: Path, out: Path, header: dict[str, Any], roster: list[str],
                  problems: list[str]) -> tuple[dict[Any, Any], set[str]]:
-    """The match's frames linked (or copied) beside the page: (frames by step and player, the linked paths)."""
+    """The match's frames linked (or copied) beside the page: (frames by step and player, the linked
+    paths)."""
     frames, n_files = _frames(folder, roster)
     expected = max(header.get(F.N_FRAMES) or 0, header.get("frames_saved") or 0)
     if expected and n_files < expected:
@@ -385,7 +344,8 @@ def _link_frames(folder: Path, out: Path, header: dict[str, Any], roster: list[s
 
 def _write_calls(folder: Path, out: Path, header: dict[str, Any], roster: list[str], linked: set[str],
                  problems: list[str]) -> dict[str, dict[str, Any]]:
-    """calls/<seat>.js per agent (a call whose frame is gone is marked ``missing``); the page's index of them."""
+    """calls/<seat>.js per agent (a call whose frame is gone is marked ``missing``); the page's index of
+    them."""
     calls_index: dict[str, dict[str, Any]] = {}
     if (folder / F.CALLS_FILE).is_file():
         per: dict[str, list[dict[str, Any]]] = {}
@@ -407,9 +367,7 @@ def _write_calls(folder: Path, out: Path, header: dict[str, Any], roster: list[s
                             part["missing"] = True
             (out / fname).write_text(f"MAU.calls({js_dumps(agent)},{js_dumps(calls)});\n")
             calls_index[agent] = {
-                "file": fname,
-                "n": len(calls),
-                "steps": sorted({c.get(F.STEP, 0) for c in calls}),
+                "file": fname, "n": len(calls), "steps": sorted({c.get(F.STEP, 0) for c in calls}),
             }
     elif header.get("calls"):
         problems.append(f"{F.CALLS_FILE} is missing: the header counts {header['calls'].get('calls')} calls")

@@ -1,6 +1,7 @@
-"""A collect or eval run folder -> a run page (summary or results with intervals, every match with its outcome,
-pairing and seed, filterable) and one match page per match. Streaming: each match page is written and
-forgotten, and its row goes straight to ``run.js``, so memory stays flat however many matches the run holds."""
+"""A collect or eval run folder -> a run page (summary or results with intervals, every match with its
+outcome, pairing and seed, filterable) and one match page per match. Streaming: each match page is written and
+forgotten, and its row goes straight to ``run.js``, so memory stays flat however many matches the run
+holds."""
 
 from __future__ import annotations
 
@@ -72,13 +73,8 @@ def build_run(run: Path, out: Path, progress: Callable[[int], None] | None = Non
     copy_assets(out)
     (out / F.MATCHES_DIR).mkdir(parents=True, exist_ok=True)
     head = {
-        "kind": "run",
-        "format": header.get(F.FORMAT),
-        "name": run.name,
-        "folder": str(run),
-        "planned": header.get("planned_matches"),
-        "summary": summary,
-        "results": results,
+        "kind": "run", "format": header.get(F.FORMAT), "name": run.name, "folder": str(run),
+        "planned": header.get("planned_matches"), "summary": summary, "results": results,
     }
     map_cache: dict[str, Any] = {}
     n = played = 0
@@ -87,22 +83,13 @@ def build_run(run: Path, out: Path, progress: Callable[[int], None] | None = Non
         for mid, folder, g in _match_folders(run, problems):
             if folder is None:
                 row = {
-                    "id": mid,
-                    F.SEED: g.get(F.SEED),
-                    F.OUTCOME: None,
-                    "imposter": g.get(F.IMPOSTER_MODEL),
-                    "crewmate": g.get(F.CREWMATE_MODEL),
-                    F.ARM: g.get(F.ARM),
-                    "case": g.get(F.CASE),
+                    "id": mid, F.SEED: g.get(F.SEED), F.OUTCOME: None, "imposter": g.get(F.IMPOSTER_MODEL),
+                    "crewmate": g.get(F.CREWMATE_MODEL), F.ARM: g.get(F.ARM), "case": g.get(F.CASE),
                 }
             else:
                 row = build_match(
-                    folder,
-                    out / F.MATCHES_DIR / mid,
-                    root="../../",
-                    map_cache=map_cache,
-                    maps_dir=out / "maps",
-                    run_href="../../index.html",
+                    folder, out / F.MATCHES_DIR / mid, root="../../", map_cache=map_cache,
+                    maps_dir=out / "maps", run_href="../../index.html",
                 )
                 row["id"] = mid
                 row["href"] = f"{F.MATCHES_DIR}/{mid}/index.html"

@@ -3,16 +3,17 @@ first-person frames from a Minecraft-protocol world (flying-squid + mineflayer b
 
 The rules engine (``mau.env.rules``) stays the single authority. Each sub-step is two-phase (MineLand-style):
 the action programs run on the positions Minecraft reported last and say where each body should walk (the
-map's doorway path); the host walks the bots there by stepping prismarine-physics by hand for ``substep_ticks``
-ticks, emitting as many server ticks; the reported positions become the players' positions. So a step costs
-what it computes, not game time. The map is built in blocks from the same floor grid, so the map's line of
-sight (used for witnesses and seen bodies) is the blocks' line of sight; frames are drawn from the blocks.
+map's doorway path); the host walks the bots there by stepping prismarine-physics by hand for
+``substep_ticks`` ticks, emitting as many server ticks; the reported positions become the players' positions.
+So a step costs what it computes, not game time. The map is built in blocks from the same floor grid, so the
+map's line of sight (used for witnesses and seen bodies) is the blocks' line of sight; frames are drawn from
+the blocks.
 
 One host process serves the matches of this process one after the other (``mau.env.minecraft.host.POOL``):
-taken at ``reset(seed)`` (a fresh one the first time, else the last match's, reset), handed back when the match
-ends; ended on any error inside a step, by ``close()`` before the match ended, when idle and at interpreter
-exit. This match's part of its log lives in ``log_dir`` (a temp folder the runner copies into the match folder
-as ``logs/``). See docs/minecraft.md.
+taken at ``reset(seed)`` (a fresh one the first time, else the last match's, reset), handed back when the
+match ends; ended on any error inside a step, by ``close()`` before the match ended, when idle and at
+interpreter exit. This match's part of its log lives in ``log_dir`` (a temp folder the runner copies into the
+match folder as ``logs/``). See docs/minecraft.md.
 """
 
 from __future__ import annotations
@@ -72,7 +73,8 @@ class MinecraftWorld(SimWorld):
         self._frames: dict[tuple, np.ndarray] = {}
         self._lock = threading.Lock()
         self.frame_ms: list[float] = []  # host render time per frame, for bench
-        self.substep_s = [0, 0.0, 0.0]  # sub-steps, their round trips' wall s, the host's physics s (for bench)
+        # sub-steps, their round trips' wall s, the host's physics s (for bench)
+        self.substep_s = [0, 0.0, 0.0]
         _LIVE.add(self)
         # This world's log folder goes with the world (collect and eval build one world per match; the runner
         # has copied the log into the match folder by then).
@@ -155,8 +157,8 @@ class MinecraftWorld(SimWorld):
         return sorted(self.log_dir.glob("minecraft-host*.log")) if self.log_dir else []
 
     def parts(self, *_: Any):
-        raise MauError("world.backend minecraft: snapshot/restore is not supported (the bodies live in another "
-                       "process); use world.backend=sim for branching")
+        raise MauError("world.backend minecraft: snapshot/restore is not supported (the bodies live in "
+                       "another process); use world.backend=sim for branching")
 
     snapshot = restore = restore_parts = parts  # type: ignore[assignment]
 
@@ -198,7 +200,11 @@ class MinecraftWorld(SimWorld):
                 else:
                     self._mc_pos[p.name] = None  # type: ignore[assignment]
         want = {(math.floor(b.x), math.floor(b.z)): carpet(b.color) for b in st.bodies}
-        changes = [[x, self.map.floor_y, z, name] for (x, z), name in want.items() if self._carpets.get((x, z)) != name]
+        changes = [
+            [x, self.map.floor_y, z, name]
+            for (x, z), name in want.items()
+            if self._carpets.get((x, z)) != name
+        ]
         changes += [[x, self.map.floor_y, z, "air"] for (x, z) in self._carpets if (x, z) not in want]
         if changes:
             self._call("set_blocks", blocks=changes)

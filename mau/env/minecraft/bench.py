@@ -2,9 +2,10 @@
 agent's 640x360 first-person frame rendered at every roam decision point (as an ARIA match with vision needs).
 
 Reports game seconds per wall second over the whole matches (start-up of server and bots included) and over
-the steps alone (start-up excluded), the start-up time, and the host's render time per frame. The matches share
-one host (``mau.env.minecraft.host.POOL``, as the matches of a collect or eval worker do): the first starts it
-(server, map, 8 joins; its first frame starts the frame viewer), the others reset it; both are reported.
+the steps alone (start-up excluded), the start-up time, and the host's render time per frame. The matches
+share one host (``mau.env.minecraft.host.POOL``, as the matches of a collect or eval worker do): the first
+starts it (server, map, 8 joins; its first frame starts the frame viewer), the others reset it; both are
+reported.
 """
 
 from __future__ import annotations
@@ -56,21 +57,19 @@ def bench_minecraft(matches: int, seed: int, frames: bool = True) -> dict[str, A
     w, h = world.config.frames.width, world.config.frames.height
     out: dict[str, Any] = {
         "bench": "env", "backend": "minecraft", "matches": matches, "agents": world.cfg.num_players,
-        "frames_every_step": frames,
-        "game_seconds_per_wall_second": round(game_s / wall_s, 2),
+        "frames_every_step": frames, "game_seconds_per_wall_second": round(game_s / wall_s, 2),
         "game_seconds_per_wall_second_steps_only": round(game_s / step_wall_s, 2),
         "startup_s_first": round(startups[0], 2),
         "startup_s_reused_median": round(statistics.median(startups[1:]), 2) if matches > 1 else None,
-        "mean_game_seconds_per_match": round(game_s / matches, 1),
-        "outcomes": dict(sorted(outcomes.items())),
+        "mean_game_seconds_per_match": round(game_s / matches, 1), "outcomes": dict(sorted(outcomes.items())),
         # where the time goes: the sub-steps' round trips to the host (walking the bots), and in them the
         # host's physics (prismarine-physics and the walk along the waypoints)
-        "substeps": world.substep_s[0],
-        "substeps_wall_s": round(world.substep_s[1], 2),
+        "substeps": world.substep_s[0], "substeps_wall_s": round(world.substep_s[1], 2),
         "substeps_physics_s_in_host": round(world.substep_s[2], 2),
     }
     if frames and n_frames:
-        out["first_frames_s"] = round(first_frames_s, 2)  # the frame viewer's start, and the first step's frames
+        # the frame viewer's start, and the first step's frames
+        out["first_frames_s"] = round(first_frames_s, 2)
         out[f"frame_ms_{w}x{h}_host"] = round(statistics.median(world.frame_ms[1:]), 2)
         out[f"frame_ms_{w}x{h}_wall"] = round(1000 * frame_wall / n_frames, 2)  # after the first step's
         out["frames_wall_s"] = round(frame_wall, 2)

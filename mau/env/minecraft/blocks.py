@@ -3,8 +3,8 @@
 Players stand at ``floor_y``; floor blocks lie one below; walls are ``wall_height`` blocks tall on every cell
 that touches floor (8-neighbourhood) and is not floor itself. Stations are crafting tables and the button a
 redstone block, both set into the floor so that they never block a path. A region's RGB colour becomes the
-nearest block of ``PALETTE``, which leaves out the wool-like concretes so that no floor or wall is mistaken for
-a player's colour.
+nearest block of ``PALETTE``, which leaves out the wool-like concretes so that no floor or wall is mistaken
+for a player's colour.
 """
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ def nearest_block(rgb: tuple[int, int, int], exclude: set[str] = frozenset()) ->
 
 
 def carpet(color: str) -> str:
-    """A player's colour name -> the carpet of that dye (the body marker); the paper's colours are dye colours."""
+    """A player's colour name -> the carpet of that dye (the body marker); the paper's colours are dye
+    colours."""
     return color.replace(" ", "_") + "_carpet"
 
 
@@ -73,7 +74,9 @@ def map_blocks(m: GameMap) -> list[list]:
                 continue
             region = m.regions[int(np.min(touching))]
             if region.index not in wall_of:
-                wall_of[region.index] = nearest_block(region.wall_rgb, exclude={nearest_block(region.floor_rgb)})
+                wall_of[region.index] = nearest_block(
+                    region.wall_rgb, exclude={nearest_block(region.floor_rgb)}
+                )
             x, z = ix + ox, iz + oz
             boxes.append([x, x, fy - 1, fy - 1 + m.wall_height, z, z, wall_of[region.index]])
     for sx, sz in m.stations:

@@ -1,12 +1,14 @@
-"""The Node host (``minecraft/host.js``: a flying-squid server, the bots, the frame viewer) as a context manager.
+"""The Node host (``minecraft/host.js``: a flying-squid server, the bots, the frame viewer) as a context
+manager.
 
-``with MinecraftHost(config, log_dir) as host: host.call("step", ...)``. The host is started in its own process
-group (under ``xvfb-run`` when frames are wanted), its stdout and stderr go to ``log_dir/minecraft-host.log``,
-and readiness is a JSON file the host writes once the server listens, the map is built and every bot has
-joined (ports: the server and the control socket bind port 0, so parallel matches never clash). A timeout or
-an early exit raises with the log's last lines. On exit (normal, error, SIGINT) the whole group is ended; if
-Python dies without exiting (SIGKILL), the host sees its stdin pipe end (or Python's pid gone) and exits by itself,
-also while it is still starting. Frames come back through a file (``frames_file``, in /dev/shm where there is one).
+``with MinecraftHost(config, log_dir) as host: host.call("step", ...)``. The host is started in its own
+process group (under ``xvfb-run`` when frames are wanted), its stdout and stderr go to
+``log_dir/minecraft-host.log``, and readiness is a JSON file the host writes once the server listens, the map
+is built and every bot has joined (ports: the server and the control socket bind port 0, so parallel matches
+never clash). A timeout or an early exit raises with the log's last lines. On exit (normal, error, SIGINT)
+the whole group is ended; if Python dies without exiting (SIGKILL), the host sees its stdin pipe end (or
+Python's pid gone) and exits by itself, also while it is still starting. Frames come back through a file
+(``frames_file``, in /dev/shm where there is one).
 
 ``POOL`` (a ``HostPool``) keeps this process's idle hosts, so that the matches of one process share one host
 (the backend resets it between matches; docs/minecraft.md, "One host, many matches").
@@ -37,7 +39,8 @@ HOST_LOG = "minecraft-host.log"
 
 
 def node_dir() -> Path:
-    """The Node side's folder (package.json, node_modules): ``$MAU_MINECRAFT_DIR`` or the repo's ``minecraft/``."""
+    """The Node side's folder (package.json, node_modules): ``$MAU_MINECRAFT_DIR`` or the repo's
+    ``minecraft/``."""
     env = os.environ.get("MAU_MINECRAFT_DIR")
     return Path(env) if env else Path(__file__).resolve().parents[3] / "minecraft"
 
@@ -68,7 +71,9 @@ def frames_installed() -> str | None:
 class MinecraftHost:
     """One Node host process for one match; see the module docstring."""
 
-    def __init__(self, config: dict[str, Any], log_dir: str | Path, frames: bool = False, timeout_s: float = 120.0):
+    def __init__(
+        self, config: dict[str, Any], log_dir: str | Path, frames: bool = False, timeout_s: float = 120.0
+    ):
         self.config = dict(config)
         self.log_dir = Path(log_dir)
         self.frames = frames
@@ -119,14 +124,16 @@ class MinecraftHost:
         deadline = time.monotonic() + self.timeout_s
         while not ready_file.exists():
             if self.proc.poll() is not None:
-                raise MauError(f"the minecraft host exited with code {self.proc.returncode} before it was ready; "
-                               f"see {self.log}: {self.tail()}")
+                raise MauError(f"the minecraft host exited with code {self.proc.returncode} before it was "
+                               f"ready; see {self.log}: {self.tail()}")
             if time.monotonic() > deadline:
                 raise MauError(f"the minecraft host was not ready after {self.timeout_s:g} s; "
                                f"see {self.log}: {self.tail()}")
             time.sleep(0.05)
         self.ready = json.loads(ready_file.read_text())
-        self.sock = socket.create_connection(("127.0.0.1", self.ready["control_port"]), timeout=self.timeout_s)
+        self.sock = socket.create_connection(
+            ("127.0.0.1", self.ready["control_port"]), timeout=self.timeout_s
+        )
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._rfile = self.sock.makefile("rb")
         self.ready_offset = self.log_size()
@@ -150,7 +157,8 @@ class MinecraftHost:
             lines = self.log.read_text(errors="replace").strip().splitlines()
         except OSError:
             return ""
-        own = [ln for ln in lines if ln.startswith("[host")]  # the host's own lines say why; the server's chatter less
+        # the host's own lines say why; the server's chatter less
+        own = [ln for ln in lines if ln.startswith("[host")]
         return " | ".join((own or lines)[-n:])
 
     def call(self, op: str, **kw: Any) -> dict[str, Any]:
@@ -161,7 +169,8 @@ class MinecraftHost:
             self.sock.sendall((json.dumps({"op": op, **kw}, separators=(",", ":")) + "\n").encode())
             line = self._rfile.readline()
         except OSError as e:
-            raise MauError(f"the minecraft host connection failed ({e}); see {self.log}: {self.tail()}") from e
+            raise MauError(f"the minecraft host connection failed ({e}); see {self.log}: "
+                           f"{self.tail()}") from e
         if not line:
             raise MauError(f"the minecraft host closed the connection; see {self.log}: {self.tail()}")
         reply = json.loads(line)
@@ -203,9 +212,10 @@ class MinecraftHost:
 
 class HostPool:
     """This process's idle hosts, by configuration. A match that ends hands its host back; the next match with
-    the same host configuration (map, players, frames) takes it and resets it (blocks back, bots' physics state
-    as at ready, everyone teleported to the start) instead of starting a server, 8 bots and the frame viewer
-    again (seconds). So the matches of one collect/eval worker, or of one bench run, share one host. A host
+    the same host configuration (map, players, frames) takes it and resets it (blocks back, bots' physics
+    state as at ready, everyone teleported to the start) instead of starting a server, 8 bots and the frame
+    viewer again (seconds). So the matches of one collect/eval worker, or of one bench run, share one host. A
+    host
     idle for ``idle_s`` is ended, and all are at exit (also in multiprocessing workers, which skip atexit)."""
 
     def __init__(self, idle_s: float = 30.0):

@@ -51,7 +51,8 @@ class ModelRequest:
     json_mode: bool = True
     temperature: float | None = None  # None: the seat's configured temperature
     max_tokens: int | None = None
-    context: dict[str, Any] = field(default_factory=dict)  # structured inputs (the scripted expert reads these)
+    # structured inputs (the scripted expert reads these)
+    context: dict[str, Any] = field(default_factory=dict)
     stream: str = "play"  # the RNG stream: belief probes ("probe") never draw from the play's stream
 
 
@@ -67,8 +68,9 @@ class ModelResponse:
     # What a scripted stand-in hands the harness beside its answer (the private intent label of each claim):
     # never recorded in calls.jsonl, never in a prompt (docs/claims.md).
     private: dict[str, Any] | None = None
-    # The endpoint failed in a way no fallback should hide: still failing after the retry budget (a dead server,
-    # a rate limit that never lifted) or refusing every call alike (401, 403, 404). The harness fails the match.
+    # The endpoint failed in a way no fallback should hide: still failing after the retry budget (a dead
+    # server, a rate limit that never lifted) or refusing every call alike (401, 403, 404). The harness fails
+    # the match.
     fatal: bool = False
 
 
@@ -85,8 +87,10 @@ class ScoreResponse:
 
 # ModelConfig fields about reaching a model (endpoint, key variable, timeouts, limits, prices), not about
 # which model answers.
-TRANSPORT = ("base_url", "api_key_env", "timeout_s", "max_retries", "backoff_s", "max_backoff_s", "retry_budget_s",
-             "concurrency", "http_client", "device", "price_prompt_per_mtok", "price_completion_per_mtok")
+TRANSPORT = (
+    "base_url", "api_key_env", "timeout_s", "max_retries", "backoff_s", "max_backoff_s", "retry_budget_s",
+    "concurrency", "http_client", "device", "price_prompt_per_mtok", "price_completion_per_mtok",
+)
 
 
 class ModelConfig(Model):
@@ -95,45 +99,52 @@ class ModelConfig(Model):
 
     backend: str = Field("scripted", description="Model backend: a file of mau/harness/backends (openai, "
                                                  "hf, scripted).")
-    model: str = Field("scripted-expert", description="Model id for the server, or a local path / hub id for hf.")
+    model: str = Field("scripted-expert", description="Model id for the server, or a local path / hub id for "
+                                                      "hf.")
     adapter: str | None = Field(None, description="hf: path of a LoRA adapter to load on top of the model.")
     base_url: str | None = Field(None, description="openai: the endpoint, e.g. http://127.0.0.1:8000/v1.")
-    api_key_env: str | None = Field(None, description="openai: name of the environment variable holding the API key.")
+    api_key_env: str | None = Field(None, description="openai: name of the environment variable holding the "
+                                                      "API key.")
     temperature: float = Field(0.7, ge=0, description="Sampling temperature (paper: 0.7 Qwen/Gemma, 0.1 "
                                                       "GPT-4.1-mini, 1.0 GPT-5).")
     max_tokens: int = Field(256, ge=1, description="Max new tokens per call (paper: 256; >= 8192 for the "
                                                    "GPT-5 family).")
-    json_mode: bool = Field(True, description="Ask for response_format=json_object where the backend supports it.")
+    json_mode: bool = Field(True, description="Ask for response_format=json_object where the backend "
+                                              "supports it.")
     enable_thinking: bool | None = Field(None, description="Qwen: False sends "
                                                            "chat_template_kwargs.enable_thinking=false.")
     reasoning_effort: str | None = Field(None, description="openai: reasoning_effort for reasoning models "
                                                            "(e.g. minimal).")
     timeout_s: float = Field(60.0, gt=0, description="Per-call timeout in seconds.")
-    max_retries: int = Field(8, ge=0, description="Retries of one call on timeouts, connection errors, 429 and 5xx "
-                                                  "(jittered exponential backoff); still failing after them, the "
-                                                  "match fails loudly. Waits the server asks for (Retry-After) "
-                                                  "count against retry_budget_s only.")
-    backoff_s: float = Field(1.0, ge=0, description="Backoff before the first retry: a uniform draw up to this, "
-                                                    "doubling on each retry.")
-    max_backoff_s: float = Field(60.0, ge=0, description="Cap on one backoff (and on a Retry-After honoured).")
+    max_retries: int = Field(8, ge=0, description="Retries of one call on timeouts, connection errors, 429 "
+                                                  "and 5xx (jittered exponential backoff); still failing "
+                                                  "after them, the match fails loudly. Waits the server asks "
+                                                  "for (Retry-After) count against retry_budget_s only.")
+    backoff_s: float = Field(1.0, ge=0, description="Backoff before the first retry: a uniform draw up to "
+                                                    "this, doubling on each retry.")
+    max_backoff_s: float = Field(60.0, ge=0, description="Cap on one backoff (and on a Retry-After "
+                                                         "honoured).")
     retry_budget_s: float = Field(300.0, gt=0, description="Seconds one call may spend on attempts and waits "
                                                            "before its match fails loudly.")
-    concurrency: int = Field(16, ge=1, description="Calls in flight at once per endpoint (base_url), shared by the "
-                                                   "matches in flight of a worker (split between workers).")
+    concurrency: int = Field(16, ge=1, description="Calls in flight at once per endpoint (base_url), shared "
+                                                   "by the matches in flight of a worker (split between "
+                                                   "workers).")
     http_client: Literal["mau", "openai"] = Field(
-        "mau", description="openai backend: mau (a lean HTTP/1.1 client, a fraction of the CPU per call; no proxy "
-                           "support) or openai (the openai package's client; honours HTTPS_PROXY).")
+        "mau", description="openai backend: mau (a lean HTTP/1.1 client, a fraction of the CPU per call; no "
+                           "proxy support) or openai (the openai package's client; honours HTTPS_PROXY).")
     device: str = Field("auto", description="hf: cpu, cuda or auto.")
     dtype: str = Field("auto", description="hf: float32, bfloat16 or auto.")
     max_pixels: int | None = Field(None, description="hf: cap on image pixels for the processor.")
     answer: Literal["generate", "candidates"] = Field(
-        "generate", description="hf, lm: candidates answers VOTE by scoring each candidate as the answer's target and "
-                                "taking the best (always parseable; docs/student.md); generate: the model writes it.")
+        "generate", description="hf, lm: candidates answers VOTE by scoring each candidate as the answer's "
+                                "target and taking the best (always parseable; docs/student.md); generate: "
+                                "the model writes it.")
     seed: int = Field(0, description="Sampling seed (hf; and the scripted expert's stream).")
     likelihood: str | None = Field(None, description="scripted: an observer_fit.json (or its folder) whose "
-                                   "likelihoods the scripted crewmates reason with (default: the shipped ones; "
-                                   "docs/detection.md).")
-    price_prompt_per_mtok: float = Field(0.0, ge=0, description="USD per million prompt tokens (cost estimates).")
+                                   "likelihoods the scripted crewmates reason with (default: the shipped "
+                                   "ones; docs/detection.md).")
+    price_prompt_per_mtok: float = Field(0.0, ge=0, description="USD per million prompt tokens (cost "
+                                                                "estimates).")
     price_completion_per_mtok: float = Field(0.0, ge=0, description="USD per million completion tokens.")
 
     @field_validator("likelihood")
@@ -142,7 +153,8 @@ class ModelConfig(Model):
         from pathlib import Path
 
         if v is not None and not Path(v).exists():
-            raise ValueError(f"{v}: no such file; give the observer_fit.json (or its folder) of mau beliefs --fit")
+            raise ValueError(f"{v}: no such file; give the observer_fit.json (or its folder) of mau beliefs "
+                             f"--fit")
         return v
 
     def identity(self) -> dict[str, Any]:
@@ -151,12 +163,13 @@ class ModelConfig(Model):
         return self.model_dump(mode="json", exclude=set(TRANSPORT))
 
 
-LOADS: list[str] = []  # every local model load of this process, in order (the eval prints how many a run made)
+# every local model load of this process, in order (the eval prints how many a run made)
+LOADS: list[str] = []
 
 
 class ModelBackend:
-    """Base class. ``complete`` never raises for a model-side failure: it returns a response with ``error`` (and
-    ``fatal`` where the endpoint itself is gone; the harness then fails the match)."""
+    """Base class. ``complete`` never raises for a model-side failure: it returns a response with ``error``
+    (and ``fatal`` where the endpoint itself is gone; the harness then fails the match)."""
 
     name = "base"
     can_score = False  # True where ``score`` is implemented (belief probes' readout: auto picks vote)
@@ -177,7 +190,7 @@ class ModelBackend:
     async def aclose(self) -> None:
         return None
 
-    # -- snapshots (mau.snapshot): a backend with state of its own (the scripted expert) overrides these ---------
+    # -- snapshots (mau.snapshot): a backend with state of its own (the scripted expert) overrides these -----
     def parts(self) -> Parts:
         """What of the backend changes during a match: nothing (a model is stateless between calls)."""
         return Parts(shared=[self])
@@ -193,6 +206,6 @@ class ModelBackend:
         return None
 
     def end_match(self, match_id: str) -> None:
-        """The match ``match_id`` is over: drop what the backend kept for it (a worker plays many matches at once
-        on one backend, so per-match state is keyed by match, never "the current one")."""
+        """The match ``match_id`` is over: drop what the backend kept for it (a worker plays many matches at
+        once on one backend, so per-match state is keyed by match, never "the current one")."""
         return None

@@ -1,9 +1,10 @@
 """The ``hf`` backend: a local Hugging Face VLM (base + optional PEFT LoRA adapter) with micro-batching.
 
-``config.model`` is a local folder or a hub id, loaded through ``AutoProcessor`` + ``AutoModelForImageTextToText``
-(Qwen3.5: ``Qwen3VLProcessor`` + ``Qwen3_5ForConditionalGeneration``); ``config.adapter`` a PEFT LoRA adapter
-folder (``PeftModel.from_pretrained``, kept unmerged). The model loads lazily, on the first call, in a worker
-thread, so building the backend is cheap and the event loop never blocks on it.
+``config.model`` is a local folder or a hub id, loaded through ``AutoProcessor`` +
+``AutoModelForImageTextToText`` (Qwen3.5: ``Qwen3VLProcessor`` + ``Qwen3_5ForConditionalGeneration``);
+``config.adapter`` a PEFT LoRA adapter folder (``PeftModel.from_pretrained``, kept unmerged). The model loads
+lazily, on the first call, in a worker thread, so building the backend is cheap and the event loop never
+blocks on it.
 
 Micro-batching: every ``complete`` call that arrives in the same event-loop iteration (e.g. the eight seats'
 calls of one step under ``asyncio.gather``) joins one pending list; one flush, scheduled with
@@ -13,21 +14,21 @@ that arrive while a batch is generating wait and go together in the next batch. 
 temperature); ``calls_batched`` records the size of every ``generate`` call.
 
 ``model.answer: candidates`` answers VOTE without generating: each candidate (the living others and skip) is
-scored as the target of the answer ``{"vote_target": "`` (``score``) and the best is the answer, so a random or
-small model's vote is always parseable (the ``lm`` backend inherits it; docs/student.md).
+scored as the target of the answer ``{"vote_target": "`` (``score``) and the best is the answer, so a random
+or small model's vote is always parseable (the ``lm`` backend inherits it; docs/student.md).
 
 Prompts are rendered with ``enable_thinking=False`` (the paper's Qwen setting); the answer is the new tokens
 only, special tokens skipped and an empty ``<think></think>`` block stripped. Sampling (temperature > 0) is a
 function of the match: each ``generate`` runs under a torch seed drawn from a ``torch.Generator`` of its own
-match and stream (play, or the belief probes'), seeded from (``config.seed``, the match's seed, the stream) when
-the match's first call arrives. A worker keeps the model across its matches, so one generator for the whole
-backend would make a match's answers depend on the matches played before it (eval seeds [7, 8] and [8, 7]
-gave different votes); now they do not (batch composition within a match still matters).
+match and stream (play, or the belief probes'), seeded from (``config.seed``, the match's seed, the stream)
+when the match's first call arrives. A worker keeps the model across its matches, so one generator for the
+whole backend would make a match's answers depend on the matches played before it (eval seeds [7, 8] and [8,
+7] gave different votes); now they do not (batch composition within a match still matters).
 One load per base: the backends of a process that name the same base (``model``, ``dtype``, ``device``,
-``max_pixels``) share one loaded copy (``_SHARED``), each adapter attached to it by name (PEFT's named adapters);
-a backend activates its own adapter, or disables them all for the bare base, around each batch under the base's
-lock. An eval's arms (the base and its LoRA adapters) thus cost a worker one load, however their matches
-alternate (``LOADS`` counts the loads of the process; ``mau eval`` prints them).
+``max_pixels``) share one loaded copy (``_SHARED``), each adapter attached to it by name (PEFT's named
+adapters); a backend activates its own adapter, or disables them all for the bare base, around each batch
+under the base's lock. An eval's arms (the base and its LoRA adapters) thus cost a worker one load, however
+their matches alternate (``LOADS`` counts the loads of the process; ``mau eval`` prints them).
 Failures never raise: a load error (bad path, missing adapter) or a generation error is returned as
 ``ModelResponse(text=None, error=...)``; a load error is remembered, so later calls fail fast with it.
 """
@@ -60,7 +61,8 @@ _PROCESS_LOAD_LOCK = threading.Lock()
 
 @dataclass
 class _Shared:
-    """One loaded base in the process, the adapters attached to it (path -> name) and the backends using it."""
+    """One loaded base in the process, the adapters attached to it (path -> name) and the backends using
+    it."""
 
     processor: Any
     model: Any  # the base, or the PeftModel around it once an adapter is attached
@@ -78,8 +80,11 @@ class _Shared:
             from peft import PeftModel
 
             name = f"adapter{len(self.adapters)}"
-            with warnings.catch_warnings():  # peft 0.21 calls a transformers method that 5.24 marks deprecated
-                warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+            # peft 0.21 calls a transformers method that 5.24 marks deprecated
+            with warnings.catch_warnings():
+                warnings.filterwarnings(
+                    "ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning
+                )
                 if isinstance(self.model, PeftModel):
                     self.model.load_adapter(path, adapter_name=name)
                 else:
@@ -125,7 +130,8 @@ class Backend(ModelBackend):
         self._device: str = "cpu"
         self._eos_ids: list[int] = []
         self._load_error: str | None = None
-        self._rngs: dict[tuple[str, str], Any] = {}  # (match, stream) -> torch.Generator: one seed per generate
+        # (match, stream) -> torch.Generator: one seed per generate
+        self._rngs: dict[tuple[str, str], Any] = {}
         self._pending: list[_Pending] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._flush_scheduled = False
@@ -173,8 +179,8 @@ class Backend(ModelBackend):
 
     @contextmanager
     def _active(self) -> Iterator[None]:
-        """This backend's adapter active on the shared model (or every adapter off, for the bare base), for one
-        batch; call under the base's lock."""
+        """This backend's adapter active on the shared model (or every adapter off, for the bare base), for
+        one batch; call under the base's lock."""
         model = self._model
         if not hasattr(model, "peft_config"):
             yield
@@ -198,7 +204,8 @@ class Backend(ModelBackend):
         else:
             dtype = getattr(torch, cfg.dtype, None)
             if not isinstance(dtype, torch.dtype):
-                raise ValueError(f"model.dtype {cfg.dtype!r} is not a torch dtype (float32, bfloat16, float16, auto)")
+                raise ValueError(f"model.dtype {cfg.dtype!r} is not a torch dtype (float32, bfloat16, "
+                                 f"float16, auto)")
         processor = AutoProcessor.from_pretrained(cfg.model)
         tokenizer = getattr(processor, "tokenizer", None)
         if tokenizer is None or not hasattr(processor, "image_processor"):
@@ -216,8 +223,8 @@ class Backend(ModelBackend):
         return processor, model, device, stop_ids(model, tokenizer)
 
     async def _vote_by_candidates(self, request: ModelRequest) -> ModelResponse:
-        """``model.answer: candidates``: the candidate with the highest score, as the VOTE answer's JSON (never
-        unparseable; a small or random model is scored instead of failing to write JSON)."""
+        """``model.answer: candidates``: the candidate with the highest score, as the VOTE answer's JSON
+        (never unparseable; a small or random model is scored instead of failing to write JSON)."""
         import json
 
         from mau.harness.modules import VOTE_PREFIX
@@ -225,7 +232,8 @@ class Backend(ModelBackend):
         try:
             cands = vote_candidates(request)
         except Exception as e:  # a model-side failure is an answer, never a crash
-            return ModelResponse(text=None, error=f"{self.name}: {type(e).__name__}: {e}", model=self.model_id)
+            return ModelResponse(text=None, error=f"{self.name}: {type(e).__name__}: "
+                                                  f"{e}", model=self.model_id)
         scored = await self.score(request, VOTE_PREFIX, [f'{c}"' for c in cands])
         if scored.logprobs is None:
             return ModelResponse(text=None, error=scored.error or "no scores", latency_s=scored.latency_s,
@@ -240,7 +248,8 @@ class Backend(ModelBackend):
         if self.config.answer == "candidates" and request.module == "vote":
             return await self._vote_by_candidates(request)
         loop = asyncio.get_running_loop()
-        if self._loop is not loop:  # a new event loop (e.g. a second asyncio.run): state of the old one is void
+        # a new event loop (e.g. a second asyncio.run): state of the old one is void
+        if self._loop is not loop:
             self._loop, self._pending, self._flush_scheduled, self._busy = loop, [], False, False
         item = _Pending(request, loop.create_future())
         self._pending.append(item)
@@ -317,7 +326,8 @@ class Backend(ModelBackend):
                     out[p.index] = resp
             except Exception as e:
                 for p in group:
-                    out[p.index] = ModelResponse(text=None, error=f"hf: generate failed: {type(e).__name__}: {e}",
+                    out[p.index] = ModelResponse(text=None, error=f"hf: generate failed: {type(e).__name__}: "
+                                                                  f"{e}",
                                                  model=self.model_id)
 
     def _prepare(self, index: int, request: ModelRequest) -> Prepared:
@@ -335,7 +345,9 @@ class Backend(ModelBackend):
 
         key = (match, stream)
         if key not in self._rngs:  # dropped at the match's end (end_match): matches in flight keep their own
-            digest = hashlib.blake2b(f"{self.config.seed}|{match_seed}|{stream}".encode(), digest_size=8).digest()
+            digest = hashlib.blake2b(
+                f"{self.config.seed}|{match_seed}|{stream}".encode(), digest_size=8
+            ).digest()
             self._rngs[key] = torch.Generator().manual_seed(int.from_bytes(digest, "big") >> 2)
         return self._rngs[key]
 
@@ -345,7 +357,8 @@ class Backend(ModelBackend):
 
         proc, model = self._processor, self._model
         tok = proc.tokenizer
-        images = [im for p in group for im in p.images]  # in prompt order: the processor consumes them in turn
+        # in prompt order: the processor consumes them in turn
+        images = [im for p in group for im in p.images]
         inputs = proc(text=[p.text for p in group], images=images or None, padding=True, return_tensors="pt")
         inputs = inputs.to(self._device)
         prompt_len = inputs["input_ids"].shape[1]
@@ -444,7 +457,9 @@ class Backend(ModelBackend):
 def chat_text(processor: Any, messages: list[dict[str, Any]]) -> str:
     """The prompt text a model answers from: the chat template with the assistant's turn opened, thinking off
     (the ``lm`` backend's ``TextProcessor`` and the student's examples go through it too)."""
-    return processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True, enable_thinking=False)
+    return processor.apply_chat_template(
+        messages, tokenize=False, add_generation_prompt=True, enable_thinking=False
+    )
 
 
 def stop_ids(model: Any, tokenizer: Any) -> list[int]:

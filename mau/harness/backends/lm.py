@@ -1,13 +1,13 @@
-"""The ``lm`` backend: a local text-only causal language model (``AutoModelForCausalLM`` + ``AutoTokenizer``), e.g.
-the CPU student SmolLM2-135M-Instruct that ``mau student`` writes (docs/student.md).
+"""The ``lm`` backend: a local text-only causal language model (``AutoModelForCausalLM`` +
+``AutoTokenizer``), e.g. the CPU student SmolLM2-135M-Instruct that ``mau student`` writes (docs/student.md).
 
 It is the ``hf`` backend (micro-batching, per-match seeded sampling, failures returned not raised) with a
 tokenizer in place of a multimodal processor: a request with an image part fails with a clear error (use
 ``aria.frames: false`` or the compact prompt profile, which sends none). Two additions:
 
-- ``model.answer: candidates`` (inherited from ``hf``) answers VOTE without generating: each candidate (the living
-  others and skip) is scored as the target of the VOTE answer and the best one is the answer, so the vote is
-  always parseable (the same read-out as the belief probes' ``readout: vote``).
+- ``model.answer: candidates`` (inherited from ``hf``) answers VOTE without generating: each candidate (the
+  living others and skip) is scored as the target of the VOTE answer and the best one is the answer, so the
+  vote is always parseable (the same read-out as the belief probes' ``readout: vote``).
 - Scoring reads one forward pass: where the candidates' first answer tokens are distinct (the game's names are
   one token each in SmolLM2's vocabulary), a candidate's score is the log-probability of its first token after
   the prompt and ``{"vote_target": "``; otherwise every continuation is scored in full as in ``hf``. The
@@ -83,9 +83,11 @@ class Backend(HfBackend):
         device = cfg.device if cfg.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
         dtype = None if cfg.dtype == "auto" else getattr(torch, cfg.dtype, None)
         if cfg.dtype != "auto" and not isinstance(dtype, torch.dtype):
-            raise ValueError(f"model.dtype {cfg.dtype!r} is not a torch dtype (float32, bfloat16, float16, auto)")
+            raise ValueError(f"model.dtype {cfg.dtype!r} is not a torch dtype (float32, bfloat16, float16, "
+                             f"auto)")
         if cfg.adapter:
-            raise ValueError("model.adapter: the lm backend loads full models only (mau train writes OUT/model)")
+            raise ValueError("model.adapter: the lm backend loads full models only (mau train writes "
+                             "OUT/model)")
         tokenizer, model = load_text_model(cfg.model, dtype)
         model.to(device).eval()
         return TextProcessor(tokenizer), model, device, stop_ids(model, tokenizer)
@@ -117,11 +119,15 @@ class Backend(HfBackend):
                         self._scored.clear()
                     self._scored[key] = torch.log_softmax(logits, dim=-1).cpu()
                 lp = self._scored[key]
-                return ScoreResponse([float(lp[t]) for t in firsts], prompt_tokens=len(ids), model=self.model_id)
+                return ScoreResponse(
+                    [float(lp[t]) for t in firsts], prompt_tokens=len(ids), model=self.model_id
+                )
         return super()._score_sync(request, prefix, continuations)
 
 
-def first_tokens(tokenizer: Any, context: str, continuations: list[str]) -> tuple[list[int], list[int] | None]:
+def first_tokens(
+    tokenizer: Any, context: str, continuations: list[str]
+) -> tuple[list[int], list[int] | None]:
     """(ids of ``context``, the first token id of each continuation after it), or None for the second where
     two continuations open with the same token or a token merges across the boundary."""
     base = tokenizer(context, add_special_tokens=False)["input_ids"]

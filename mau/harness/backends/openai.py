@@ -1,17 +1,17 @@
-"""Any OpenAI-compatible chat endpoint (hosted routers, vLLM, ``transformers serve``, other local servers), async,
-through mau's lean HTTP client (``http_client: mau``, mau/harness/http.py) or the ``openai`` package's.
+"""Any OpenAI-compatible chat endpoint (hosted routers, vLLM, ``transformers serve``, other local servers),
+async, through mau's lean HTTP client (``http_client: mau``, mau/harness/http.py) or the ``openai`` package's.
 
 Per call: a timeout; retries on timeouts, connection errors, 429 and 5xx, each after a jittered exponential
-backoff ("full jitter": a uniform draw up to ``backoff_s * 2**k``, capped at ``max_backoff_s``) or, on a 429 or
-503 that says so, after the server's ``Retry-After``; at most ``max_retries`` retries within ``retry_budget_s``
-seconds (a wait the server asked for with ``Retry-After`` counts against the budget only: a rate limit that
-lifts within it is waited out). A call that is still failing then comes back ``fatal``: the harness fails its
-match loudly (a dead server or a rate limit that never lifts must not turn into a storm of silent fallbacks;
-``--resume`` plays the match again). So do 401, 403 and 404 (a wrong key, model or URL fails every call
-alike); other 4xx (a prompt too long, say) are that call's own failure, a fallback. At most ``concurrency``
-calls in flight per endpoint, shared by every seat and every match in flight in the worker's event loop. Images
-go as base64 data URLs of the saved JPEG. The API key is read from the environment variable the config names,
-at call time, and is never written anywhere.
+backoff ("full jitter": a uniform draw up to ``backoff_s * 2**k``, capped at ``max_backoff_s``) or, on a 429
+or 503 that says so, after the server's ``Retry-After``; at most ``max_retries`` retries within
+``retry_budget_s`` seconds (a wait the server asked for with ``Retry-After`` counts against the budget only:
+a rate limit that lifts within it is waited out). A call that is still failing then comes back ``fatal``: the
+harness fails its match loudly (a dead server or a rate limit that never lifts must not turn into a storm of
+silent fallbacks; ``--resume`` plays the match again). So do 401, 403 and 404 (a wrong key, model or URL
+fails every call alike); other 4xx (a prompt too long, say) are that call's own failure, a fallback. At most
+``concurrency`` calls in flight per endpoint, shared by every seat and every match in flight in the worker's
+event loop. Images go as base64 data URLs of the saved JPEG. The API key is read from the environment
+variable the config names, at call time, and is never written anywhere.
 """
 
 from __future__ import annotations
@@ -59,9 +59,10 @@ def retry_after_s(headers: Any) -> float | None:
 
 
 def backoff_s(config: ModelConfig, retry: int, asked: float | None) -> float:
-    """The wait before retry number ``retry`` (1, 2, ...): the server's Retry-After when it gave one (and up to a
-    quarter more), else a uniform draw up to ``backoff_s * 2**(retry-1)``, both capped at ``max_backoff_s``. The
-    jitter spreads the retries of hundreds of calls that failed together (a 429 burst) instead of sending them
+    """The wait before retry number ``retry`` (1, 2, ...): the server's Retry-After when it gave one (and up
+    to a quarter more), else a uniform draw up to ``backoff_s * 2**(retry-1)``, both capped at
+    ``max_backoff_s``. The jitter spreads the retries of hundreds of calls that failed together (a 429 burst)
+    instead of sending them
     back at once."""
     if asked is not None:
         return min(asked * (1 + _JITTER.uniform(0, 0.25)), config.max_backoff_s)
@@ -93,7 +94,8 @@ class Backend(ModelBackend):
     def __init__(self, config: ModelConfig):
         super().__init__(config)
         if not config.base_url:
-            raise ConfigError("model.base_url: the openai backend needs an endpoint, e.g. http://127.0.0.1:8000/v1")
+            raise ConfigError("model.base_url: the openai backend needs an endpoint, e.g. "
+                              "http://127.0.0.1:8000/v1")
         self._client = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
         self._endpoint = None  # mau.harness.http.Endpoint (http_client: mau)
@@ -104,7 +106,8 @@ class Backend(ModelBackend):
             return "EMPTY"  # local servers (vLLM, transformers serve) accept any key
         key = os.environ.get(env)
         if not key:
-            raise ConfigError(f"model.api_key_env: the environment variable {env} is not set; export it first")
+            raise ConfigError(f"model.api_key_env: the environment variable {env} is not set; export it "
+                              f"first")
         return key
 
     def client(self):
@@ -113,7 +116,8 @@ class Backend(ModelBackend):
         except RuntimeError:
             loop = None
         if self._client is None or self._client_loop is not loop:
-            # An HTTP client belongs to the event loop it was made in; a new loop (the next match) gets its own.
+            # An HTTP client belongs to the event loop it was made in; a new loop (the next match) gets its
+            # own.
             from openai import AsyncOpenAI  # imported when a seat really uses this backend
 
             self._client = AsyncOpenAI(base_url=self.config.base_url, api_key=self._api_key(),
@@ -190,14 +194,18 @@ class Backend(ModelBackend):
                     text = (choices[0].get("message") or {}).get("content") if choices else None
                     usage = r.get("usage") or {}
                     return ModelResponse(
-                        text=text, error=None if text else "empty answer", latency_s=time.perf_counter() - t_call,
-                        prompt_tokens=usage.get("prompt_tokens"), completion_tokens=usage.get("completion_tokens"),
-                        attempts=attempt, model=r.get("model") or c.model)
+                        text=text, error=None if text else "empty answer",
+                        latency_s=time.perf_counter() - t_call, prompt_tokens=usage.get("prompt_tokens"),
+                        completion_tokens=usage.get("completion_tokens"), attempts=attempt,
+                        model=r.get("model") or c.model,
+                    )
             if failure.fatal:
                 return ModelResponse(None, f"{failure.error} from {c.base_url} for model {c.model!r}",
                                      time.perf_counter() - t0, attempts=attempt, model=c.model, fatal=True)
             if not failure.retryable:
-                return ModelResponse(None, failure.error, time.perf_counter() - t0, attempts=attempt, model=c.model)
+                return ModelResponse(
+                    None, failure.error, time.perf_counter() - t0, attempts=attempt, model=c.model
+                )
             retries += failure.retry_after is None
             wait = backoff_s(c, retries or 1, failure.retry_after)
             if retries > c.max_retries or time.perf_counter() - t0 + wait > c.retry_budget_s:
@@ -218,7 +226,9 @@ class Backend(ModelBackend):
 class _Failure(Exception):
     """One failed attempt: what went wrong, and whether to retry, give up on the call, or fail the match."""
 
-    def __init__(self, error: str, retryable: bool = True, fatal: bool = False, retry_after: float | None = None):
+    def __init__(
+        self, error: str, retryable: bool = True, fatal: bool = False, retry_after: float | None = None
+    ):
         super().__init__(error)
         self.error, self.retryable, self.fatal, self.retry_after = error, retryable, fatal, retry_after
 

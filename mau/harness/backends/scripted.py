@@ -1,6 +1,6 @@
 """The scripted expert as a model backend: it answers every ARIA module with the scripted brain's decision
-(``mau.env.scripted.ScriptedBrain``), as JSON text, so its calls are parsed and recorded exactly like a model's
-and it can stand in for a model anywhere. Its model name picks the temperament (``scripted-cautious``,
+(``mau.env.scripted.ScriptedBrain``), as JSON text, so its calls are parsed and recorded exactly like a
+model's and it can stand in for a model anywhere. Its model name picks the temperament (``scripted-cautious``,
 ``scripted-accusatory``, ``scripted-mission``; any other name: ``expert``; ``mau.env.scripted.TEMPERAMENTS``).
 It reads the structured observation the prompt was built from (in ``request.context``), not the prompt text.
 No model, no network."""
@@ -31,8 +31,8 @@ class Backend(ModelBackend):
         self._params = read_params(likelihood, "likelihood") if likelihood else None
 
     def parts(self) -> Parts:
-        """The brains of the matches being played (their memories, suspicions and random streams) change; their
-        maps do not."""
+        """The brains of the matches being played (their memories, suspicions and random streams) change;
+        their maps do not."""
         return Parts({"brains": self._brains},
                      shared=[self, *(b.map for per in self._brains.values() for b in per.values())])
 
@@ -49,9 +49,10 @@ class Backend(ModelBackend):
         ctx = request.context
         per = self._brains.setdefault(ctx["match"], {})
         if request.agent not in per:
-            per[request.agent] = ScriptedBrain(request.agent, load_map(ctx["map"]), ctx["seed"] + self.config.seed,
-                                               temperament_of(self.config.model), params=self._params,
-                                               claims=ctx.get("claims"))
+            per[request.agent] = ScriptedBrain(
+                request.agent, load_map(ctx["map"]), ctx["seed"] + self.config.seed,
+                temperament_of(self.config.model), params=self._params, claims=ctx.get("claims"),
+            )
         return per[request.agent]
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
@@ -88,7 +89,8 @@ class Backend(ModelBackend):
         if module == M.EMERGENCY:
             return {"should_call": brain.emergency(obs), "reasoning": "I saw it myself."}
         if module == M.REPORT:
-            return {"should_report": brain.report(obs, extra.get("body", "")), "reasoning": "A body must be reported."}
+            return {"should_report": brain.report(obs, extra.get("body", "")), "reasoning": "A body must be "
+                                                                                            "reported."}
         if module == M.KILL:
             decision, target = brain.kill(obs)
             return {"decision": decision, "target": target, "reasoning": f"{decision.lower()} {target}"}
@@ -105,7 +107,8 @@ class Backend(ModelBackend):
         if module == M.MOVE:
             last = obs.get("last_action_result") or {}
             if obs["role"] == "imposter" and last.get("reason", "").startswith("killed"):
-                return {"target_player": M.WANDER, "room": brain.far_room(obs), "reasoning": "leave the body behind"}
+                return {"target_player": M.WANDER, "room": brain.far_room(obs), "reasoning": "leave the body "
+                                                                                             "behind"}
             target, room = brain.move(obs)
             return {"target_player": target, "room": room, "reasoning": "look around"}
         if module == M.MEETING:

@@ -7,7 +7,7 @@
   observer's beliefs from it (the exact posterior over imposter pairs lives in ``mau.infer``).
 
 Read-only measurements: a probe never changes the match. Not the harness module BELIEF
-(``mau.harness.modules.BELIEF``, ``belief``), which is part of play: semantic memory's suspicion update after a
-meeting utterance or a surveillance flag. The detection metrics computed from probes.jsonl after the match live
-in ``mau.eval.detection`` (docs/evaluation.md, "Detection"); docs/architecture.md has the map.
+(``mau.harness.modules.BELIEF``, ``belief``), which is part of play: semantic memory's suspicion update after
+a meeting utterance or a surveillance flag. The detection metrics computed from probes.jsonl after the match
+live in ``mau.eval.detection`` (docs/evaluation.md, "Detection"); docs/architecture.md has the map.
 """

@@ -1,10 +1,10 @@
 """What each crewmate perceived, as ideal-observer evidence: its own observations, taken in as it got them.
 
 Each crewmate has an ``EvidenceLog`` (``mau.infer.evidence``) fed with the observation of its own state mode
-(``aria.state``: privileged or ego) at every decision point, and with the kills its frames showed (the engine's
-view rules decide who saw a kill: ``PlayerState.witnessed``). It is the evidence of the scripted teacher and of
-ARIA's evidence memory, built the same way, so the ideal observer is that reasoning with perfect attention.
-It never reads the event log's hidden parts nor prompt text.
+(``aria.state``: privileged or ego) at every decision point, and with the kills its frames showed (the
+engine's view rules decide who saw a kill: ``PlayerState.witnessed``). It is the evidence of the scripted
+teacher and of ARIA's evidence memory, built the same way, so the ideal observer is that reasoning with
+perfect attention. It never reads the event log's hidden parts nor prompt text.
 """
 
 from __future__ import annotations

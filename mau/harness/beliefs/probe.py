@@ -1,5 +1,5 @@
-"""Non-invasive belief probes: at chosen moments every living crewmate is asked, privately, P(imposter) of each
-other living player; the ideal observer's posterior is written at the same moments in the same format.
+"""Non-invasive belief probes: at chosen moments every living crewmate is asked, privately, P(imposter) of
+each other living player; the ideal observer's posterior is written at the same moments in the same format.
 
 A probe is built from the context the agent's next real call would see (its observation, memory, skills and
 the meeting's transcript), is sent on its own RNG stream (``ModelRequest.stream = "probe"``), is recorded only
@@ -28,8 +28,9 @@ from mau.snapshot import Parts, Restored
 PROBE_MODULE = "probe"
 PROBE_STREAM = "probe"
 SOURCE_MODEL, SOURCE_IDEAL = "model", "ideal"
-QUESTION = ("Private question (your answer is seen by nobody and changes nothing in the game): for each other "
-            "living player, how likely is it that they are an Imposter? There {are} {k} Imposter{s} among {names}.")
+QUESTION = ("Private question (your answer is seen by nobody and changes nothing in the game): for each "
+            "other living player, how likely is it that they are an Imposter? There {are} {k} Imposter{s} "
+            "among {names}.")
 FORMAT = ('Answer with JSON only: {{"beliefs": {{{example}}}, "top2": ["<most likely Imposter>", '
           '"<second most likely>"]}} with each probability a number from 0 to 1.')
 
@@ -38,13 +39,19 @@ def probe_messages(agent, obs: dict[str, Any], candidates: list[str], k: int) ->
     """[system, user] from the agent's own prompt parts: the same context as its next real call, read only."""
     b = agent.builder
     skills = agent.skills.render() if agent.aria.reflection == "meeting" else ""
-    q = QUESTION.format(are="is" if k == 1 else "are", k=k, s="" if k == 1 else "s", names=", ".join(candidates))
+    q = QUESTION.format(
+        are="is" if k == 1 else "are", k=k, s="" if k == 1 else "s", names=", ".join(candidates)
+    )
     example = ", ".join(f'"{n}": <probability>' for n in candidates)
-    # the state text ends with the suspicion scores, as in every play call (issue 9's BELIEF/REFLECT keep them)
+    # the state text ends with the suspicion scores, as in every play call (issue 9's BELIEF/REFLECT keep
+    # them)
     state = b.state(obs) + f"\n{agent.suspicion.render(candidates)}"
     parts = [state, agent.memory.render(), skills, b.chat(obs), q, FORMAT.format(example=example)]
     text = "\n".join(p for p in parts if p and p.strip())
-    return [{"role": "system", "content": b.system(obs)}, {"role": "user", "content": [{"type": "text", "text": text}]}]
+    return [
+        {"role": "system", "content": b.system(obs)},
+        {"role": "user", "content": [{"type": "text", "text": text}]},
+    ]
 
 
 def normalise(raw: dict[str, float], k: int) -> dict[str, float]:
@@ -133,7 +140,8 @@ class ProbeLog:
     """Appends probe records to probes.jsonl (and keeps them: the match's summary and tests read them)."""
 
     def __init__(self, folder: Path | None):
-        self._f = open(folder / F.PROBES_FILE, "w") if folder is not None else None  # noqa: SIM115 (closed at match end)
+        # closed at match end
+        self._f = open(folder / F.PROBES_FILE, "w") if folder is not None else None  # noqa: SIM115
         self.records: list[dict[str, Any]] = []
 
     def parts(self) -> Parts:
@@ -242,23 +250,26 @@ class BeliefProbes:
         ev = self.perception.items(me)
         bel, ok = infer.beliefs(me, self.perception.roster, cands, self.world.cfg.num_imposters, ev,
                                 self.cfg.likelihood)
-        return {**common, F.PROBE_SOURCE: SOURCE_IDEAL, F.MODEL: "ideal-observer", F.BACKEND: None,
-                F.PROBE_BELIEFS: bel, "raw_beliefs": None, F.PROBE_TOP2: top_two(bel), "top2_source": "derived",
-                F.FALLBACK: False, F.FALLBACK_REASON: None, F.ERROR: None, "consistent": ok,
-                "evidence": ev, F.LATENCY_S: 0.0, F.PROMPT_TOKENS: 0,
-                F.COMPLETION_TOKENS: 0}
+        return {
+            **common, F.PROBE_SOURCE: SOURCE_IDEAL, F.MODEL: "ideal-observer", F.BACKEND: None,
+            F.PROBE_BELIEFS: bel, "raw_beliefs": None, F.PROBE_TOP2: top_two(bel), "top2_source": "derived",
+            F.FALLBACK: False, F.FALLBACK_REASON: None, F.ERROR: None, "consistent": ok, "evidence": ev,
+            F.LATENCY_S: 0.0, F.PROMPT_TOKENS: 0, F.COMPLETION_TOKENS: 0,
+        }
 
-    async def _model(self, a, obs: dict[str, Any], common: dict[str, Any], cands: list[str], k: int) -> dict[str, Any]:
+    async def _model(
+        self, a, obs: dict[str, Any], common: dict[str, Any], cands: list[str], k: int
+    ) -> dict[str, Any]:
         """One probe call; whatever happens, a record (a failure is a recorded fallback, never a crash)."""
         t0 = time.perf_counter()
         readout = readout_of(self.cfg, a.backend)
-        rec: dict[str, Any] = {**common, F.PROBE_SOURCE: SOURCE_MODEL, F.MODEL: a.seat.model.model,
-                               F.BACKEND: a.backend.name, F.MESSAGES: None, F.RAW_OUTPUT: None,
-                               F.PROBE_BELIEFS: None, "raw_beliefs": None, F.PROBE_TOP2: None, "top2_source": None,
-                               F.FALLBACK: True, F.FALLBACK_REASON: None, F.ERROR: None, F.LATENCY_S: None,
-                               F.PROMPT_TOKENS: None, F.COMPLETION_TOKENS: None, "attempts": 0,
-                               "temperature": self.cfg.temperature, "max_tokens": self.cfg.max_tokens,
-                               F.PROBE_READOUT: readout}
+        rec: dict[str, Any] = {
+            **common, F.PROBE_SOURCE: SOURCE_MODEL, F.MODEL: a.seat.model.model, F.BACKEND: a.backend.name,
+            F.MESSAGES: None, F.RAW_OUTPUT: None, F.PROBE_BELIEFS: None, "raw_beliefs": None,
+            F.PROBE_TOP2: None, "top2_source": None, F.FALLBACK: True, F.FALLBACK_REASON: None, F.ERROR: None,
+            F.LATENCY_S: None, F.PROMPT_TOKENS: None, F.COMPLETION_TOKENS: None, "attempts": 0,
+            "temperature": self.cfg.temperature, "max_tokens": self.cfg.max_tokens, F.PROBE_READOUT: readout,
+        }
         try:
             vote = readout == "vote"
             messages = a.prompt(VOTE, obs) if vote else probe_messages(a, obs, cands, k)
@@ -275,9 +286,13 @@ class BeliefProbes:
                 return await self._scored(a, request, rec, cands, k, t0, t1)
             resp = await a.backend.complete(request)
             t2 = time.perf_counter()
-            rec.update({F.MODEL: resp.model or a.seat.model.model, F.RAW_OUTPUT: resp.text, F.ERROR: resp.error,
-                        F.LATENCY_S: round(resp.latency_s, 4), F.PROMPT_TOKENS: resp.prompt_tokens,
-                        F.COMPLETION_TOKENS: resp.completion_tokens, "attempts": resp.attempts})
+            rec.update(
+                {
+                    F.MODEL: resp.model or a.seat.model.model, F.RAW_OUTPUT: resp.text, F.ERROR: resp.error,
+                    F.LATENCY_S: round(resp.latency_s, 4), F.PROMPT_TOKENS: resp.prompt_tokens,
+                    F.COMPLETION_TOKENS: resp.completion_tokens, "attempts": resp.attempts,
+                }
+            )
             if resp.error is not None:
                 rec[F.FALLBACK_REASON] = resp.error
             else:
@@ -307,8 +322,8 @@ class BeliefProbes:
         return rec
 
     def vote_hint(self, name: str, obs: dict[str, Any]) -> dict[str, Any] | None:
-        """For the ``observer_vote`` temperament: the observer's beliefs of a crewmate (from its own perception)
-        and the threshold; None when the temperament is off."""
+        """For the ``observer_vote`` temperament: the observer's beliefs of a crewmate (from its own
+        perception) and the threshold; None when the temperament is off."""
         if not self.active or self.cfg.observer_vote is None or not self.cfg.observer:
             return None
         agent = self.agents[name]
