@@ -1,8 +1,7 @@
 """The one CLI: ``mau <verb> ...``. Each verb is a module in ``mau.commands`` with its flags as one table
 (``FLAGS``, a list of ``mau.commands.common.Flag``), ``config_from_args(args)`` and ``main(cfg, opts)``
 (``opts`` the run-time options the flags set). Only the chosen verb's module is imported, and heavy imports
-happen inside
-its ``main``, so ``mau --help`` answers at once."""
+happen inside its ``main``, so ``mau --help`` answers at once."""
 
 from __future__ import annotations
 

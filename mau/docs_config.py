@@ -64,6 +64,7 @@ def render() -> str:
     from mau.commands.tiny_model import TinyModelConfig
     from mau.datasets.config import DatasetConfig
     from mau.eval.config import EvalConfig
+    from mau.eval.report_configs import BeliefsConfig, ClaimsConfig, JudgeConfig
     from mau.rl.config import RLConfig
     from mau.runner import PlayConfig
     from mau.student.config import StudentRLConfig, StudentTrainConfig
@@ -72,7 +73,8 @@ def render() -> str:
     sections = [("mau play", PlayConfig), ("mau collect", CollectConfig), ("mau dataset", DatasetConfig),
                 ("mau train", TrainConfig), ("mau eval", EvalConfig), ("mau quickstart", QuickstartConfig),
                 ("mau fork", ForkConfig), ("mau rl", RLConfig), ("mau student-train", StudentTrainConfig),
-                ("mau student-rl", StudentRLConfig), ("mau tiny-model", TinyModelConfig)]
+                ("mau student-rl", StudentRLConfig), ("mau tiny-model", TinyModelConfig),
+                ("mau beliefs", BeliefsConfig), ("mau claims", ClaimsConfig), ("mau judge", JudgeConfig)]
     out = [HEADER]
     for title, model in sections:
         out += [f"## `{title}`", "", (model.__doc__ or "").strip(), "", "| key | default | meaning "

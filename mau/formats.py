@@ -15,8 +15,7 @@ def read_versioned_header(path: Path, *, fmt: str, version: int, what: str, miss
                           other_version: str) -> dict[str, Any]:
     """The header at ``path``, checked. ``what`` names the kind ("match", "dataset"); ``missing`` is the whole
     message when the file is absent; ``redo`` says how to remake a damaged folder; ``other_version`` what to
-    do
-    about a version this mau does not read."""
+    do about a version this mau does not read."""
     if not path.is_file():
         raise MauError(missing)
     try:

@@ -32,8 +32,7 @@ METER_EVERY_S = 1.0
 class Engine:
     """Where a worker finds its work, by import path (a spawned process imports it): ``play(item)`` (a
     coroutine function), ``close()`` (a coroutine function run as the loop ends) and ``meter()`` (the
-    process's
-    running totals, a dict)."""
+    process's running totals, a dict)."""
 
     module: str
     play: str = "play_async"

@@ -102,8 +102,7 @@ def iter_events(path: str | Path) -> Iterator[dict[str, Any]]:
 def count_events(path: str | Path) -> dict[str, int]:
     """What a match's event log counts (the eval's vote metrics, the collect summary): ejections (of
     somebody), imposters ejected, kills, missions completed, meetings, and the crewmates' votes: cast (a vote
-    missing at
-    the count is none), skips, and those naming an imposter. Roles from the header."""
+    missing at the count is none), skips, and those naming an imposter. Roles from the header."""
     roles = read_header(path)[F.ROLES]
     c = dict.fromkeys(("ejections", "imposters_ejected", "kills", "missions", "meetings", "crew_votes",
                        "crew_skips", "crew_votes_on_imposters"), 0)

@@ -78,7 +78,7 @@ class MatchConfig(Model):
 
 # -- one match of `mau play` --------------------------------------------------------------------------------
 def _default_seats() -> dict[str, SeatConfig]:
-    return {"crewmate": SeatConfig(), "imposter": SeatConfig()}
+    return {F.CREWMATE: SeatConfig(), F.IMPOSTER: SeatConfig()}
 
 
 class PlayConfig(Model):
@@ -103,7 +103,7 @@ class PlayConfig(Model):
     @field_validator("seats")
     @classmethod
     def _both_sides(cls, v: dict[str, SeatConfig]) -> dict[str, SeatConfig]:
-        missing = [k for k in ("crewmate", "imposter") if k not in v]
+        missing = [k for k in F.ROLE_NAMES if k not in v]
         if missing:
             raise ValueError(f"seats needs a '{missing[0]}' entry (the model of that side)")
         return v
@@ -111,7 +111,7 @@ class PlayConfig(Model):
     @model_validator(mode="after")
     def _known_seats(self) -> "PlayConfig":
         names = {p.name for p in self.world.game.players}
-        unknown = [k for k in self.seats if k not in ("crewmate", "imposter") and k not in names]
+        unknown = [k for k in self.seats if k not in F.ROLE_NAMES and k not in names]
         if unknown:
             raise ValueError(f"seats.{unknown[0]}: not a side (crewmate, imposter) nor a player's name; fix "
                              f"the key")
@@ -183,7 +183,7 @@ def scripted_policies(cfg: PlayConfig, game_map: Any) -> dict[str, Any]:
     imposters = set(imposters_of(cfg.world.game, cfg.seed))
     out = {}
     for p in cfg.world.game.players:
-        seat = cfg.seats.get(p.name) or cfg.seats["imposter" if p.name in imposters else "crewmate"]
+        seat = cfg.seats.get(p.name) or cfg.seats[F.IMPOSTER if p.name in imposters else F.CREWMATE]
         scripted = seat.model.backend == "scripted"
         out[p.name] = ScriptedPolicy(p.name, game_map, cfg.seed,
                                      temperament_of(seat.model.model) if scripted else "expert",
@@ -202,8 +202,7 @@ class Played(NamedTuple):
 def play_one(cfg: PlayConfig, out: Path, progress: bool = False) -> Played:
     """Play the match of ``cfg`` into the match folder ``out`` (it appears whole, by one rename): ARIA agents
     in every seat (``policy: aria``, each seat's backend made for this match and closed after it) or the
-    scripted
-    policy. ``mau play`` and every bench that needs a match call this, never the verb."""
+    scripted policy. ``mau play`` and every bench that needs a match call this, never the verb."""
     from mau.env.backends import make_world
     from mau.env.runner import play_match, write_match
     from mau.matchdir import MatchWriter
@@ -506,8 +505,8 @@ def estimate(todo: list[PlannedMatch], workers: int = 1) -> dict[str, Any]:
         n_calls = CALLS_PER_PLAYER_STEP * g.num_players * g.max_steps
         image_tokens = (fr.width // 32) * (fr.height // 32)
         per_call_prompt = PROMPT_CHARS_PER_CALL / 4 + IMAGES_PER_CALL * image_tokens
-        for side, share in (("crewmate", g.num_crewmates / g.num_players), ("imposter",
-                                                                            g.num_imposters / g.num_players)):
+        for side, share in ((F.CREWMATE, g.num_crewmates / g.num_players),
+                            (F.IMPOSTER, g.num_imposters / g.num_players)):
             m = pm.seats[side].model
             c = n_calls * share
             prompt += c * per_call_prompt

@@ -4,6 +4,12 @@
 CREWMATE = "crewmate"
 IMPOSTER = "imposter"
 ROLE_NAMES = (CREWMATE, IMPOSTER)
+# The claim kinds of meeting speech (docs/claims.md): facts, stances, and the facts that put a player in a
+# place during a window (and those of them that can be said with a relative time, "just before the meeting").
+CLAIM_FACT_KINDS = ("at", "task", "saw", "with", "saw_kill", "body")
+CLAIM_STANCE_KINDS = ("accuse", "vouch")
+CLAIM_PLACED_KINDS = ("at", "saw", "with", "saw_kill")
+CLAIM_WHEN_KINDS = ("at", "saw", "with")
 # The four endings (the paper's game.log RESULT lines).
 IMPOSTER_WIN = "IMPOSTER WIN"
 TIMEOUT = "TIMEOUT"
@@ -204,7 +210,8 @@ PROBES_READABLE_VERSIONS = (1, 2, 3)
 # mau beliefs --fit / --params: 3 adds evidence kinds to 2's, same meaning otherwise
 PROBES_FIT_VERSIONS = (2, 3)
 PROBES_VERSION_FIELD = "format_version"  # in every probe record
-PROBE_SOURCE = "source"  # "model" or "ideal"
+PROBE_SOURCE = "source"  # PROBE_SOURCE_MODEL or PROBE_SOURCE_IDEAL
+PROBE_SOURCE_MODEL, PROBE_SOURCE_IDEAL = "model", "ideal"  # a seat's model; the ideal observer
 PROBE_MOMENT = "moment"  # meeting_start, round_end, before_vote, roam
 PROBE_SEQ = "seq"  # the probe moment's number within the match (1, 2, ...)
 PROBE_CANDIDATES = "candidates"  # the players the crewmate believes alive (whom it is asked about)

@@ -1,12 +1,14 @@
 """The statistics every report shares: one estimate type (a value with its 95% interval and n), the Wilson
-interval of a proportion, one percentile bootstrap and one paired bootstrap (eval's vote metrics, its
-detection metrics, collect's summary, forks). Seeded: the same data and seed give the same interval.
+interval of a proportion, one percentile bootstrap and one paired bootstrap, and the estimates built on them:
+a proportion, a ratio of sums over matches and a mean per match, each with its interval (eval's vote metrics,
+its detection metrics, the claims report, collect's summary, forks). Seeded: the same data and seed give the
+same interval.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -96,3 +98,43 @@ def fmt_estimate(e: dict[str, Any], percent: bool, digits: tuple[int, int] = (1,
     lo = "?" if e["ci_low"] is None else f"{e['ci_low'] * k:.{d}f}"
     hi = "?" if e["ci_high"] is None else f"{e['ci_high'] * k:.{d}f}"
     return f"{e['value'] * k:.{d}f} [{lo}, {hi}]" + (f" n={e['n']}" if with_n else "")
+
+
+def proportion(k: int, n: int) -> Estimate:
+    """k/n with its Wilson interval; undefined for n = 0."""
+    if n == 0:
+        return Estimate(None, None, None, 0, "wilson")
+    lo, hi = wilson(k, n)
+    return Estimate(k / n, lo, hi, n, "wilson")
+
+
+def ratio_bootstrap(
+    num: Iterable[float], den: Iterable[float], resamples: int = 2000, seed: int = 0
+) -> Estimate:
+    """sum(num) / sum(den) over matches, with a match-level bootstrap interval; ``n`` = sum(den).
+
+    Undefined (value None, n 0) when the denominator is 0 (e.g. precision of an arm that never ejected
+    anyone). Resamples whose denominator is 0 are left out of the interval (the ratio is undefined there)."""
+    import numpy as np
+
+    a, b = np.asarray(list(num), float), np.asarray(list(den), float)
+    if b.sum() == 0:
+        return Estimate(None, None, None, 0, "bootstrap")
+
+    def ratio(idx: Any) -> Any:
+        ns, ds = a[idx].sum(axis=1), b[idx].sum(axis=1)
+        return np.divide(ns, ds, out=np.full(len(ds), np.nan), where=ds > 0)
+
+    lo, hi = bootstrap(ratio, len(a), resamples, seed)
+    return Estimate(float(a.sum() / b.sum()), lo, hi, int(b.sum()), "bootstrap")
+
+
+def mean_bootstrap(x: Iterable[float], resamples: int = 2000, seed: int = 0) -> Estimate:
+    """The mean per match with a match-level bootstrap interval; ``n`` = matches."""
+    import numpy as np
+
+    a = np.asarray(list(x), float)
+    if a.size == 0:
+        return Estimate(None, None, None, 0, "bootstrap")
+    lo, hi = bootstrap(lambda idx: a[idx].mean(axis=1), len(a), resamples, seed)
+    return Estimate(float(a.mean()), lo, hi, int(a.size), "bootstrap")

@@ -1,8 +1,7 @@
 """The import rules of docs/architecture.md hold: every unit of ``mau`` (a subpackage or a top-level module)
 is on the map, imports only what its row allows, and no units import each other (directly or round a longer
 cycle). The graph is read from the source (every import statement, lazy ones inside functions included), and
-the map
-from the doc's table, so the doc and this test cannot disagree."""
+the map from the doc's table, so the doc and this test cannot disagree."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """The ``hf`` model backend on the tiny local Qwen3.5 VLM: images reach the prompt, concurrent calls generate
 as one batch (and match the unbatched answers), a LoRA adapter changes the answer, sampling is reproducible,
-and
-failures come back as error responses (never exceptions)."""
+and failures come back as error responses (never exceptions)."""
 
 from __future__ import annotations
 

@@ -347,8 +347,7 @@ def test_probe_arms_turn_model_probes_off_for_the_other_arms():
 def aria_run(tmp_path_factory) -> Path:
     """A run folder of six scripted ARIA matches (the ideal observer writes its evidence at every meeting),
     with the paper's radar for privileged state: positions near every death, so that their ablation shows in
-    six matches
-    (privileged sight gives them only where a crewmate had the spot in sight)."""
+    six matches (privileged sight gives them only where a crewmate had the spot in sight)."""
     from mau.cli import main
 
     run = tmp_path_factory.mktemp("fitrun")
@@ -426,8 +425,7 @@ def test_beliefs_ablate_compares_the_observer_with_and_without_kinds_of_evidence
 def test_beliefs_fit_without_holds_kinds_of_evidence_at_zero_and_the_ablation_names_them(aria_run, tmp_path):
     """--fit --without speech fits an observer that ignores accusations and votes (their ratios stay 0, the
     others move); --ablate on that fit says which kinds count for nothing in both arms; bad names and groups
-    are
-    one-line errors that name the flag."""
+    are one-line errors that name the flag."""
     from mau.cli import main
     from mau.infer.model import GROUPS
 

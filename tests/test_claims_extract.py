@@ -2,8 +2,7 @@
 relative, hedged, several claims, negations, misspelled names), F1 by claim kind computed here on a small
 labelled file, the labelled corpus (reproduced from its sources, its held-out split), and the model extractor
 through the harness backends: the mock OpenAI server started here (retries, parse failures, the cache, the F1
-gate of mau claims) and
-the local ``lm`` backend with a tiny model written here."""
+gate of mau claims) and the local ``lm`` backend with a tiny model written here."""
 
 from __future__ import annotations
 
@@ -196,7 +195,7 @@ def test_the_extractor_runs_on_the_local_lm_backend(tmp_path):
     JSON, so every utterance is a parse failure after its retries; nothing crashes."""
     pytest.importorskip("torch")
     pytest.importorskip("gguf")
-    from mau.commands.claims import completion_fn, model_config
+    from mau.harness.completion import completion_fn, model_config
     from mau.models.smollm import materialise
     from tests.student_fixtures import write_tiny_gguf
 

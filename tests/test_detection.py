@@ -77,8 +77,7 @@ def test_metrics_on_a_hand_made_probe_file(tmp_path):
 def test_the_knows_nothing_row_is_chance_within_each_probe_but_not_pooled(tmp_path):
     """k/n for every candidate: within each probe every pair ties (AUROC exactly 0.5) and the expected top-2
     hit is the combinatorial chance; pooled over probes, later probes with fewer candidates and a larger
-    imposter
-    share lift its AUROC above 0.5: the pooled figure's chance level is not 0.5."""
+    imposter share lift its AUROC above 0.5: the pooled figure's chance level is not 0.5."""
     d = _hand_match(tmp_path / "m", [
         {**_probe(1, 100, {"A": 0.5, "B": 0.5, "C": 0.5, "D": 0.5}, ["A", "B"], "ideal"), "n_imposters": 2},
         {**_probe(2, 800, {"B": 0.9, "C": 0.05, "D": 0.05}, ["B", "C"], "ideal"), "n_imposters": 1},

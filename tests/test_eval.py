@@ -1,7 +1,6 @@
 """mau eval: metrics by hand on hand-made match folders, the intervals, the paired comparison, the config, an
 end-to-end smoke eval (report files, cells, resume, shards, report-only), the tiny hf arm, and
-slurm/eval.sbatch
-on a real single-node Slurm (skipped without it)."""
+slurm/eval.sbatch on a real single-node Slurm (skipped without it)."""
 
 from __future__ import annotations
 
@@ -20,18 +19,10 @@ from mau.commands.eval import config_from_args
 from mau.commands.eval import main as eval_main
 from mau.errors import ConfigError, MauError
 from mau.eval.config import EvalConfig, EvalMatch, plan
-from mau.eval.metrics import (
-    cell_metrics,
-    evaluate,
-    load_matches,
-    match_stats,
-    mcnemar_exact,
-    mean_bootstrap,
-    proportion,
-    ratio_bootstrap,
-)
+from mau.eval.metrics import cell_metrics, evaluate, load_matches, match_stats, mcnemar_exact
 from mau.eval.report import markdown, rows_csv
 from mau.matchdir import read_header
+from mau.stats import mean_bootstrap, proportion, ratio_bootstrap
 from tests.ml_fixtures import tiny_adapter_dir, tiny_model_dir  # noqa: F401 - fixtures (torch only when used)
 from tests.slurm_cluster import slurm  # noqa: F401 - the fixture (skips without Slurm or root; CI: fails)
 

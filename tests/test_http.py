@@ -1,7 +1,6 @@
 """mau's lean HTTP client (mau/harness/http.py) against small servers on loopback: a chunked answer, a
 kept-alive connection the server closed while it was idle (sent again, once, on a new one), an error status
-with its
-headers, a body that runs to the end of the connection, and a timeout."""
+with its headers, a body that runs to the end of the connection, and a timeout."""
 
 from __future__ import annotations
 

@@ -251,8 +251,7 @@ def _grid(seeds: range, mode: str = "ego") -> list:
 def test_phrasing_alone_does_not_tell_the_role_on_a_held_out_grid():
     """A naive Bayes over masked sentence templates, fitted on one grid of the ladder (every rung against
     expert crewmates, ego state) and scored within each meeting of a held-out grid: at most 0.60 (issue 29);
-    the same
-    classifier finds a planted tell (imposters' alibis in words of their own) at once."""
+    the same classifier finds a planted tell (imposters' alibis in words of their own) at once."""
     train, test = _grid(range(500, 512)), _grid(range(600, 612))
     nb = NaiveBayes(train)
     value, n = within_meeting_auroc([(s, nb.score(s)) for s in test])
@@ -276,8 +275,7 @@ def test_templates_mask_names_places_and_numbers():
 def test_the_upper_rungs_claims_are_never_false_under_the_checker(rung):
     """With structured claims on, the framer's and the quiet imposter's claims (alibis, sightings) are all
     TRUE, UNSUPPORTED or UNVERIFIABLE by the role-blind checker: they never lie, they leave out
-    (docs/claims.md); a habit
-    imposter's are not (a positive control: it fabricates alibis)."""
+    (docs/claims.md); a habit imposter's are not (a positive control: it fabricates alibis)."""
     from mau.claims.check import check_match
     from mau.env.config import WorldConfig
 

@@ -518,8 +518,7 @@ def test_eval_runs_on_minecraft_with_only_the_backend_changed(tmp_path, capsys):
 def test_minecraft_records_sights_through_the_shared_substep_loop(played):
     """sights.jsonl on minecraft (docs/claims.md): the shared sub-step loop samples places and views of the
     bodies the host moved; at the end (after a meeting: the table, one tick on), every active player is where
-    the world
-    has it."""
+    the world has it."""
     from mau.claims.sights import Timeline
 
     w, _, _ = played

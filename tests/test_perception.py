@@ -92,8 +92,7 @@ def test_privileged_radar_keeps_the_papers_still_dot():
 def test_privileged_sight_neither_a_still_dot_nor_a_vanished_player():
     """Privileged sight: a player killed out of my sight is listed at my last sighting of it alive and ages
     like any player out of sight (no still dot where it fell), stays listed until the death is public or I
-    see the body
-    (it does not vanish), and nothing in the observation tells of the kill."""
+    see the body (it does not vanish), and nothing in the observation tells of the kill."""
     w, victim, watcher, before = _kill_out_of_sight("sight")
     st = w.state
     last_seen = before[victim.name]

@@ -171,8 +171,7 @@ def test_native_bf16_reads_the_cpu_flags_and_the_override(monkeypatch):
 def _adapter_checks(keys: list[str], shape_of: dict[str, tuple[int, ...]], d: dict, r: int) -> None:
     """What an adapter of the production config holds for model ``d``: LoRA A and B on every intended
     projection of both layer kinds (per name), of the shapes the projection's widths give, and nothing else,
-    all under the
-    language_model segment vLLM maps for Qwen3.5 (vLLM issue 49354)."""
+    all under the language_model segment vLLM maps for Qwen3.5 (vLLM issue 49354)."""
     lora_a = [k for k in keys if ".lora_A." in k]
     per_name: dict[str, int] = {}
     for k in lora_a:
@@ -269,8 +268,7 @@ def test_activation_formula_matches_what_autograd_saves(dtype):
     LoRA as in production; bfloat16: bf16 weights under bf16 autocast (production; one forward, cheap at
     these widths even where bf16 is emulated), float32: without autocast (the CPU training runs). The first
     layer saves less (its input needs no gradient): the formula is an upper bound there; layers 2-4 must
-    match within 3% (the
-    per-step casts of the LoRA weights are not per-token)."""
+    match within 3% (the per-step casts of the LoRA weights are not per-token)."""
     import torch
     from peft import LoraConfig, get_peft_model
 

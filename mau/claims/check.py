@@ -152,8 +152,7 @@ class Span:
 def claim_span(c: dict[str, Any], tick: int, start: int) -> Span:
     """The ticks a place, sighting or company claim names, said at the meeting of ``tick`` in the roam that
     began at ``start`` (the last meeting's end, or 0): a moment +/- 5 s, a window, or for an untimed or
-    relative claim
-    the part of the roam it means."""
+    relative claim the part of the roam it means."""
     if c.get("at_s") is not None:
         return Span(_t(c["at_s"]) - TOL, _t(c["at_s"]) + TOL, MOMENT)
     if c.get("from_s") is not None:
@@ -232,8 +231,7 @@ class Checker:
     def anchors(self, subj: str, room: str, f: int, t: int) -> list[tuple[int, str]]:
         """(tick, what) of the moments inside [f, t] at which the record puts something elsewhere than
         ``room`` that the claim's window must then cover: every kill in another place, and ``subj``'s reports
-        of a body in
-        another place."""
+        of a body in another place."""
         out = [(k["tick"], f"the kill of {v} in {k['room']} at "
                            f"{_s(k['tick'])}") for v, k in self.facts.kills.items()
                if f <= k["tick"] <= t and k["room"] != room]

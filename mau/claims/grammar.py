@@ -39,9 +39,11 @@ from pydantic import (
     model_validator,
 )
 
+from mau.schema import CLAIM_FACT_KINDS, CLAIM_STANCE_KINDS
+
 ME = "me"
-FACT_KINDS = ("at", "task", "saw", "with", "saw_kill", "body")
-STANCE_KINDS = ("accuse", "vouch")
+FACT_KINDS = CLAIM_FACT_KINDS
+STANCE_KINDS = CLAIM_STANCE_KINDS
 KINDS = FACT_KINDS + STANCE_KINDS
 SELF_KINDS = ("at", "task", "with")  # claims about the speaker itself (a false one is known-false)
 MAX_NEAR = 7
@@ -354,8 +356,7 @@ def subject(claim: dict[str, Any], speaker: str) -> str:
 def placement(c: dict[str, Any], speaker: str) -> dict[str, Any] | None:
     """Where and when a claim puts whom (for drawing it on the map): ``subjects`` (the players it places
     there, ``me`` resolved to the speaker), ``place`` (a region) or ``station`` (a station index), and the
-    claimed window
-    ``from_s``-``to_s`` (a moment: both the same); None for a stance."""
+    claimed window ``from_s``-``to_s`` (a moment: both the same); None for a stance."""
     if c.get("k") not in FACT_KINDS:
         return None
     who = subject(c, speaker)

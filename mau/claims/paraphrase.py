@@ -20,6 +20,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from mau import schema as F
 from mau.claims.grammar import ME, RELATIVE_S
 from mau.claims.render import seconds
 
@@ -135,8 +136,7 @@ class _Say:
     def relative(self, c: dict[str, Any]) -> str | None:
         """A relative time that keeps the claim's truth: "end" when its time reaches into the last RELATIVE_S
         seconds before the meeting, "start" when it begins within RELATIVE_S of the last meeting's end; any
-        when
-        the meeting's time is not known."""
+        when the meeting's time is not known."""
         if c.get("when") is not None:
             return c["when"]
         if self.now_s is None or self.since_s is None:
@@ -172,7 +172,7 @@ class _Say:
             return "", c
         rng, pool = self.rng, self.style.pool
         style = rng.choices(TIME_STYLES, weights=self.style.times)[0]
-        when = self.relative(c) if style == "relative" and k in ("at", "saw", "with") else None
+        when = self.relative(c) if style == "relative" and k in F.CLAIM_WHEN_KINDS else None
         if style == "relative" and when is None:
             style = "exact"
         timeless = {key: v for key, v in c.items() if key not in ("at_s", "from_s", "to_s", "when")}

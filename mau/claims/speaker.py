@@ -44,7 +44,7 @@ import numpy as np
 from mau.claims.check import MAJORITY, SHORT, TOL
 from mau.claims.config import ClaimsConfig
 from mau.claims.grammar import ME
-from mau.schema import INTENT_LIE, INTENT_MISTAKE, TICKS_PER_SECOND
+from mau.schema import IMPOSTER, INTENT_LIE, INTENT_MISTAKE, TICKS_PER_SECOND
 
 SEGMENTS = 2  # own `at` runs told (the most recent)
 # false vouching for the teammate after a kill (others: VOUCH_P_ELSE)
@@ -88,8 +88,7 @@ class ClaimSpeaker:
                  truthful: bool = False):
         """``truthful``: an imposter that never says a false thing (the upper rungs of the imposter ladder,
         docs/game.md): it claims as a crewmate does, minus what would give it away (its own kills: the place
-        and
-        moment of each, its victims' bodies; its teammate's kills it saw)."""
+        and moment of each, its victims' bodies; its teammate's kills it saw)."""
         self.truthful = truthful
         self.name = name
         self.map = game_map
@@ -135,7 +134,7 @@ class ClaimSpeaker:
         )
         last = obs.get("last_action_result") or {}
         reason = last.get("reason", "")
-        if obs["role"] == "imposter" and reason.startswith("killed "):
+        if obs["role"] == IMPOSTER and reason.startswith("killed "):
             victim = reason.removeprefix("killed ").strip()
             if all(v != victim for _, v, _ in self.kills):
                 self.kills.append((obs["tick"], victim, obs["room"]))
@@ -183,10 +182,10 @@ class ClaimSpeaker:
         meeting = obs["meeting"]
         self.note_meeting(obs["tick"])
         out: list[tuple[dict[str, Any], str | None]] = []
-        imposter = obs["role"] == "imposter" and not self.truthful  # a liar (the habits)
+        imposter = obs["role"] == IMPOSTER and not self.truthful  # a liar (the habits)
         if meeting["round"] == 1 and not imposter:
             out += self._crew_round_one(obs, accused)
-            if obs["role"] == "imposter":
+            if obs["role"] == IMPOSTER:
                 out = self._keep_hidden(obs, out)
         else:
             out += self._place_facts(obs)
@@ -211,11 +210,11 @@ class ClaimSpeaker:
         now = obs["tick"]
         start, samples = self._window(now)
         killed = [t for t, _, _ in self.kills if start <= t <= now]
-        if obs["role"] == "imposter" and killed and not self.truthful:
+        if obs["role"] == IMPOSTER and killed and not self.truthful:
             return self._alibi(obs, start, samples)
         segments = self._segments(samples)
         # true, but never a stretch around my kill: only the places away from it
-        if obs["role"] == "imposter":
+        if obs["role"] == IMPOSTER:
             segments = [
                 (r, a, b) for r, a, b in segments if all(t < a - 2 * TOL or t > b + 2 * TOL for t in killed)
             ]
@@ -378,8 +377,7 @@ class ClaimSpeaker:
                  false: Callable[[str], bool]) -> str | None:
         """A fabricated room that ``false`` holds false by the checker's rules: ``first`` (the drawn one)
         when it is, else the first of ``prefer`` that is, else one of ``rest`` that is, drawn from the side
-        stream (the
-        main stream's draws stay as they were); None when none is."""
+        stream (the main stream's draws stay as they were); None when none is."""
         if first is not None and false(first):
             return first
         for r in prefer:
@@ -428,7 +426,7 @@ class ClaimSpeaker:
         """A crewmate's claim, made wrong with chance ``honest_error``: a time 15-30 s off, or a wrong
         room."""
         p = self.cfg.honest_error
-        if obs["role"] == "imposter" or p <= 0 or self.rng.random() >= p:
+        if obs["role"] == IMPOSTER or p <= 0 or self.rng.random() >= p:
             return c, None
         c = dict(c)
         now = obs["tick"] / TICKS_PER_SECOND
@@ -594,8 +592,7 @@ def _cells_in_sight(box: Box, doors: list[Box], view: float) -> np.ndarray:
     """The cells of a region (a mask over its blocks, x by z) that a straight line through every door of
     ``doors`` may cross, the first door within ``view``: a line that crosses a cell crosses one of its
     diagonals, and a line that crosses the doors and a diagonal can be turned until it passes two of their
-    ends (both doors',
-    a door's and a corner, or the diagonal's own)."""
+    ends (both doors', a door's and a corner, or the diagonal's own)."""
     x0, x1, z0, z1 = (int(v) for v in box)
     cx, cz = np.meshgrid(np.arange(x0, x1, dtype=float), np.arange(z0, z1, dtype=float), indexing="ij")
     corners = [(cx + a, cz + b) for a, b in ((0, 0), (1, 0), (1, 1), (0, 1))]

@@ -114,8 +114,7 @@ def bench_collect(matches: int, latency_ms: float, jitter_ms: float = 0.0, fault
 def call_chain(matches_dir: Path) -> dict[str, Any]:
     """The waits of a step (docs/collect.md, "One step's calls"): an agent's calls in a step are made one
     after the other, so a step lasts about as many latencies as its longest chain. Per roam step: the mean
-    longest
-    chain; per agent and roam step: the mean chain and how often each sequence of modules occurs."""
+    longest chain; per agent and roam step: the mean chain and how often each sequence of modules occurs."""
     from collections import Counter
 
     longest, chains, seqs = [], [], Counter()

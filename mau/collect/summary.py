@@ -11,7 +11,7 @@ from typing import Any
 from mau import schema as F
 from mau.matchdir import count_events, finished_matches, read_header
 from mau.schema import CREW_OUTCOMES, OUTCOMES
-from mau.stats import wilson  # noqa: F401  (re-exported)
+from mau.stats import ratio_bootstrap, wilson  # noqa: F401  (wilson re-exported)
 
 
 def load_headers(run: Path) -> list[dict[str, Any]]:
@@ -19,18 +19,22 @@ def load_headers(run: Path) -> list[dict[str, Any]]:
 
 
 def play_counts(run: Path) -> dict[str, Any]:
-    """Meetings per match and the crewmates' votes (named-vote precision, skip share) over a run's matches."""
+    """Meetings per match and the crewmates' votes (named-vote precision, skip share) over a run's matches.
+    The precision is the eval's (``mau.stats.ratio_bootstrap``: votes cluster within matches)."""
     tot = {"meetings": 0, "crew_votes": 0, "crew_skips": 0, "crew_votes_on_imposters": 0}
+    on_imposters, named_votes = [], []
     n = 0
     for p in finished_matches(run):
         c = count_events(p)
         n += 1
         for k in tot:
             tot[k] += c[k]
-    named = tot["crew_votes"] - tot["crew_skips"]
+        on_imposters.append(c["crew_votes_on_imposters"])
+        named_votes.append(c["crew_votes"] - c["crew_skips"])
+    precision = ratio_bootstrap(on_imposters, named_votes)
     return {**tot, "meetings_per_match": tot["meetings"] / n if n else None,
-            "crew_vote_precision": tot["crew_votes_on_imposters"] / named if named else None,
-            "crew_vote_precision_ci95": wilson(tot["crew_votes_on_imposters"], named),
+            "crew_vote_precision": precision.value,
+            "crew_vote_precision_ci95": [precision.ci_low, precision.ci_high],
             "crew_skip_share": tot["crew_skips"] / tot["crew_votes"] if tot["crew_votes"] else None}
 
 
@@ -47,7 +51,7 @@ def summarize(run: Path, planned: int | None = None) -> dict[str, Any]:
         crew_won = h[F.OUTCOME] in CREW_OUTCOMES
         g = h.get(F.GRID, {})
         imp, crew = g.get(F.IMPOSTER_MODEL, "?"), g.get(F.CREWMATE_MODEL, "?")
-        for model, role, won in ((imp, "imposter", not crew_won), (crew, "crewmate", crew_won)):
+        for model, role, won in ((imp, F.IMPOSTER, not crew_won), (crew, F.CREWMATE, crew_won)):
             cell = per_model.setdefault(model, {}).setdefault(role, [0, 0])
             cell[0] += won
             cell[1] += 1
@@ -109,7 +113,7 @@ def write_summary(run: Path, planned: int | None = None) -> dict[str, Any]:
         skip = "-" if pc["crew_skip_share"] is None else f"{100 * pc['crew_skip_share']:.1f} %"
         lines += ["", f"Meetings per match: {pc['meetings_per_match']:.2f}. Crewmate votes: "
                   f"{pc['crew_votes']}, of which skips {skip}; named votes on an imposter: {prec} (95% "
-                  f"Wilson)."]
+                  f"match bootstrap)."]
     lines += ["", "## Win rates per model and role (95% Wilson interval)", "",
               "| model | role | wins / n | win rate | 95% CI |", "|---|---|---|---|---|"]
     for m, roles in s["win_rates"].items():

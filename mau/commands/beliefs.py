@@ -28,50 +28,41 @@ from __future__ import annotations
 import argparse
 
 from mau.commands.common import Flag, check_run_folders
+from mau.eval.report_configs import BeliefsConfig
 from mau.options import RunOptions
 
 FLAGS = [
-    Flag("runs", "collect or eval run folders, or match folders", type=list),
-    Flag("--out", "where the report files go (default: the first RUN)"),
-    Flag("--baseline", "the row the others are compared with (default: the first arm)"),
-    Flag("--resamples", "bootstrap resamples (default 1000)", type=int, default=1000),
-    Flag("--seed", "bootstrap seed (default 0)", type=int, default=0),
-    Flag("--match", "match folder of the belief-curve plot (default: the first with model probes)"),
+    Flag("runs", "collect or eval run folders, or match folders", key="runs", type=list),
+    Flag("--out", "where the report files go (default: the first RUN)", key="out"),
+    Flag("--baseline", "the row the others are compared with (default: the first arm)", key="baseline"),
+    Flag("--resamples", "bootstrap resamples (default 1000)", key="resamples", type=int),
+    Flag("--seed", "bootstrap seed (default 0)", key="seed", type=int),
+    Flag("--match", "match folder of the belief-curve plot (default: the first with model "
+                    "probes)", key="match"),
     Flag("--fit", "fit the ideal observer's likelihoods on the runs (training seeds): writes "
                   "observer_fit.json",
-         type=bool),
-    Flag("--l2", "the fit's L2 penalty on the log likelihood ratios (default "
-                 "0.01)", type=float, default=0.01),
-    Flag("--params", "an observer_fit.json (or its folder): re-score the ideal observer with its "
-                     "likelihoods"),
+         key="fit", type=bool),
+    Flag("--l2", "the fit's L2 penalty on the log likelihood ratios (default 0.01)", key="l2", type=float),
+    Flag("--params", "an observer_fit.json (or its folder): re-score the ideal observer with its likelihoods",
+         key="params"),
     Flag("--ablate", "comma-separated parameters of the model (e.g. contradicted,conflict) or groups "
                      "(speech, positions, claims): compare the observer with the same observer without them, "
-                     "paired"),
+                     "paired",
+         key="ablate"),
     Flag("--without", "with --fit: log likelihood ratios held at 0, comma-separated, or the groups speech, "
-                      "positions, claims (an observer that ignores those kinds of evidence)"),
+                      "positions, claims (an observer that ignores those kinds of evidence)", key="without"),
     Flag("--leave-one-out", "fit the observer on every imposter model but one and score it on that one, for "
-                            "each (writes leave_one_out.md/.json and the fits under "
-                            "fits/<imposter>/)", type=bool),
+                            "each (writes leave_one_out.md/.json and the fits under fits/<imposter>/)",
+         key="leave_one_out", type=bool),
 ]
-CONFIG = None  # no config file: the flags are the whole configuration
+CONFIG = "mau.eval.report_configs:BeliefsConfig"
 
 
-def config_from_args(args: argparse.Namespace) -> argparse.Namespace:
+def config_from_args(args: argparse.Namespace) -> BeliefsConfig:
     from pathlib import Path
 
+    from mau.commands.common import load
     from mau.errors import ConfigError
-
-    check_run_folders(args.runs, args.resamples)
-    if args.ablate is not None and args.fit:
-        raise ConfigError("--ablate and --fit: fit first, then --ablate with --params FIT on held-out runs")
-    if args.leave_one_out and (args.fit or args.params or args.ablate):
-        raise ConfigError("--leave-one-out fits and scores by itself: give it without --fit, --params or "
-                          "--ablate")
-    if args.fit and args.params:
-        raise ConfigError("--fit and --params: fit on training runs, then report held-out runs with --params")
-    if args.without is not None and not args.fit:
-        raise ConfigError("--without: only with --fit (the fit writes the held parameters as 0; --params "
-                          "and --ablate then read them from the fit)")
     from mau.infer.model import Params
 
     try:  # names or groups -> the model's parameter names
@@ -82,54 +73,66 @@ def config_from_args(args: argparse.Namespace) -> argparse.Namespace:
                     raise ValueError(f"--{flag}: name at least one log likelihood ratio or group")
     except ValueError as e:
         raise ConfigError(str(e)) from None
-    if args.l2 < 0:
+    cfg = load(BeliefsConfig, args, FLAGS)
+    check_run_folders(cfg.runs, cfg.resamples)
+    if cfg.ablate is not None and cfg.fit:
+        raise ConfigError("--ablate and --fit: fit first, then --ablate with --params FIT on held-out runs")
+    if cfg.leave_one_out and (cfg.fit or cfg.params or cfg.ablate):
+        raise ConfigError("--leave-one-out fits and scores by itself: give it without --fit, --params or "
+                          "--ablate")
+    if cfg.fit and cfg.params:
+        raise ConfigError("--fit and --params: fit on training runs, then report held-out runs with --params")
+    if cfg.without is not None and not cfg.fit:
+        raise ConfigError("--without: only with --fit (the fit writes the held parameters as 0; --params "
+                          "and --ablate then read them from the fit)")
+    if cfg.l2 < 0:
         raise ConfigError("--l2: must be 0 or more")
-    if args.params and not Path(args.params).exists():
-        raise ConfigError(f"--params {args.params}: no such file; give the observer_fit.json of mau beliefs "
+    if cfg.params and not Path(cfg.params).exists():
+        raise ConfigError(f"--params {cfg.params}: no such file; give the observer_fit.json of mau beliefs "
                           f"--fit")
-    return args
+    return cfg
 
 
-def main(args: argparse.Namespace, opts: RunOptions = RunOptions()) -> int:
+def main(cfg: BeliefsConfig, opts: RunOptions = RunOptions()) -> int:
     from pathlib import Path
 
     from mau.eval.report import write_detection_report
 
-    out = Path(args.out or args.runs[0])
-    if args.leave_one_out:
+    out = Path(cfg.out or cfg.runs[0])
+    if cfg.leave_one_out:
         from mau.eval.observer_fit import leave_one_out, loo_markdown
 
-        doc = leave_one_out(args.runs, out, args.l2, args.resamples, args.seed)
+        doc = leave_one_out(cfg.runs, out, cfg.l2, cfg.resamples, cfg.seed)
         print(loo_markdown(doc))
         print(f"leave one out: {len(doc['imposters'])} imposter models -> {out}/leave_one_out.{{md,json}} "
               f"and {out}/fits/<imposter>/observer_fit.json")
         return 0
-    if args.fit:
+    if cfg.fit:
         from mau.eval.observer_fit import fit_runs
 
-        doc = fit_runs(args.runs, out, args.l2, args.without)
+        doc = fit_runs(cfg.runs, out, cfg.l2, cfg.without)
         print("likelihood:", " ".join(f"{k}={v:g}" for k, v in doc["params"].items()))
         print(f"observer fit: {doc['probes']} probes of {doc['matches']} matches, log-likelihood per probe "
               f"{doc['start_loglik_per_probe']:.4f} -> {doc['loglik_per_probe']:.4f} -> "
               f"{out}/observer_fit.json")
         return 0
-    if args.ablate:
+    if cfg.ablate:
         import json
 
         from mau.eval.observer_fit import ablation, ablation_markdown, read_fit
         from mau.infer.model import Params
         from mau.rundir import atomic_write
 
-        params = read_fit(args.params) if args.params else Params()
-        doc = ablation(args.runs, params, args.ablate, args.resamples, args.seed)
+        params = read_fit(cfg.params) if cfg.params else Params()
+        doc = ablation(cfg.runs, params, cfg.ablate, cfg.resamples, cfg.seed)
         md = ablation_markdown(doc)
         out.mkdir(parents=True, exist_ok=True)
         atomic_write(out / "ablation.json", (json.dumps(doc, indent=1) + "\n").encode())
         atomic_write(out / "ablation.md", (md + "\n").encode())
         print(md)
         return 0
-    r = write_detection_report(args.runs, out, args.baseline, args.resamples, args.seed,
-                               Path(args.match) if args.match else None, args.params)
+    r = write_detection_report(cfg.runs, out, cfg.baseline, cfg.resamples, cfg.seed,
+                               Path(cfg.match) if cfg.match else None, cfg.params)
     print(r["markdown"])
     print(f"beliefs: {r['matches']} matches -> {out}/{{{','.join(r['files'])}}}")
     return 0

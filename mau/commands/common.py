@@ -147,8 +147,7 @@ def model_folder_run(out: str, label: str, verb: str, planned: str, kept: str, r
     """The start of a verb that writes a local model folder (``mau student``, ``mau tiny-model``): its run
     folder, or None when there is nothing to do (a dry run prints ``planned``; a finished folder kept prints
     ``kept``, ``{run}`` in them replaced by the folder). Otherwise the ml extra is checked and the hub's
-    progress bars
-    are off (the verb's output is its one line)."""
+    progress bars are off (the verb's output is its one line)."""
     from mau.rundir import RunDir
 
     run = RunDir(out, label)

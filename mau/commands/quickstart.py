@@ -149,8 +149,7 @@ def _environment() -> None:
     (spin briefly, then sleep), which runs the student's feature pass faster than PASSIVE on an idle machine.
     Never ACTIVE: its threads spin for good, and the quickstart's own idle threads then take a core from the
     eval workers (docs/experiments.md). And the hub off: every model here is local, and a mistyped path
-    should fail at once,
-    not after five retries of a download. A value you set wins."""
+    should fail at once, not after five retries of a download. A value you set wins."""
     if "OMP_WAIT_POLICY" not in os.environ and os.getloadavg()[0] >= (os.cpu_count() or 1):
         os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
     os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -24,12 +24,12 @@ def main(cfg: StudentRLConfig, opts: RunOptions = RunOptions()) -> int:
     from mau.commands.common import require_modules
     from mau.rundir import RunDir
 
+    out = RunDir.choose(cfg.output.dir, "student-rl", opts.tag("student-rl"), "rl run").path
     require_modules("mau student-rl")
     from mau.student.grpo import train_candidates_rl
 
-    out = RunDir.choose(cfg.output.dir, "student-rl", opts.tag("student-rl"), "rl run").path
     s = train_candidates_rl(cfg, out)
-    print(f"student-rl steps={s['steps']} decisions={s['decisions']} reward {s['reward_first']:.3f} -> "
-          f"{s['reward_last']:.3f} frac_reward_zero_std={s['frac_reward_zero_std']:.3f} -> "
-          f"{s['saved']}", flush=True)
+    rewards = f"reward {s['reward_first']:.3f} -> {s['reward_last']:.3f}"
+    print(f"student-rl steps={s['steps']} decisions={s['decisions']} {rewards} "
+          f"frac_reward_zero_std={s['frac_reward_zero_std']:.3f} -> {s['saved']}", flush=True)
     return 0

@@ -236,8 +236,7 @@ def _keys(value: Any) -> Iterable[str]:
 def claim_label_leak(call: dict[str, Any], text: str | None = None) -> str | None:
     """A claim's private label or a verdict in a call record: as a key of the answer (parsed, or raw JSON),
     or in the prompt's harness text (``text``: speech already taken out; default the whole input text). The
-    phrase
-    found (prefixed ``claim label: ``), or None."""
+    phrase found (prefixed ``claim label: ``), or None."""
     answers: list[Any] = [call.get(F.PARSED)]
     raw = call.get(F.RAW_OUTPUT)
     if isinstance(raw, str) and "{" in raw:

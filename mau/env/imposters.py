@@ -221,8 +221,7 @@ class Mind:
     def mimic(self, candidates: list[str], params: infer.Params) -> dict[str, float]:
         """P(imposter) of each crewmate candidate as a crewmate with my perception would reckon it: the model
         over my evidence with my teammates left out of it (no suspects of mine, nothing of theirs weighed),
-        the rules'
-        number of imposters among the rest, so its numbers stand on a crewmate's scale."""
+        the rules' number of imposters among the rest, so its numbers stand on a crewmate's scale."""
         if self.ev is None or not candidates:
             return {c: 0.0 for c in candidates}
         roster = [n for n in self.roster if n not in self.mates]
@@ -363,8 +362,7 @@ class Strategy:
         """The crewmates' forms at the crewmates' rates (``Mind.blend``): in round 1 an accusation as often
         as the table makes one (with a call to vote as often), else where I was and that I saw nothing; in
         round 2 where I stand, then an accusation, a vouch or an agreement as often as the table. Whom I
-        accuse is my rung's
-        (``accuse_whom``); with nobody to accuse I say what I would say without one."""
+        accuse is my rung's (``accuse_whom``); with nobody to accuse I say what I would say without one."""
         r = obs["meeting"]["round"]
         if r not in (1, 2):
             return []
@@ -475,8 +473,7 @@ class Framer(Strategy):
 class Habit(Strategy):
     """Today's imposters (the temperaments' numbers): random accusations, stalking, kills with a witness in
     view where the temperament allows, self-reports at its rate, a vote for the most accused crewmate (never
-    the
-    partner) or a random one."""
+    the partner) or a random one."""
 
     name = "habit"
 

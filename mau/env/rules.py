@@ -262,8 +262,7 @@ class Rules:
         """The current speaker says ``text`` (None or blank = pass) and, with claims on, its structured
         claims: each is checked against the grammar (a bad one is dropped with its reason, in the event), the
         kept ones are public (in the transcript, and rendered after the text); ``intent`` (a private label
-        per claim, in
-        the order given) goes to the event log only. Then the turn moves on."""
+        per claim, in the order given) goes to the event log only. Then the turn moves on."""
         m = state.meeting
         assert m is not None
         text = (text or "").strip()

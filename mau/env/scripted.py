@@ -59,7 +59,7 @@ from mau.env.speech import (
 from mau.infer import model as infer
 from mau.infer.evidence import EvidenceLog
 from mau.infer.hearsay import STRONG, accusations
-from mau.schema import NONE, SKIP, TICKS_PER_SECOND
+from mau.schema import IMPOSTER, NONE, SKIP, TICKS_PER_SECOND
 
 
 @dataclass(frozen=True)
@@ -181,9 +181,9 @@ class ScriptedBrain:
         if obs.get("meeting") is None:
             self.last_room = obs["room"]
             last = obs.get("last_action_result") or {}
-            if obs["role"] == "imposter" and last.get("reason", "").startswith("killed"):
+            if obs["role"] == IMPOSTER and last.get("reason", "").startswith("killed"):
                 self.killed_since_meeting = True
-        if obs["role"] != "imposter":
+        if obs["role"] != IMPOSTER:
             self.ev.observe(obs)
         else:
             if self.scheme is None:
@@ -258,7 +258,7 @@ class ScriptedBrain:
     def live_known(self, obs: dict[str, Any]) -> list[str]:
         """Living players I would press the button for: a kill I saw, or P(imposter) at my emergency level."""
         alive = self._alive_others(obs)
-        if obs["role"] == "imposter":
+        if obs["role"] == IMPOSTER:
             return []
         bel = self.beliefs(alive)
         seen = [k["killer"] for k in (self.ev.kills_seen if self.ev else []) if k["killer"] in alive]
@@ -277,11 +277,11 @@ class ScriptedBrain:
         bodies = [b["victim"] for b in obs["bodies_in_view"]]
         kill = next((k for k in (self.ev.kills_seen if self.ev else [])
                      if (k["killer"], k["victim"]) not in self._flagged), None)
-        if kill is not None and obs["role"] != "imposter":
+        if kill is not None and obs["role"] != IMPOSTER:
             self._flagged.add((kill["killer"], kill["victim"]))  # said once: memory keeps it
             detail = f"I saw {kill['killer']} kill {kill['victim']} in {kill['room']}."
             return {"players_seen": seen, "detail": detail, "suspect": kill["killer"]}
-        if obs["role"] != "imposter" and self.t.emergency_at <= 1:
+        if obs["role"] != IMPOSTER and self.t.emergency_at <= 1:
             known = [n for n in self.live_known(obs) if n not in self.called_for]
             if known:  # a player I am sure of: say why (memory keeps it) and call a meeting when I can
                 here = f"{known[0]} is here. " if known[0] in seen else ""
@@ -303,7 +303,7 @@ class ScriptedBrain:
         return False
 
     def report(self, obs: dict[str, Any], victim: str) -> bool:
-        if obs["role"] != "imposter":
+        if obs["role"] != IMPOSTER:
             return True
         if victim in self.reported_bodies:
             return False
@@ -323,10 +323,10 @@ class ScriptedBrain:
 
     def plan(self, obs: dict[str, Any]) -> tuple[str, str]:
         """Reactive planner: (mode, target) with mode in report | mission | explore | kill."""
-        if obs["bodies_in_view"] and obs["role"] != "imposter":
+        if obs["bodies_in_view"] and obs["role"] != IMPOSTER:
             return "report", min(obs["bodies_in_view"], key=lambda b: b["distance"])["victim"]
         cur = obs["current_action"]
-        if obs["role"] == "imposter":
+        if obs["role"] == IMPOSTER:
             decision, target = self.kill(obs)
             if decision == "KILL":
                 return "kill", target
@@ -351,7 +351,7 @@ class ScriptedBrain:
 
     def strategy(self, obs: dict[str, Any]) -> dict[str, Any]:
         alive = [p["name"] for p in obs["players_in_view"]]
-        if obs["role"] == "imposter":
+        if obs["role"] == IMPOSTER:
             return {"strategy": "fake missions, kill only when one crewmate is alone with me, then leave",
                     "priority_target": alive[0] if alive else NONE}
         gone = set(obs["known_dead"]) | {e["name"] for e in obs["ejections"]}
@@ -360,7 +360,7 @@ class ScriptedBrain:
                 "priority_target": top or NONE}
 
     def mission(self, obs: dict[str, Any]) -> int | None:
-        if obs["role"] == "imposter":
+        if obs["role"] == IMPOSTER:
             fakes = obs["fake_missions"]
             if not fakes:
                 return None
@@ -385,7 +385,7 @@ class ScriptedBrain:
     def _still_spot(self, obs: dict[str, Any]) -> str | None:
         """A crewmate goes to look at a player it was shown lying still where nobody works (3 step ends), or
         at a station for longer than a mission takes: likely a body. The place to go, once per player."""
-        if self.ev is None or obs["role"] == "imposter" or len(self.ev.samples) < 3:
+        if self.ev is None or obs["role"] == IMPOSTER or len(self.ev.samples) < 3:
             return None
         gone = set(obs["known_dead"]) | {e["name"] for e in obs["ejections"]} | self._checked
         recent = self.ev.samples[-16:]
@@ -418,7 +418,7 @@ class ScriptedBrain:
         an imposter only keeps count of who is accused, to vote with the table."""
         meeting = obs["meeting"]
         self._new_meeting(obs)
-        if obs["role"] != "imposter":
+        if obs["role"] != IMPOSTER:
             self.observe(obs)
             self._read = len(meeting["transcript"])
             return
@@ -441,7 +441,7 @@ class ScriptedBrain:
         if self.speaker is not None:
             return self.speaker.said_room(obs)
         room = self.last_room or obs["room"]
-        if obs["role"] == "imposter" and self.killed_since_meeting and obs.get("fake_missions") \
+        if obs["role"] == IMPOSTER and self.killed_since_meeting and obs.get("fake_missions") \
                 and self.rung == "habit":  # the habits lie after a kill; the rungs above tell where they are
             room = obs["fake_missions"][0]["room"]
         return room
@@ -478,7 +478,7 @@ class ScriptedBrain:
 
     def speech_acts(self, obs: dict[str, Any]) -> list[Act]:
         room = self._where_i_was(obs)
-        if obs["role"] == "imposter":
+        if obs["role"] == IMPOSTER:
             return self._imp(obs).speech(obs, room)
         alive = [n for n in obs["meeting"]["alive_players"] if n != self.name]
         return self.crew_words(obs, room, alive, self._decide, self._reason, self.beliefs, self._saw_kill_of)
@@ -561,7 +561,7 @@ class ScriptedBrain:
     def vote(self, obs: dict[str, Any]) -> str:
         self.read_transcript(obs)
         alive = [n for n in obs["meeting"]["alive_players"] if n != self.name]
-        if obs["role"] == "imposter":
+        if obs["role"] == IMPOSTER:
             self.killed_since_meeting = False
             return self._imp(obs).vote(obs)
         top, p = self._decide(alive)
@@ -569,7 +569,7 @@ class ScriptedBrain:
 
     def _changes(self, obs: dict[str, Any]) -> list[dict[str, Any]]:
         """What changed in my suspicions since I last passed them on (BELIEF or REFLECT)."""
-        if obs["role"] != "imposter":
+        if obs["role"] != IMPOSTER:
             self.beliefs(self._alive_others(obs))
         updates = []
         gone = set(obs["known_dead"]) | {e["name"] for e in obs["ejections"]}
@@ -590,7 +590,7 @@ class ScriptedBrain:
 
     def reflect(self, obs: dict[str, Any]) -> dict[str, Any]:
         """After a meeting: what changed in my suspicions since the last update."""
-        if obs["role"] != "imposter":
+        if obs["role"] != IMPOSTER:
             self.observe(obs)
         updates = self._changes(obs)
         gone = set(obs["known_dead"]) | {e["name"] for e in obs["ejections"]}
@@ -599,7 +599,7 @@ class ScriptedBrain:
         insight = (f"{last['name']} was ejected and was a {last['role']}." if last else "Nobody has been "
                                                                                         "ejected yet.")
         skill = ("Trust what I saw myself; weigh what others say by how credible they "
-                 "are." if obs["role"] != "imposter"
+                 "are." if obs["role"] != IMPOSTER
                  else "Accuse early so that suspicion spreads away from me.")
         return {"insights": insight, "most_suspicious": top or NONE, "suspicion_updates": updates,
                 "skill_learned": skill}
@@ -624,7 +624,7 @@ class ScriptedPolicy(ScriptedBrain):
             self.read_transcript(obs)
             return None
         self.observe(obs)
-        if obs["role"] == "imposter":
+        if obs["role"] == IMPOSTER:
             return self._imposter(obs)
         return self._crewmate(obs)
 

@@ -89,8 +89,7 @@ class SimWorld:
     def parts(self) -> Parts:
         """What changes: game state, running actions, last results, the sight recorder's state; the event log,
         the tracks and the sights are append-only (their lines are never changed once written); the map,
-        configs
-        and rules never change."""
+        configs and rules never change."""
         return Parts({"state": self.state, "runs": self.runs, "last_results": self.last_results,
                       "tracks": self.tracks, "sights": self.sights},
                      shared=[self, self.map, self.cfg, self.config, self.rules, self.vision],
@@ -301,8 +300,7 @@ class SimWorld:
         """Privileged state's persistent positions: every active player's last observation of each other
         player (``privileged_sees``) not publicly dead or ejected. With privileged sight a player killed out
         of sight stays listed at its last sighting alive, ageing like any player out of sight (no list tells
-        of the death);
-        with the radar it stays listed where it fell."""
+        of the death); with the radar it stays listed where it fell."""
         st = self.state
         public = set(st.public_dead)
         for v in st.players:

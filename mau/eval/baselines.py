@@ -74,7 +74,7 @@ def features(rec: dict[str, Any]) -> dict[str, list[float]]:
         k, p, t = it["k"], it.get("p"), it.get("target")
         if k == E.ACCUSE and t in f:
             f[t]["strong_got" if it.get("s") == "strong" else "weak_got"] += 1
-            f[t]["accused_by_imposter"] += revealed.get(p) == "imposter"
+            f[t]["accused_by_imposter"] += revealed.get(p) == F.IMPOSTER
         if k == E.VOTE and t in f:
             f[t]["votes_got"] += 1
         if k in (E.ACCUSE, E.VOTE) and p in f and t in revealed:
@@ -124,7 +124,7 @@ def linear_rows(recs_by_match: dict[str, tuple[list[dict[str, Any]], dict[str, s
     for mid, (recs, roles) in recs_by_match.items():
         for r in recs:
             for c, x in features(r).items():
-                rows[fold_of(mid)].append((x, float(roles.get(c) == "imposter")))
+                rows[fold_of(mid)].append((x, float(roles.get(c) == F.IMPOSTER)))
     weights = {}
     for fold in (0, 1):
         train = rows[1 - fold] or rows[fold]

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
+from mau import schema as F
 from mau.claims.grammar import KINDS, ME, STANCE_KINDS, Scope, validate_all
 from mau.claims.render import parse, render
 
@@ -275,9 +276,9 @@ def _timed(c: dict[str, Any], t: tuple[str, Any] | None) -> dict[str, Any]:
     form, v = t
     k = c["k"]
     if form == "when":
-        return dict(c, when=v) if k in ("at", "saw", "with") else c
+        return dict(c, when=v) if k in F.CLAIM_WHEN_KINDS else c
     if form == "window":
-        if k in ("at", "saw", "with", "saw_kill"):
+        if k in F.CLAIM_PLACED_KINDS:
             return dict(c, from_s=v[0], to_s=v[1])
         return dict(c, at_s=v[1])
     if k in ("at", "with"):
@@ -530,7 +531,7 @@ def _times(c: dict[str, Any]) -> tuple[Any, ...]:
 def loose_key(c: dict[str, Any]) -> tuple[Any, ...]:
     """Kind, subject and place or object, times aside."""
     k = c["k"]
-    if k in ("at", "saw", "with"):
+    if k in F.CLAIM_WHEN_KINDS:
         return (k, c["who"], c["room"])
     if k == "task":
         return (k, c["who"], c["station"])

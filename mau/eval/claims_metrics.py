@@ -212,8 +212,7 @@ def window_exploit(events: list[dict[str, Any]], sights: list[dict[str, Any]]) -
     for a window that ends at that meeting and holds the kill. ``applies``: kills for which some such
     claim (a room it was in during the roam, any start from the roam's start, 1 s apart, 10 s or longer) has
     the killer there for at least half of it (the majority rule alone would pass it); ``passes``: of those,
-    kills for
-    which the checker finds one of those claims TRUE (0 when the cover rule holds)."""
+    kills for which the checker finds one of those claims TRUE (0 when the cover rule holds)."""
     ch = Checker(events, sights)
     f = ch.facts
     out = {"kills": 0, "applies": 0, "passes": 0}
@@ -349,22 +348,11 @@ def _count_votes(m: MatchClaims, liars: dict[int, set[str]], c: Counter) -> None
 
 # -- aggregation ---------------------------------------------------------------------------------------------
 def estimate(ms: list[MatchClaims], num: str, den: str, resamples: int, seed: int) -> dict[str, Any]:
-    """num / den pooled over the matches, with its match-bootstrap interval (``mau.stats.Estimate``)."""
-    import numpy as np
+    """num / den pooled over the matches, with its match-bootstrap interval (``stats.ratio_bootstrap``)."""
+    from mau.stats import ratio_bootstrap
 
-    from mau.stats import Estimate, bootstrap
-
-    a = np.asarray([m.counts.get(num, 0) for m in ms], float)
-    b = np.asarray([m.counts.get(den, 0) for m in ms], float)
-    if b.sum() == 0:
-        return Estimate(None, None, None, 0, "bootstrap").to_dict()
-
-    def ratio(idx: Any) -> Any:
-        ns, ds = a[idx].sum(axis=1), b[idx].sum(axis=1)
-        return np.where(ds > 0, ns / np.where(ds > 0, ds, 1), np.nan)
-
-    lo, hi = bootstrap(ratio, len(ms), resamples, seed)
-    return Estimate(float(a.sum() / b.sum()), lo, hi, int(b.sum()), "bootstrap").to_dict()
+    return ratio_bootstrap([m.counts.get(num, 0) for m in ms], [m.counts.get(den, 0) for m in ms], resamples,
+                           seed).to_dict()
 
 
 def table(ms: list[MatchClaims], resamples: int = 1000, seed: int = 0) -> dict[str, Any]:

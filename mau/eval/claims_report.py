@@ -1,7 +1,6 @@
 """The claims report as markdown (``claims.md`` of ``mau claims``), and the short section other reports
 include (the collect summary; an eval's results.md through ``section``). Where the claims were read from free
-text, the
-extractor's measured F1 comes first and again under every table (``caption``)."""
+text, the extractor's measured F1 comes first and again under every table (``caption``)."""
 
 from __future__ import annotations
 
@@ -88,24 +87,30 @@ def pooled_lines(t: dict[str, Any]) -> list[str]:
     return out
 
 
+IMPOSTER_COLUMNS = {"false share": "false_share_imposter", "lie rate": "lie_rate_imposter",
+                    "lies FALSE or UNSUPPORTED": "lies_caught_imposter",
+                    "meetings with a false fact": "meetings_with_a_lie"}
+CREW_COLUMNS = {"claim accuracy": "claim_accuracy_crewmate", "FALSE share": "false_only_share_crewmate",
+                "spatial errors": "spatial_error_crewmate", "liar-vote recall": "liar_vote_recall",
+                "liar-vote precision": "liar_vote_precision",
+                "grounded accusations": "grounded_accusations_crewmate"}
+
+
 def group_lines(ev: dict[str, Any], cap: list[str] = ()) -> list[str]:
-    out = ["### Imposter claims by imposter model", "", *cap,
-           "| imposter model | matches | false share | lie rate | lies FALSE or UNSUPPORTED | meetings with "
-           "a false fact |", "|---|---|---|---|---|---|"]
-    for k, t in ev["by_imposter"].items():
-        m = t["metrics"]
-        out.append(f"| {k} | {t['matches']} | {pct(m['false_share_imposter'])} | "
-                   f"{pct(m['lie_rate_imposter'])} | {pct(m['lies_caught_imposter'])} | "
-                   f"{pct(m['meetings_with_a_lie'])} |")
-    out += ["", "### Crew claims and votes by crewmate model (or arm)", "", *cap,
-            "| crewmate model | matches | claim accuracy | FALSE share | spatial errors | liar-vote recall | "
-            "liar-vote precision | grounded accusations |", "|---|---|---|---|---|---|---|---|"]
-    for k, t in ev["by_crewmate"].items():
-        m = t["metrics"]
-        out.append(f"| {k} | {t['matches']} | {pct(m['claim_accuracy_crewmate'])} | "
-                   f"{pct(m['false_only_share_crewmate'])} | {pct(m['spatial_error_crewmate'])} | "
-                   f"{pct(m['liar_vote_recall'])} | {pct(m['liar_vote_precision'])} | "
-                   f"{pct(m['grounded_accusations_crewmate'])} |")
+    return [*_group_table("### Imposter claims by imposter model", cap, "imposter model", IMPOSTER_COLUMNS,
+                          ev["by_imposter"]), "",
+            *_group_table("### Crew claims and votes by crewmate model (or arm)", cap, "crewmate model",
+                          CREW_COLUMNS, ev["by_crewmate"])]
+
+
+def _group_table(title: str, cap: list[str], first: str, columns: dict[str, str],
+                 groups: dict[str, Any]) -> list[str]:
+    """A table with a row per group (a model or an arm): its matches and each metric of ``columns``."""
+    out = [title, "", *cap, "| " + " | ".join([first, "matches", *columns]) + " |",
+           "|" + "---|" * (len(columns) + 2)]
+    for k, t in groups.items():
+        cells = [str(k), str(t["matches"]), *(pct(t["metrics"][m]) for m in columns.values())]
+        out.append("| " + " | ".join(cells) + " |")
     return out
 
 

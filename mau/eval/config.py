@@ -139,8 +139,7 @@ class EvalConfig(RunConfig):
     def identity(self) -> dict[str, Any]:
         """What defines the matches: shards, resumed runs and the report must agree on it. Where a model is
         served and how it is reached (``ModelConfig.identity``) may differ (a restarted server on another
-        node),
-        and so may the report's settings."""
+        node), and so may the report's settings."""
         d = self.model_dump(mode="json", include={"arm_modules", "crewmate_aria", "imposter_aria", "world",
                                                   "probe_arms"})
         d["arms"] = {name: m.identity() for name, m in self.arms.items()}

@@ -42,7 +42,7 @@ from mau.matchdir import finished_matches, iter_events, read_header
 from mau.stats import Estimate, bootstrap_indices, percentile_interval
 
 # probe sources (probes.jsonl `source`) and the reference
-SOURCE_IDEAL, KNOWS_NOTHING = "ideal", "knows_nothing"
+SOURCE_IDEAL, KNOWS_NOTHING = F.PROBE_SOURCE_IDEAL, "knows_nothing"
 IDEAL_ROW = "ideal observer"
 KNOWS_NOTHING_ROW = "knows nothing (k/n)"
 # rows that play nothing (no win rate, no paired test of theirs): the observer, chance, the simple baselines
@@ -130,8 +130,7 @@ def match_group(h: dict[str, Any]) -> tuple[str, str]:
 def match_beliefs(folder: str | Path, params: Any = None, baselines: bool = True) -> dict[str, Any]:
     """{"model": ..., "ideal": ..., "knows_nothing": ..., and the baselines' rows} for a match folder (only
     the sources it has); ``params``: re-score the ideal observer (and its baselines) from its recorded
-    evidence with
-    these likelihoods (``mau.eval.rescore``)."""
+    evidence with these likelihoods (``mau.eval.rescore``)."""
     h = read_header(folder)
     roles = h[F.ROLES]
     ticks = max(1, int(h.get(F.TICKS) or 1))
@@ -208,7 +207,7 @@ def _score(mb: MatchBeliefs, recs: list[dict[str, Any]], roles: dict[str, str]) 
     for r in recs:
         names = list(r[F.PROBE_BELIEFS])
         p = np.asarray([float(r[F.PROBE_BELIEFS][n]) for n in names])
-        y = np.asarray([roles.get(n) == "imposter" for n in names], float)
+        y = np.asarray([roles.get(n) == F.IMPOSTER for n in names], float)
         ps.append(p)
         ys.append(y)
         if len(p):
@@ -217,13 +216,13 @@ def _score(mb: MatchBeliefs, recs: list[dict[str, Any]], roles: dict[str, str]) 
             if a is not None:
                 mb.probe_auroc.append(a)
                 mb.probe_moment.append(moment_of(r))
-        if any(roles.get(c) == "imposter" for c in r[F.PROBE_CANDIDATES]):
+        if any(roles.get(c) == F.IMPOSTER for c in r[F.PROBE_CANDIDATES]):
             mb.top2_n += 1
             if r.get("top2_source", "answer") != "derived":  # the answer's own top two
-                mb.top2_hits += any(roles.get(t) == "imposter" for t in r[F.PROBE_TOP2] or [])
+                mb.top2_hits += any(roles.get(t) == F.IMPOSTER for t in r[F.PROBE_TOP2] or [])
             else:
                 mb.top2_hits += top2_expected_hit(
-                    r[F.PROBE_BELIEFS], {n for n in names if roles.get(n) == "imposter"}
+                    r[F.PROBE_BELIEFS], {n for n in names if roles.get(n) == F.IMPOSTER}
                 )
     mb.p = np.concatenate(ps) if ps else np.zeros(0)
     mb.y = np.concatenate(ys) if ys else np.zeros(0)
@@ -251,7 +250,7 @@ def _detections(mb: MatchBeliefs, recs: list[dict[str, Any]], roles: dict[str, s
     """Time to detection per (crewmate, imposter): the first probe from which the imposter stays in the
     crewmate's top two at every later probe that asks about it; censored (None) if its last probe misses
     it."""
-    imposters = [n for n, r in roles.items() if r == "imposter"]
+    imposters = [n for n, r in roles.items() if r == F.IMPOSTER]
     by_agent: dict[str, list[dict[str, Any]]] = {}
     for r in recs:
         by_agent.setdefault(r[F.AGENT], []).append(r)
@@ -460,8 +459,7 @@ def evaluate(ms: list[MatchBeliefs], baseline: str | None = None, resamples: int
              imposters: list[str] | None = None) -> dict[str, Any]:
     """Cells per row x imposter model (plus pooled when several), the ideal observer last; paired comparisons
     of each row with the baseline (pairs: imposter model and seed) and with the ideal observer (pairs:
-    matches).
-    ``rows`` / ``imposters``: their order (default: sorted, as found)."""
+    matches). ``rows`` / ``imposters``: their order (default: sorted, as found)."""
     found = {m.row for m in ms if m.row not in REFERENCE_ROWS}
     order = [r for r in (rows or sorted(found)) if r not in REFERENCE_ROWS]
     rows = order + [r for r in sorted(found) if r not in order]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -27,7 +27,7 @@ from mau import schema as F
 from mau.eval.config import POOLED
 from mau.matchdir import count_events, finished_matches, read_header
 from mau.schema import CREW_OUTCOMES, IMPOSTER, OUTCOMES
-from mau.stats import Estimate, bootstrap, paired_bootstrap, wilson
+from mau.stats import Estimate, mean_bootstrap, paired_bootstrap, proportion, ratio_bootstrap
 
 # metric name -> (title, what n counts, interval method); the order of the report's tables
 METRICS: dict[str, tuple[str, str, str]] = {
@@ -114,7 +114,7 @@ def _side_counts(calls: dict[str, Any]) -> dict[str, int]:
     counts."""
     sides = calls.get("by_side", {})
     crew = sides.get("crewmate", {}).get("model", {})
-    imp = sides.get("imposter", {}).get("model", {})
+    imp = sides.get(IMPOSTER, {}).get("model", {})
     return {"arm_calls": int(crew.get("calls", 0)), "arm_fallbacks": int(crew.get("fallbacks", 0)),
             "arm_answered": int(crew.get("answered", 0)), "imposter_calls": int(imp.get("calls", 0)),
             "imposter_fallbacks": int(imp.get("fallbacks", 0))}
@@ -125,44 +125,7 @@ def load_matches(run: str | Path) -> list[MatchStats]:
     return [match_stats(p) for p in finished_matches(run)]
 
 
-# -- estimates (mau.stats.Estimate) ----------------------------------------------------------------------
-def proportion(k: int, n: int) -> Estimate:
-    """k/n with its Wilson interval; undefined for n = 0."""
-    if n == 0:
-        return Estimate(None, None, None, 0, "wilson")
-    lo, hi = wilson(k, n)
-    return Estimate(k / n, lo, hi, n, "wilson")
-
-
-def ratio_bootstrap(
-    num: Iterable[float], den: Iterable[float], resamples: int = 2000, seed: int = 0
-) -> Estimate:
-    """sum(num) / sum(den) over matches, with a match-level bootstrap interval; ``n`` = sum(den).
-
-    Undefined (value None, n 0) when the denominator is 0 (e.g. precision of an arm that never ejected
-    anyone).
-    Resamples whose denominator is 0 are left out of the interval (the ratio is undefined there)."""
-    a, b = np.asarray(list(num), float), np.asarray(list(den), float)
-    if b.sum() == 0:
-        return Estimate(None, None, None, 0, "bootstrap")
-
-    def ratio(idx: np.ndarray) -> np.ndarray:
-        ns, ds = a[idx].sum(axis=1), b[idx].sum(axis=1)
-        return np.divide(ns, ds, out=np.full(len(ds), np.nan), where=ds > 0)
-
-    lo, hi = bootstrap(ratio, len(a), resamples, seed)
-    return Estimate(float(a.sum() / b.sum()), lo, hi, int(b.sum()), "bootstrap")
-
-
-def mean_bootstrap(x: Iterable[float], resamples: int = 2000, seed: int = 0) -> Estimate:
-    """The mean per match with a match-level bootstrap interval; ``n`` = matches."""
-    a = np.asarray(list(x), float)
-    if a.size == 0:
-        return Estimate(None, None, None, 0, "bootstrap")
-    lo, hi = bootstrap(lambda idx: a[idx].mean(axis=1), len(a), resamples, seed)
-    return Estimate(float(a.mean()), lo, hi, int(a.size), "bootstrap")
-
-
+# -- estimates: mau.stats (proportion, ratio_bootstrap, mean_bootstrap) -----------------------------------
 def cell_metrics(ms: list[MatchStats], resamples: int = 2000, seed: int = 0) -> dict[str, Estimate]:
     """Every metric of one arm x imposter cell."""
     return {

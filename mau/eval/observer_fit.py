@@ -27,7 +27,8 @@ FIT_FORMAT, FIT_VERSION = F.FIT_FORMAT, F.FIT_VERSION
 
 
 def _ideal_records(folder: Path) -> list[dict[str, Any]]:
-    recs = [r for r in read_probes(folder) if r[F.PROBE_SOURCE] == "ideal" and r[F.PROBE_BELIEFS] is not None]
+    recs = [r for r in read_probes(folder)
+            if r[F.PROBE_SOURCE] == F.PROBE_SOURCE_IDEAL and r[F.PROBE_BELIEFS] is not None]
     old = [r for r in recs if r.get(F.PROBES_VERSION_FIELD) not in F.PROBES_FIT_VERSIONS]
     if old:
         raise MauError(f"{folder}: probe records of version {old[0].get(F.PROBES_VERSION_FIELD)} hold the "
@@ -87,8 +88,7 @@ def ablation(runs: list[str], params: Params, drop: list[str], resamples: int = 
              seed: int = 0) -> dict[str, Any]:
     """The ideal observer with ``params`` against the same observer with the ``drop`` kinds counting for
     nothing (their log likelihood ratios 0), re-scored on the same recorded probes: each metric of both, and
-    their
-    difference with a paired match-bootstrap interval (pairs: matches)."""
+    their difference with a paired match-bootstrap interval (pairs: matches)."""
     from mau.eval.detection import IDEAL_ROW, KNOWS_NOTHING_ROW, cell, load_run, paired_diff
 
     unknown = [d for d in drop if d not in Params.ratios()]
@@ -156,8 +156,7 @@ def leave_one_out(runs: list[str], out: Path, l2: float = 0.01, resamples: int =
     """For each imposter model of ``runs``: the observer fitted on the matches of every other imposter model
     and scored on that one's (held out), beside the fit on all (in sample), the shipped defaults and k/n;
     each fit is written to ``out/fits/<imposter>/observer_fit.json`` (so a teacher can play with it: the
-    scripted model's
-    ``likelihood``). The split never fits on the imposter model it scores (tested)."""
+    scripted model's ``likelihood``). The split never fits on the imposter model it scores (tested)."""
     from mau.eval.detection import IDEAL_ROW, KNOWS_NOTHING_ROW, cell, match_beliefs
 
     groups = _by_imposter(runs)
@@ -183,7 +182,7 @@ def leave_one_out(runs: list[str], out: Path, l2: float = 0.01, resamples: int =
             "probes": len(train), "l2": l2, "params": held.to_dict()}, indent=1) + "\n").encode())
         rows: dict[str, dict[str, Any]] = {}
         for name, params in (("held out", held), ("in sample", fit_all), ("shipped", Params())):
-            ms = [match_beliefs(f, params, baselines=False)["ideal"] for f in groups[g]]
+            ms = [match_beliefs(f, params, baselines=False)[F.PROBE_SOURCE_IDEAL] for f in groups[g]]
             rows[name] = {k: e.to_dict() for k, e in cell(ms, resamples, seed).items() if k in metrics}
         kn = [match_beliefs(f, None, baselines=False)["knows_nothing"] for f in groups[g]]
         rows[KNOWS_NOTHING_ROW] = {

@@ -84,7 +84,7 @@ def speakers_of(events: Any, roles: dict[str, str], match: str, map_name: str = 
     for e in events:
         if e[F.TYPE] == F.EV_MEETING_START:
             meeting += 1
-            current = {n: Speaker(match, meeting, n, roles.get(n) == "imposter") for n in e["order"]}
+            current = {n: Speaker(match, meeting, n, roles.get(n) == F.IMPOSTER) for n in e["order"]}
             out += current.values()
         elif e[F.TYPE] == F.EV_UTTERANCE and e.get(F.SPEAKER) in current:
             current[e[F.SPEAKER]].templates.update(templates(e.get(F.UTTERANCE_TEXT) or "", names, map_name))

@@ -70,7 +70,7 @@ def belief_curves(folder: str | Path, agent: str | None = None):
     img = Image.new("RGB", (2 * (left + w) + 20, top + h + 60), "white")
     d = ImageDraw.Draw(img)
     d.text((8, 6), f"Belief curves of {agent} ({Path(folder).name[:60]}); red: true imposters", fill="black")
-    for panel, source in enumerate(("model", "ideal")):
+    for panel, source in enumerate((F.PROBE_SOURCE_MODEL, F.PROBE_SOURCE_IDEAL)):
         x0 = panel * (left + w) + left
         rs = sorted((r for r in recs if r[F.AGENT] == agent and r[F.PROBE_SOURCE] == source),
                     key=lambda r: r[F.PROBE_SEQ])
@@ -84,7 +84,7 @@ def belief_curves(folder: str | Path, agent: str | None = None):
         names = sorted({n for r in ok for n in r[F.PROBE_BELIEFS]})
         xs = {r[F.PROBE_SEQ]: x0 + (w * i / max(1, len(ok) - 1)) for i, r in enumerate(ok)}
         for k, n in enumerate(names):
-            imp = roles.get(n) == "imposter"
+            imp = roles.get(n) == F.IMPOSTER
             col = (200, 30, 30) if imp else [c for c in PALETTE if c != (196, 78, 82)][k % (len(PALETTE) - 1)]
             pts = [
                 (xs[r[F.PROBE_SEQ]], top + h * (1 - r[F.PROBE_BELIEFS][n]))
@@ -205,8 +205,7 @@ def teacher_arms(res: dict[str, Any]) -> list[str]:
 def plot(res: dict[str, Any]):
     """results.png: one bar per arm for the within-probe AUROC (left) and the crew win rate (right), pooled
     over imposter models, with 95% intervals; the chance line (AUROC 0.5) dotted, the teacher's value as a
-    dashed line
-    across each panel; an arm that failed (every answer fell back) reads FAILED (Pillow only)."""
+    dashed line across each panel; an arm that failed (every answer fell back) reads FAILED (Pillow only)."""
     from PIL import Image, ImageDraw
 
     col = "all" if "all" in res["columns"] else res["columns"][0]

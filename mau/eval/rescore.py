@@ -20,7 +20,7 @@ def as_probe(r: dict[str, Any], roles: dict[str, str]) -> Probe:
 
 def rescore(recs: list[dict[str, Any]], roles: dict[str, str], params: Params) -> list[dict[str, Any]]:
     """The ideal-observer records of one match with their beliefs recomputed from their evidence."""
-    ideal = [r for r in recs if r[F.PROBE_SOURCE] == "ideal" and r[F.PROBE_BELIEFS] is not None]
+    ideal = [r for r in recs if r[F.PROBE_SOURCE] == F.PROBE_SOURCE_IDEAL and r[F.PROBE_BELIEFS] is not None]
     if not ideal:
         return recs
     new = iter(predict([as_probe(r, roles) for r in ideal], params))

@@ -22,6 +22,7 @@ from mau.harness.config import SeatConfig
 from mau.harness.memory import SemanticMemory, SkillMemory, Suspicion, WindowMemory
 from mau.harness.prompting import PromptBuilder
 from mau.infer.evidence import EvidenceLog
+from mau.schema import IMPOSTER
 from mau.snapshot import Parts, Restored
 
 MODE_KINDS = {"mission": ("mission", "fake_mission"), "explore": ("goto", "follow"), "kill": ("kill",),
@@ -42,7 +43,7 @@ class AriaAgent:
             self.memory = SemanticMemory(name, roster, self.aria.notes_limit)
         self.suspicion = Suspicion(name, roster)
         self.evidence: EvidenceLog | None = None
-        if self.aria.evidence_memory and role != "imposter":
+        if self.aria.evidence_memory and role != IMPOSTER:
             self.evidence = self.memory.evidence = EvidenceLog(name, roster)
             self.memory.claims_memory = self.aria.claims_memory
         self.skills = SkillMemory(self.aria.skill_memory_size, self.aria.skill_retrieve)
@@ -67,7 +68,7 @@ class AriaAgent:
 
     @property
     def imposter(self) -> bool:
-        return self.role == "imposter"
+        return self.role == IMPOSTER
 
     # -- one call ------------------------------------------------------------------------------------------
     async def call(self, module: str, obs: dict[str, Any], flagged: str | None = None,

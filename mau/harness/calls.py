@@ -287,8 +287,7 @@ class Caller:
 
     Records are written at the end of each world step (``flush``), in a fixed order: by agent (roster order),
     then in the order each agent made its calls (an agent's calls are sequential), and numbered then. The
-    order
-    in which answers arrive depends on the server and on what else is in flight; the file does not."""
+    order in which answers arrive depends on the server and on what else is in flight; the file does not."""
 
     def __init__(self, world, log: CallLog, match_id: str, harness_of: dict[str, dict[str, Any]]):
         self.world = world

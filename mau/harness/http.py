@@ -25,8 +25,7 @@ class HttpStatusError(Exception):
 class Endpoint:
     """``await Endpoint(base_url).post_json("/chat/completions", body, headers, timeout_s)`` -> the JSON
     answer. Connections are kept per event loop (a worker's) and reused; one that the server closed while
-    idle is
-    replaced once, transparently."""
+    idle is replaced once, transparently."""
 
     def __init__(self, base_url: str):
         u = urlsplit(base_url)

@@ -21,8 +21,7 @@ CLAIMS_MEMORY_LIMIT = 12  # placing claims of earlier meetings kept in the promp
 def _evidence_block(evidence: EvidenceLog | None, claims: bool = False) -> list[str]:
     """The evidence memory (``aria.evidence_memory``): every line of the agent's evidence log, kept for the
     whole match whatever the memory kind (docs/harness.md, "Evidence memory"); with ``aria.claims_memory``
-    also
-    the placing claims heard in earlier meetings, as said (never a verdict)."""
+    also the placing claims heard in earlier meetings, as said (never a verdict)."""
     lines = evidence.lines() if evidence is not None else []
     out = ["Evidence:"] + [f"- {x}" for x in lines] if lines else []
     said = evidence.claim_lines(CLAIMS_MEMORY_LIMIT) if evidence is not None and claims else []

@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, NamedTuple
 
-from mau.schema import NONE, SKIP
+from mau.schema import IMPOSTER, NONE, SKIP
 
 WANDER = "wander"
 # an answer's key for what a scripted stand-in hands the agent unrecorded (ModelResponse.private)
@@ -51,7 +51,7 @@ class Context:
 
     @property
     def imposter(self) -> bool:
-        return self.obs["role"] == "imposter"
+        return self.obs["role"] == IMPOSTER
 
     @property
     def alive(self) -> list[str]:

@@ -18,7 +18,7 @@ from mau.claims.config import ClaimsConfig
 from mau.env.config import GameConfig
 from mau.env.map import GameMap
 from mau.harness.config import AriaConfig
-from mau.schema import SKIP, TICKS_PER_SECOND
+from mau.schema import IMPOSTER, SKIP, TICKS_PER_SECOND
 
 PROMPTS_DIR = Path(__file__).parent / "prompts"
 
@@ -117,7 +117,7 @@ class PromptBuilder:
         lines = [f"Step {o['step']} of {o['max_steps']} (game time {o['time_s']:g} s)."]
         x, _, z = o["position"]
         lines.append(f"You are in {o['room']} at ({x:.1f}, {z:.1f}), facing {o['yaw_deg']:.0f} degrees.")
-        if o["role"] == "imposter":
+        if o["role"] == IMPOSTER:
             fakes = "; ".join(f"station {m['station']} in {m['room']}" for m in o["fake_missions"])
             lines.append(f"Stations where you can pretend to work: {fakes}.")
             cd = o["kill_cooldown_ticks"]
@@ -178,11 +178,11 @@ class PromptBuilder:
     def format(self, module: str, obs: dict[str, Any], others: list[str]) -> str:
         mates = set(obs.get("teammates", []))
         in_view = [p["name"] for p in obs["players_in_view"]]
-        if obs["role"] == "imposter":
+        if obs["role"] == IMPOSTER:
             stations = [m["station"] for m in obs["fake_missions"]]
         else:
             stations = [m["station"] for m in obs["missions"] if not m["done"]]
-        modes = "report, mission, explore, kill" if obs["role"] == "imposter" else "report, mission, explore"
+        modes = "report, mission, explore, kill" if obs["role"] == IMPOSTER else "report, mission, explore"
         if module == "meeting" and self.claims.on:  # the answer may carry structured claims (docs/claims.md)
             module = "meeting_claims"
         return _formats()[module].substitute(

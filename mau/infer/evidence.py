@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mau.infer.hearsay import STRONG, accusations
-from mau.schema import TICKS_PER_SECOND
+from mau.schema import CLAIM_PLACED_KINDS, TICKS_PER_SECOND
 
 # Distance bins of a death's neighbours, in blocks: 0: <= 3 (kill reach), 1: <= 6, 2: <= 12, 3: farther or
 # unseen.
@@ -43,7 +43,7 @@ REPORTER_APPROACH = 2  # last step ends of a window at which the reporter's near
 UNKNOWN_FALL = ", fallen at a time I do not know"  # a window whose start is not when the victim fell
 CLAIM_MARGIN = 20  # ticks (1 s): a sighting this close to a claim's window edge is not held against it
 CLAIM_TOL = 100  # ticks (5 s): a claimed moment (at_s) spans +/- this, as the checker reads it
-PLACED_KINDS = ("at", "saw", "with", "saw_kill")  # claims that put a player in a place during a window
+PLACED_KINDS = CLAIM_PLACED_KINDS  # claims that put a player in a place during a window
 
 DEAD, EJECTED, SAW_KILL, DEATH, ACCUSE, VOTE, REPORTED, CALLED, CONTRADICTED, CONFLICT = (
     "dead", "ejected", "saw_kill", "death", "accuse", "vote", "reported", "called", "contradicted",

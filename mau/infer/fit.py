@@ -19,6 +19,7 @@ import numpy as np
 
 from mau.infer import evidence as E
 from mau.infer.model import ROLE_PAIRS, Params, hypotheses
+from mau.schema import IMPOSTER
 
 FIXED = ("saw_kill_error",)
 N_BINS = E.FAR + 1
@@ -79,7 +80,7 @@ class _Compiled:
                         if it["p"] in h:
                             self.mask[i, h_i] = -np.inf
                     elif kind == E.EJECTED:
-                        if (it["p"] in h) != (it["role"] == "imposter"):
+                        if (it["p"] in h) != (it["role"] == IMPOSTER):
                             self.mask[i, h_i] = -np.inf
                     elif kind == E.SAW_KILL:
                         if it["p"] not in h:

@@ -35,6 +35,7 @@ from pydantic import Field
 
 from mau.config import Model
 from mau.infer import evidence as E
+from mau.schema import IMPOSTER
 
 ROLE_PAIRS = ("ci", "ic", "ii")
 
@@ -153,7 +154,7 @@ def log_factor(item: dict[str, Any], h: frozenset[str], p: Params) -> float:
     if k == E.DEAD:
         return -math.inf if item["p"] in h else 0.0
     if k == E.EJECTED:
-        return 0.0 if (item["p"] in h) == (item["role"] == "imposter") else -math.inf
+        return 0.0 if (item["p"] in h) == (item["role"] == IMPOSTER) else -math.inf
     if k == E.SAW_KILL:
         return 0.0 if item["p"] in h else p.saw_kill_error
     if k == E.DEATH:

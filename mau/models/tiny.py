@@ -231,8 +231,7 @@ def build_voter_model(src: str | Path, out: str | Path, scale: float = 14.0) -> 
     would get the same penalty and GRPO would have nothing to learn from). Every layer's output projections
     are zeroed, so the residual stream carries only the current token's embedding (a bigram model), and
     lm_head is set so that the newline ending the generation prompt is followed by ``{"vote_target": "``, one
-    of the eight
-    default players' names with equal odds, ``"}`` and ``<|im_end|>``."""
+    of the eight default players' names with equal odds, ``"}`` and ``<|im_end|>``."""
     import torch
     from transformers import AutoModelForImageTextToText, AutoProcessor
 

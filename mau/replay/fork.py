@@ -91,7 +91,7 @@ def summarize(branches: list[BranchOutcome], recorded_key: str | None) -> list[d
         n = len(bs)
         ended = [b for b in bs if b.ended]
         wins = sum(1 for b in ended if b.crew_win)
-        imp = sum(1 for b in bs if b.meeting_ejected_role == "imposter")
+        imp = sum(1 for b in bs if b.meeting_ejected_role == F.IMPOSTER)
         crew = sum(1 for b in bs if b.meeting_ejected_role == "crewmate")
         outcomes: dict[str, int] = {}
         for b in bs:

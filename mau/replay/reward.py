@@ -12,6 +12,7 @@ from pydantic import Field
 
 from mau.config import Model
 from mau.replay.session import BranchOutcome
+from mau.schema import IMPOSTER
 
 
 class RewardConfig(Model):
@@ -42,7 +43,7 @@ def vote_term(target: str, roles: dict[str, str], cfg: RewardConfig) -> tuple[st
     roles."""
     if target == "skip":
         return "vote_skip", cfg.vote_skip
-    if roles.get(target) == "imposter":
+    if roles.get(target) == IMPOSTER:
         return "vote_imposter", cfg.vote_imposter
     return "vote_crewmate", cfg.vote_crewmate
 
@@ -55,7 +56,7 @@ def score(o: BranchOutcome, cfg: RewardConfig) -> tuple[float, dict[str, float]]
     if o.vote_target is not None:
         name, value = vote_term(o.vote_target, o.roles, cfg)
         terms[name] = value
-    if o.meeting_ejected_role == "imposter":
+    if o.meeting_ejected_role == IMPOSTER:
         terms["meeting_ejects_imposter"] = cfg.meeting_ejects_imposter
     elif o.meeting_ejected_role == "crewmate":
         terms["meeting_ejects_crewmate"] = cfg.meeting_ejects_crewmate

@@ -86,8 +86,7 @@ class Session:
                  live_models: bool = False):
         """``seats``: the seats that play live after a fork (default: the recorded ones). ``live_models``:
         build the seats' model backends (a fork plays on with them); without it only the scripted expert is
-        built,
-        and a replay needs no model at all."""
+        built, and a replay needs no model at all."""
         from mau.env.backends import make_world
         from mau.harness.backends import make_backend
         from mau.harness.match import AriaMatch

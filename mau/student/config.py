@@ -2,8 +2,7 @@
 BC dataset, and ``mau student-rl``, GRPO over the candidates. The student is a local text-only causal LM
 (``mau student``) played by the ``lm`` backend; its trainers have their own configs, apart from ``mau train``
 (SFT of a Qwen3.5 VLM) and ``mau rl`` (TRL's GRPO with forks). Light imports only: the CLI parses them before
-anything
-heavy loads."""
+anything heavy loads."""
 
 from __future__ import annotations
 
@@ -12,7 +11,7 @@ from pydantic import Field
 from mau.config import Model
 from mau.replay.decisions import DecisionsSection
 from mau.replay.reward import RewardConfig
-from mau.train.config import DataSection
+from mau.train.config import DataSection, OptimSection
 
 STUDENT_MODEL = "runs/student/model"  # where `mau student` materialises SmolLM2-135M (make student)
 TRAIN_LAST_LAYERS = (
@@ -28,19 +27,10 @@ class StudentModelSection(Model):
                       "student's OUT/model.")
 
 
-class CandidateTraining(Model):
+class CandidateTraining(OptimSection):
     """The candidate objective: the cross-entropy of the expert's choice among the VOTE candidates (AdamW)."""
 
     train_last_layers: int = Field(4, ge=1, description=TRAIN_LAST_LAYERS)
-    epochs: float = Field(1.0, gt=0, description="Passes over the training split (unless max_steps is set).")
-    max_steps: int | None = Field(None, ge=1, description="Optimizer steps in all; overrides epochs.")
-    learning_rate: float = Field(1e-4, gt=0, description="Peak learning rate (AdamW).")
-    lr_scheduler: str = Field("cosine", description="transformers scheduler name: cosine, linear, constant, "
-                                                    "...")
-    warmup: float = Field(0.03, ge=0, description="Warmup: a fraction of all steps if < 1, else a step "
-                                                  "count.")
-    weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay.")
-    max_grad_norm: float = Field(1.0, gt=0, description="Gradient clipping norm.")
     per_device_batch_size: int = Field(1, ge=1, description="Examples per forward pass.")
     gradient_accumulation_steps: int = Field(8, ge=1, description="Forward passes per optimizer step.")
     seed: int = Field(0, description="Seed of the data order.")

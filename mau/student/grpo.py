@@ -34,8 +34,7 @@ LOG = "trainer_log.jsonl"
 def decisions(cfg: Any, tokenizer: Any) -> list[Any]:
     """Candidate examples of the recorded crewmate VOTE calls of ``cfg.decisions``
     (``mau.replay.decisions.decision_rows``: the same runs, seeds left out and ``max_decisions`` as ``mau
-    rl``);
-    ``meta['roles']``: the match's roles, from its header."""
+    rl``); ``meta['roles']``: the match's roles, from its header."""
     from mau.matchdir import read_header
     from mau.replay.decisions import decision_rows
     from mau.student.examples import make_example

@@ -1,8 +1,7 @@
 """A Llama-like causal LM cut in two: frozen lower layers whose output is computed once per prompt (a feature
 cache), and the last ``train_last`` decoder layers, the final norm and the candidates' rows of the output
 head, which the candidate objective trains. Exact: ``upper(lower(ids))`` equals the full model's
-last-position logits
-(tests/test_student.py). Heavy imports inside."""
+last-position logits (tests/test_student.py). Heavy imports inside."""
 
 from __future__ import annotations
 
@@ -32,8 +31,7 @@ class SplitLM:
     def _run(self, h: Any, layers: Any, last_only: bool = False) -> Any:
         """The layers over one unpadded sequence ``h`` (1, T, H): causal attention, no mask. ``last_only``:
         the final layer computes the last position alone (its keys and values from every position), the only
-        one
-        the candidate objective reads; it returns (1, 1, H) then."""
+        one the candidate objective reads; it returns (1, 1, H) then."""
         import torch
 
         pos = torch.arange(h.shape[1], device=h.device)[None]
@@ -68,8 +66,7 @@ def _is_llama(layer: Any) -> bool:
 def _last_position(layer: Any, h: Any, pe: Any) -> Any:
     """A Llama decoder layer's output at the last position only, (B, 1, H): the query, the output projection
     and the MLP of one position, the keys and values of all (the same arithmetic as the layer;
-    tests/test_student.py
-    compares it with the full model)."""
+    tests/test_student.py compares it with the full model)."""
     import torch
     from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 

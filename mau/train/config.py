@@ -65,8 +65,8 @@ class DataSection(Model):
     max_eval_examples: int | None = Field(None, ge=1, description="Use only the first N evaluation rows.")
 
 
-class TrainingSection(Model):
-    """Optimisation and checkpointing (passed to TRL's SFTConfig)."""
+class OptimSection(Model):
+    """The optimiser's schedule (AdamW), shared by ``mau train`` and ``mau student-train``."""
 
     epochs: float = Field(1.0, gt=0, description="Passes over the training split (unless max_steps is set).")
     max_steps: int | None = Field(None, ge=1, description="Optimizer steps in all; overrides epochs.")
@@ -77,6 +77,11 @@ class TrainingSection(Model):
                                                   "count.")
     weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay.")
     max_grad_norm: float = Field(1.0, gt=0, description="Gradient clipping norm.")
+
+
+class TrainingSection(OptimSection):
+    """Optimisation and checkpointing (passed to TRL's SFTConfig)."""
+
     per_device_batch_size: int = Field(1, ge=1, description="Examples per device per forward pass.")
     gradient_accumulation_steps: int = Field(8, ge=1, description="Forward passes per optimizer step (the "
                                              "global batch is batch x accumulation x processes).")

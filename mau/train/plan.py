@@ -121,8 +121,7 @@ def lm_head_bytes(seq_tokens: int, vocab: int, hidden: int, tiled: bool = True, 
                   torch_fold: bool = False) -> int:
     """The LM head's working memory: TRL's tiles (default; ``torch_fold``: folded in torch, as on the CPU), or
     full logits as a plain loss would keep them (logits in the compute dtype of ``act_bytes``, their fp32
-    upcast
-    and fp32 log-softmax)."""
+    upcast and fp32 log-softmax)."""
     if not tiled:
         return seq_tokens * vocab * (act_bytes + FP32 + FP32)
     n = min(seq_tokens, LM_HEAD_TOKEN_TILE)

@@ -89,8 +89,7 @@ def narrow(d: dict[str, Any], divisor: int) -> dict[str, Any]:
     each), the vision tower's width, MLP and heads alike (its output width follows the text width).
     Unchanged: depth and layer types, every head dimension (so rotary sections and DeltaNet chunks are as in
     the 9B), patch and merge sizes (a 640x360 frame is still 220 tokens), special-token ids (give config_dict
-    a small tokenizer's ids: the
-    9B's are above a divided vocabulary). ``divisor`` 1 returns a copy."""
+    a small tokenizer's ids: the 9B's are above a divided vocabulary). ``divisor`` 1 returns a copy."""
     if divisor not in NARROW_DIVISORS:
         raise ValueError(f"width divisor {divisor}: use one of {', '.join(map(str, NARROW_DIVISORS))}")
     c = copy.deepcopy(d)

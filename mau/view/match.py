@@ -1,7 +1,6 @@
 """One match folder -> one viewer page: ``index.html``, ``data.js`` (header, players, map, tracks, events,
 meetings, frames, probes, problems), ``calls/<seat>.js`` (each player's call records, loaded when the player
-is
-selected) and the frames (hard links). A missing or damaged part is named on the page, never fatal."""
+is selected) and the frames (hard links). A missing or damaged part is named on the page, never fatal."""
 
 from __future__ import annotations
 
@@ -160,8 +159,7 @@ def _probes(folder: Path, problems: list[str]) -> list[dict[str, Any]] | None:
     """Belief probes (``probes.jsonl``, format ``mau.probes``, every version the metrics read): who
     (``agent``), when (``step``), whose belief (``source``: ``model`` or ``ideal``) and P(imposter) per
     player (``beliefs``). Read tolerantly: a few other key names are accepted, fallbacks (no beliefs) are
-    left out silently, lines of
-    another ``format_version`` or without beliefs are skipped and counted."""
+    left out silently, lines of another ``format_version`` or without beliefs are skipped and counted."""
     path = folder / PROBES_FILE
     if not path.is_file():
         return None

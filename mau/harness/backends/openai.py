@@ -62,8 +62,7 @@ def backoff_s(config: ModelConfig, retry: int, asked: float | None) -> float:
     """The wait before retry number ``retry`` (1, 2, ...): the server's Retry-After when it gave one (and up
     to a quarter more), else a uniform draw up to ``backoff_s * 2**(retry-1)``, both capped at
     ``max_backoff_s``. The jitter spreads the retries of hundreds of calls that failed together (a 429 burst)
-    instead of sending them
-    back at once."""
+    instead of sending them back at once."""
     if asked is not None:
         return min(asked * (1 + _JITTER.uniform(0, 0.25)), config.max_backoff_s)
     return _JITTER.uniform(0, min(config.backoff_s * 2 ** (retry - 1), config.max_backoff_s))

@@ -17,6 +17,7 @@ from mau.env.scripted import NONE, ScriptedBrain, temperament_of
 from mau.harness import modules as M
 from mau.harness.backends.base import ModelBackend, ModelRequest, ModelResponse
 from mau.infer.fit import read_params
+from mau.schema import IMPOSTER
 from mau.snapshot import Parts, Restored
 
 
@@ -106,7 +107,7 @@ class Backend(ModelBackend):
             return {"station": brain.mission(obs), "reasoning": "nearest first"}
         if module == M.MOVE:
             last = obs.get("last_action_result") or {}
-            if obs["role"] == "imposter" and last.get("reason", "").startswith("killed"):
+            if obs["role"] == IMPOSTER and last.get("reason", "").startswith("killed"):
                 return {"target_player": M.WANDER, "room": brain.far_room(obs), "reasoning": "leave the body "
                                                                                              "behind"}
             target, room = brain.move(obs)
@@ -120,7 +121,7 @@ class Backend(ModelBackend):
             return out
         if module == M.VOTE:
             hint = context.get("observer")
-            if hint and obs["role"] != "imposter":  # the observer_vote temperament (docs/harness.md)
+            if hint and obs["role"] != IMPOSTER:  # the observer_vote temperament (docs/harness.md)
                 brain.read_transcript(obs)
                 bel = hint["beliefs"]
                 top = max(sorted(bel), key=lambda n: bel[n]) if bel else None

@@ -27,7 +27,7 @@ from mau.snapshot import Parts, Restored
 
 PROBE_MODULE = "probe"
 PROBE_STREAM = "probe"
-SOURCE_MODEL, SOURCE_IDEAL = "model", "ideal"
+SOURCE_MODEL, SOURCE_IDEAL = F.PROBE_SOURCE_MODEL, F.PROBE_SOURCE_IDEAL
 QUESTION = ("Private question (your answer is seen by nobody and changes nothing in the game): for each "
             "other living player, how likely is it that they are an Imposter? There {are} {k} Imposter{s} "
             "among {names}.")
@@ -176,7 +176,7 @@ class BeliefProbes:
 
     def __init__(self, world, agents: dict[str, Any], match_id: str, folder: Path | None, rooms: list[str]):
         self.world, self.agents, self.match_id, self.rooms = world, agents, match_id, rooms
-        crew = [a for a in agents.values() if a.role != "imposter"]
+        crew = [a for a in agents.values() if a.role != F.IMPOSTER]
         self.cfg: ProbeConfig = crew[0].aria.probes if crew else ProbeConfig()
         self.active = bool(crew) and (self.cfg.enabled or self.cfg.observer)
         self.log = ProbeLog(folder if self.active else None)
@@ -233,11 +233,11 @@ class BeliefProbes:
                 F.PROBE_SEQ: self.n, "meeting": meeting, "round": rnd}
         jobs = []
         for a in self.agents.values():
-            if a.role == "imposter" or not st.player(a.name).active:
+            if a.role == F.IMPOSTER or not st.player(a.name).active:
                 continue
             obs = w.observe(a.name, a.aria.state)
             cands = [n for n in Context(obs, self.rooms).alive if n != a.name]
-            k = w.cfg.num_imposters - sum(e["role"] == "imposter" for e in obs["ejections"])
+            k = w.cfg.num_imposters - sum(e["role"] == F.IMPOSTER for e in obs["ejections"])
             common = {**base, F.AGENT: a.name, F.ROLE: a.role, F.PROBE_CANDIDATES: cands, "n_imposters": k}
             if self.cfg.observer:
                 self.log.add(self._ideal(a.name, common, cands))
@@ -327,7 +327,7 @@ class BeliefProbes:
         if not self.active or self.cfg.observer_vote is None or not self.cfg.observer:
             return None
         agent = self.agents[name]
-        if agent.role == "imposter":
+        if agent.role == F.IMPOSTER:
             return None
         cands = [n for n in Context(obs, self.rooms).alive if n != name]
         bel, _ = infer.beliefs(name, self.perception.roster, cands, self.world.cfg.num_imposters,
