@@ -198,6 +198,9 @@ RESULTS_PNG = "results.png"  # at a glance: within-probe AUROC and crew win rate
 RESULTS_PANELS_PNG = "results_panels.png"  # every headline metric per arm by imposter model, 95% intervals
 ARM = "arm"  # eval: the crewmates' arm (match header and grid line)
 EVAL_IMPOSTER = "imposter"  # eval grid line: the imposters' model name
+# Results tables (eval and detection cells, results.csv, collect matchups, the claims report's groups, the
+# viewer's rows): the column of the imposter model.
+IMPOSTER_COLUMN = "imposter"
 
 # -- belief probes (match folder: probes.jsonl, format mau.probes v1; docs/formats.md) ----------------------
 PROBES_FILE = "probes.jsonl"  # one record per probe (a model's answer or the ideal observer's posterior)

@@ -115,3 +115,19 @@ def test_unknown_backend_is_refused():
     with pytest.raises(MauError, match=r"world.backend: 'bedrock' is unknown; use one of \['minecraft', "
                                        r"'sim'\]"):
         play_main(cfg)
+
+
+@pytest.mark.parametrize("verb", ["beliefs", "claims", "judge", "student-train", "student-rl"])
+def test_every_verb_takes_a_typed_config(verb, tmp_path):
+    """The report verbs and the student's verbs parse their flags into a pydantic config like the others (not
+    an argparse namespace), so that tests and scripts call their ``main(cfg)`` with a documented object."""
+    import importlib
+
+    from mau.cli import VERBS, build_parser
+    from mau.commands.common import config_for
+    from mau.config import Model
+
+    argv = [verb, str(tmp_path)] if verb in ("beliefs", "claims", "judge") else [verb, "--out", str(tmp_path)]
+    args = build_parser(verb).parse_args(argv)
+    cfg = config_for(importlib.import_module(VERBS[verb][0]), args)
+    assert isinstance(cfg, Model) and type(cfg).__doc__

@@ -15,6 +15,7 @@ from mau.env.config import WorldConfig
 from mau.harness.backends.base import ModelConfig
 from mau.harness.config import AriaConfig, SeatConfig
 from mau.runner import parse_shard  # re-exported: shards are the runner's
+from mau.schema import CREWMATE, IMPOSTER
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -167,8 +168,8 @@ def in_shard(specs: list[MatchSpec], shard: int, n_shards: int) -> Iterator[Matc
 def seats_for(grid: GridConfig, spec: MatchSpec) -> dict[str, SeatConfig]:
     pool = {p.name: p for p in grid.pool}
     case = next(c for c in grid.cases if c.name == spec.case)
-    return {"crewmate": SeatConfig(model=pool[spec.crewmate_model].model, aria=case.crewmate),
-            "imposter": SeatConfig(model=pool[spec.imposter_model].model, aria=case.imposter)}
+    return {CREWMATE: SeatConfig(model=pool[spec.crewmate_model].model, aria=case.crewmate),
+            IMPOSTER: SeatConfig(model=pool[spec.imposter_model].model, aria=case.imposter)}
 
 
 __all__ = [

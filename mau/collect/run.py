@@ -114,13 +114,16 @@ def log_collect_summary(cfg: CollectConfig, out: Path, summary: dict[str, Any]) 
     from mau.wandb_log import log_tables
 
     matchups = [
-        [m["imposter"], m["crewmate"], m["crew_wins"], m["n"], m["crew_wins"] / m["n"] if m["n"] else None]
+        [
+            m[F.IMPOSTER_COLUMN], m["crewmate"], m["crew_wins"], m["n"],
+            m["crew_wins"] / m["n"] if m["n"] else None,
+        ]
         for m in summary["matchups"]
     ]
     rates = [[model, role, r["wins"], r["n"], r["rate"]] for model, roles in summary["win_rates"].items()
              for role, r in roles.items()]
     return log_tables(cfg.logging, out, "collect", {
-        "matchups": (["imposter", "crewmate", "crew_wins", "n", "crew_win_rate"], matchups),
+        "matchups": ([F.IMPOSTER_COLUMN, "crewmate", "crew_wins", "n", "crew_win_rate"], matchups),
         "win_rates": (["model", "role", "wins", "n", "win_rate"], rates)},
         summary={"matches": summary["matches"], "crew_win_rate": summary["crew_win_rate"]},
         config=cfg.identity())

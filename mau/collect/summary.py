@@ -77,7 +77,7 @@ def summarize(run: Path, planned: int | None = None) -> dict[str, Any]:
         "crew_win_rate": (sum(outcomes[o] for o in CREW_OUTCOMES) / len(headers)) if headers else None,
         "win_rates": win_rates,
         "matchups": [
-            {"imposter": i, "crewmate": c, "crew_wins": w, "n": n}
+            {F.IMPOSTER_COLUMN: i, "crewmate": c, "crew_wins": w, "n": n}
             for (i, c), (w, n) in sorted(matchups.items())
         ],
         "models": models, "calls": calls, "fallbacks": fallbacks, "prompt_tokens": prompt_tokens,
@@ -95,7 +95,7 @@ def write_summary(run: Path, planned: int | None = None) -> dict[str, Any]:
     claims_md = _claims(run, s)
     (run / F.SUMMARY_JSON).write_text(json.dumps(s, indent=1))
     models = s["models"]
-    cell = {(m["imposter"], m["crewmate"]): m for m in s["matchups"]}
+    cell = {(m[F.IMPOSTER_COLUMN], m["crewmate"]): m for m in s["matchups"]}
     with open(run / F.MATCHUPS_CSV, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["imposter \\ crewmate"] + models)

@@ -63,7 +63,7 @@ from typing import Any
 
 from mau.commands.common import Flag
 from mau.options import RunOptions
-from mau.schema import TICKS_PER_SECOND
+from mau.schema import CREWMATE, IMPOSTER, TICKS_PER_SECOND
 
 TARGETS = ("env", "harness", "dataset", "fork", "rl", "view", "train", "probes", "collect")
 DEFAULT_MATCHES = {"env": 30, "harness": 30, "dataset": 4, "fork": 3, "rl": 1, "view": 1000, "train": 0,
@@ -405,7 +405,7 @@ def bench_probes(matches: int, seed: int, roam_every: int | None = None) -> dict
         probes = {"enabled": enabled, "observer": enabled, "roam_every": roam_every if enabled else None}
         crew = SeatConfig.model_validate({"aria": {"frames": False, "probes": probes}})
         imp = SeatConfig.model_validate({"aria": {"frames": False, "prompt_style": "deterministic"}})
-        seats = {"crewmate": crew, "imposter": imp}
+        seats = {CREWMATE: crew, IMPOSTER: imp}
         world = make_world(WorldConfig())
         m = AriaMatch(world, seats, {k: make_backend(v.model) for k, v in seats.items()}, None, f"bench-{s}")
         r = asyncio.run(m.play(s))

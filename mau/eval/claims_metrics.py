@@ -190,10 +190,10 @@ def load(path: Path, extra_claims: dict[int, list[dict[str, Any]]] | None = None
         records = check_match(events, sights, str(path)) if said else []
     dt = time.perf_counter() - t0
     grid = header.get(F.GRID) or {}
-    groups = {"imposter": grid.get(F.IMPOSTER_MODEL) or header.get(F.EVAL_IMPOSTER) or "-",
+    groups = {F.IMPOSTER_COLUMN: grid.get(F.IMPOSTER_MODEL) or header.get(F.EVAL_IMPOSTER) or "-",
               "crewmate": grid.get(F.CREWMATE_MODEL) or header.get(F.ARM) or "-"}
-    if not isinstance(groups["imposter"], str):
-        groups["imposter"] = str(groups["imposter"])
+    if not isinstance(groups[F.IMPOSTER_COLUMN], str):
+        groups[F.IMPOSTER_COLUMN] = str(groups[F.IMPOSTER_COLUMN])
     size = (path / F.SIGHTS_FILE).stat().st_size if (path / F.SIGHTS_FILE).is_file() else 0
     roles = dict(header[F.ROLES])
     m = MatchClaims(
@@ -389,8 +389,8 @@ def evaluate(ms: list[MatchClaims], resamples: int = 1000, seed: int = 0) -> dic
     sizes = sorted(m.sights_bytes for m in ms if m.sights_bytes)
     identical = [m.identical for m in ms if m.identical is not None]
     return {
-        "matches": len(ms), "verdicts": verdict_counts(ms), "pooled": pooled, "by_imposter": by("imposter"),
-        "by_crewmate": by("crewmate"),
+        "matches": len(ms), "verdicts": verdict_counts(ms), "pooled": pooled,
+        "by_imposter": by(F.IMPOSTER_COLUMN), "by_crewmate": by("crewmate"),
         "checks": {
             "parsed_back": [checks.get("parsed_back", 0), checks.get("utterances_with_claims", 0)],
             "unlabelled_facts_true": [checks.get("unlabelled_true", 0), checks.get("unlabelled_facts", 0)],

@@ -8,15 +8,14 @@ from typing import Any
 
 from mau import schema as F
 from mau.claims.check import FALSE, TRUE, UNSUPPORTED, UNVERIFIABLE
+from mau.stats import fmt_estimate
 
 
 def pct(e: dict[str, Any] | None, digits: int = 1) -> str:
-    """``value [low, high] n=N`` in percent; ``-`` when undefined."""
+    """``value [low, high] n=N`` in percent (``mau.stats.fmt_estimate``); ``-`` when undefined."""
     if not e or e.get("value") is None:
         return "-"
-    lo = "?" if e["ci_low"] is None else f"{100 * e['ci_low']:.{digits}f}"
-    hi = "?" if e["ci_high"] is None else f"{100 * e['ci_high']:.{digits}f}"
-    return f"{100 * e['value']:.{digits}f} [{lo}, {hi}] n={e['n']}"
+    return fmt_estimate(e, True, (digits, 3))
 
 
 def _share(pair: list[int]) -> str:

@@ -168,7 +168,7 @@ class EvalMatch:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "EvalMatch":
-        return cls(**{k: d[k] for k in ("index", "match_id", "seed", "rep", "arm", "imposter")})
+        return cls(**{k: d[k] for k in ("index", "match_id", "seed", "rep", "arm", F.EVAL_IMPOSTER)})
 
 
 def plan(cfg: EvalConfig) -> list[EvalMatch]:
@@ -191,4 +191,4 @@ def seats_for(cfg: EvalConfig, m: EvalMatch) -> dict[str, SeatConfig]:
         aria = aria.model_copy(update={"probes": aria.probes.model_copy(update={"enabled": False})})
     return {"crewmate": SeatConfig(model=cfg.arms[m.arm], aria=aria, modules=cfg.arm_modules,
                                    rest_model=cfg.arm_rest_model),
-            "imposter": SeatConfig(model=cfg.imposters[m.imposter], aria=cfg.imposter_aria)}
+            F.IMPOSTER: SeatConfig(model=cfg.imposters[m.imposter], aria=cfg.imposter_aria)}

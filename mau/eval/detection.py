@@ -470,7 +470,7 @@ def evaluate(ms: list[MatchBeliefs], baseline: str | None = None, resamples: int
     def of(row: str, imp: str) -> list[MatchBeliefs]:
         return [m for m in ms if m.row == row and (imp == pooled or m.imposter == imp)]
 
-    cells = [{"row": r, "imposter": i, "matches": len(of(r, i)),
+    cells = [{"row": r, F.IMPOSTER_COLUMN: i, "matches": len(of(r, i)),
               "metrics": {k: e.to_dict() for k, e in cell(of(r, i), resamples, seed).items()}}
              for r in rows for i in columns]
     paired: list[dict[str, Any]] = []
@@ -483,11 +483,11 @@ def evaluate(ms: list[MatchBeliefs], baseline: str | None = None, resamples: int
             if r != base and base is not None:
                 theirs = {(m.imposter, m.seed): m for m in of(base, i)}
                 for k in HEADLINE:
-                    paired.append({"row": r, "versus": base, "imposter": i,
+                    paired.append({"row": r, "versus": base, F.IMPOSTER_COLUMN: i,
                                    **paired_diff(mine, theirs, k, resamples, seed)})
             same = {m.match_id: m for m in of(r, i)}
             for k in HEADLINE:
-                paired.append({"row": r, "versus": IDEAL_ROW, "imposter": i,
+                paired.append({"row": r, "versus": IDEAL_ROW, F.IMPOSTER_COLUMN: i,
                                **paired_diff(same, ideal_by_match, k, resamples, seed)})
     readouts = {r: sorted({x for m in ms if m.row == r for x in m.readouts}) for r in rows
                 if r not in REFERENCE_ROWS}

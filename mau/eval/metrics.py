@@ -224,7 +224,7 @@ def evaluate(ms: list[MatchStats], arms: list[str], imposters: list[str], baseli
     for arm in arms:
         for imp in columns:
             sel = of(arm, imp)
-            cells.append({"arm": arm, "imposter": imp, "matches": len(sel),
+            cells.append({"arm": arm, F.IMPOSTER_COLUMN: imp, "matches": len(sel),
                           "metrics": {k: v.to_dict() for k, v in cell_metrics(sel, resamples, seed).items()},
                           "endings": endings(sel)})
     comparisons = []
@@ -235,7 +235,7 @@ def evaluate(ms: list[MatchStats], arms: list[str], imposters: list[str], baseli
             # pooled: a pair is (imposter model, seed), so every pair still shares its seed and its imposters
             wins = {(m.imposter, m.seed): m.crew_won for m in of(arm, imp)}
             base = {(m.imposter, m.seed): m.crew_won for m in of(baseline, imp)}
-            comparisons.append({"arm": arm, "baseline": baseline, "imposter": imp,
+            comparisons.append({"arm": arm, "baseline": baseline, F.IMPOSTER_COLUMN: imp,
                                 **paired(wins, base, resamples, seed)})
     return {"arms": arms, "imposters": imposters, "columns": columns, "baseline": baseline,
             "matches": len(ms), "cells": cells, "paired": comparisons, "methods": METHODS,

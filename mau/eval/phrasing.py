@@ -167,7 +167,7 @@ def phrasing_report(test_runs: list[str | Path], train_runs: list[str | Path] | 
         set(roles[True]) | set(roles[False]),
         key=lambda t: -abs(math.log((roles[True][t] + 1) / ni) - math.log((roles[False][t] + 1) / nc)),
     )
-    tells = [{"template": t, "imposter": roles[True][t], "crewmate": roles[False][t]} for t in skew[:top]]
+    tells = [{"template": t, F.IMPOSTER: roles[True][t], F.CREWMATE: roles[False][t]} for t in skew[:top]]
     return {"auroc_within_meeting": value, "meetings": n, "speakers": len(test), "fit": how,
             "imposter_speakers": sum(1 for s in test if s.imposter),
             "crewmate_speakers": sum(1 for s in test if not s.imposter), "tells": tells}

@@ -171,11 +171,11 @@ def panels_plot(res: dict[str, Any]):
     """Every headline metric, one panel each: bars per arm (and the ideal observer in the detection panels)
     grouped by imposter model, with their 95% intervals as error bars (Pillow only): results_panels.png."""
     arms, cols = res["arms"], res["columns"]
-    cell = {(c["arm"], c["imposter"]): c["metrics"] for c in res["cells"]}
+    cell = {(c["arm"], c[F.IMPOSTER_COLUMN]): c["metrics"] for c in res["cells"]}
     panels = [(title, [(imp, [(arm, cell[(arm, imp)][name]) for arm in arms]) for imp in cols])
               for name, title in HEADLINE_PLOT]
     det = res.get("detection") or {"rows": [], "cells": []}
-    dcell = {(c["row"], c["imposter"]): c["metrics"] for c in det["cells"]}
+    dcell = {(c["row"], c[F.IMPOSTER_COLUMN]): c["metrics"] for c in det["cells"]}
     if det["rows"]:
         panels += [(title, [(imp, [(r, dcell[(r, imp)][name]) for r in det["rows"] if (r, imp) in dcell])
                             for imp in cols]) for name, title in DETECTION_PLOT]
@@ -211,9 +211,9 @@ def plot(res: dict[str, Any]):
     col = "all" if "all" in res["columns"] else res["columns"][0]
     teachers = teacher_arms(res)
     rows = [a for a in res["arms"] if a not in teachers]
-    values = {"cells": {c["arm"]: c["metrics"] for c in res["cells"] if c["imposter"] == col},
+    values = {"cells": {c["arm"]: c["metrics"] for c in res["cells"] if c[F.IMPOSTER_COLUMN] == col},
               "detection": {c["row"]: c["metrics"] for c in (res.get("detection") or {}).get("cells", [])
-                            if c["imposter"] == col}}
+                            if c[F.IMPOSTER_COLUMN] == col}}
     failed = {a for a, h in res.get("arm_health", {}).items() if h.get("failed")}
     f_title, f_text, f_small = _font(20), _font(15), _font(13)
     label_w, pw, gap, row_h, top = 190, 380, 40, 34, 86

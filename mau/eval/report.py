@@ -32,7 +32,7 @@ from mau.stats import fmt_estimate
 
 RESULTS_FORMAT = "mau.eval.results"
 RESULTS_VERSION = 1
-CSV_COLUMNS = ["arm", "imposter", "metric", "value", "ci_low", "ci_high", "n", "method"]
+CSV_COLUMNS = ["arm", F.IMPOSTER_COLUMN, "metric", "value", "ci_low", "ci_high", "n", "method"]
 
 
 def failure_reason(h: dict[str, Any]) -> str:
@@ -127,7 +127,7 @@ def write_detection_report(runs: list[str], out: Path, baseline: str | None = No
     (out / F.BELIEFS_JSON).write_text(json.dumps({"runs": [str(r) for r in runs], **det}, indent=1))
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["row", "imposter", "metric", "value", "ci_low", "ci_high", "n", "method"])
+    w.writerow(["row", F.IMPOSTER_COLUMN, "metric", "value", "ci_low", "ci_high", "n", "method"])
     w.writerows(detection_csv_rows(det))
     (out / F.BELIEFS_CSV).write_text(buf.getvalue())
     calibration_plot(ms).save(out / F.CALIBRATION_PNG)
@@ -157,10 +157,16 @@ def rows_csv(res: dict[str, Any]) -> str:
     w.writerow(CSV_COLUMNS)
     for c in res["cells"]:
         for name, e in c["metrics"].items():
-            w.writerow([c["arm"], c["imposter"], name, *_nums(e["value"], e["ci_low"], e["ci_high"]), e["n"],
-                        e["method"]])
+            w.writerow(
+                [
+                    c["arm"], c[F.IMPOSTER_COLUMN], name, *_nums(e["value"], e["ci_low"], e["ci_high"]),
+                    e["n"], e["method"],
+                ]
+            )
         for outcome, k in c["endings"].items():
-            w.writerow([c["arm"], c["imposter"], f"ending:{outcome}", k, "", "", c["matches"], "count"])
+            w.writerow(
+                [c["arm"], c[F.IMPOSTER_COLUMN], f"ending:{outcome}", k, "", "", c["matches"], "count"]
+            )
     for row in detection_csv_rows(res["detection"]) if res.get("detection") else []:
         w.writerow([*row[:3], *_nums(*row[3:6]), row[6], row[7]])
     claims = res.get("claims") or {}
@@ -173,12 +179,16 @@ def rows_csv(res: dict[str, Any]) -> str:
     for p in res["paired"]:
         w.writerow(
             [
-                p["arm"], p["imposter"], "paired_diff_crew_win_rate",
+                p["arm"], p[F.IMPOSTER_COLUMN], "paired_diff_crew_win_rate",
                 *_nums(p["diff"], p["ci_low"], p["ci_high"]), p["n_pairs"], "paired_bootstrap",
             ]
         )
-        w.writerow([p["arm"], p["imposter"], "paired_p_mcnemar", _num(p["p_mcnemar"]), "", "", p["n_pairs"],
-                    "exact_mcnemar"])
+        w.writerow(
+            [
+                p["arm"], p[F.IMPOSTER_COLUMN], "paired_p_mcnemar", _num(p["p_mcnemar"]), "", "",
+                p["n_pairs"], "exact_mcnemar",
+            ]
+        )
     return buf.getvalue()
 
 
@@ -200,7 +210,7 @@ def _col(imp: str) -> str:
 
 
 def markdown(res: dict[str, Any]) -> str:
-    cell = {(c["arm"], c["imposter"]): c for c in res["cells"]}
+    cell = {(c["arm"], c[F.IMPOSTER_COLUMN]): c for c in res["cells"]}
     arms, cols = res["arms"], res["columns"]
     n_seeds = len(res["seeds"])
     lines = ["# Evaluation results", "",
@@ -293,7 +303,7 @@ def readout_line(det: dict[str, Any]) -> str:
 def detection_markdown(det: dict[str, Any], title: str = "## Detection (belief "
                                                          "probes)", level: str = "###") -> str:
     rows, cols = det["rows"], det["columns"]
-    cell = {(c["row"], c["imposter"]): c for c in det["cells"]}
+    cell = {(c["row"], c[F.IMPOSTER_COLUMN]): c for c in det["cells"]}
     intro = (f"Probe records of {det['matches']} matches. Rows: each arm's model (its crewmates' answers to "
              f"the belief probe), the {IDEAL_ROW} (the exact posterior from what each crewmate perceived, "
              f"same moments), simple detectors at the same probes that a figure must beat ({PUBLIC_ROW}: the "
@@ -355,12 +365,15 @@ def detection_csv_rows(det: dict[str, Any]) -> list[list[Any]]:
     for c in det["cells"]:
         for name, e in c["metrics"].items():
             out.append(
-                [c["row"], c["imposter"], name, e["value"], e["ci_low"], e["ci_high"], e["n"], e["method"]]
+                [
+                    c["row"], c[F.IMPOSTER_COLUMN], name, e["value"], e["ci_low"], e["ci_high"], e["n"],
+                    e["method"],
+                ]
             )
     for p in det["paired"]:
         out.append(
             [
-                p["row"], p["imposter"], f"paired_diff_{p['metric']}_vs_{p['versus']}", p["diff"],
+                p["row"], p[F.IMPOSTER_COLUMN], f"paired_diff_{p['metric']}_vs_{p['versus']}", p["diff"],
                 p["ci_low"], p["ci_high"], p["n_pairs"], p["method"],
             ]
         )
@@ -379,9 +392,9 @@ def summary_table(res: dict[str, Any]) -> str:
     """One compact table of an eval's results: per arm, the vote-level metrics next to the detection metrics,
     and the ideal observer's row (it plays nothing: no win rate). Pooled over imposter models."""
     col = "all" if "all" in res["columns"] else res["columns"][0]
-    cell = {c["arm"]: c["metrics"] for c in res["cells"] if c["imposter"] == col}
+    cell = {c["arm"]: c["metrics"] for c in res["cells"] if c[F.IMPOSTER_COLUMN] == col}
     det = res.get("detection") or {"cells": [], "rows": []}
-    dcell = {c["row"]: c["metrics"] for c in det["cells"] if c["imposter"] == col}
+    dcell = {c["row"]: c["metrics"] for c in det["cells"] if c[F.IMPOSTER_COLUMN] == col}
 
     def short(e: dict[str, Any] | None, percent: bool) -> str:
         return "-" if e is None else fmt_estimate(e, percent, (0, 2), with_n=False, undefined="n/a")

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from mau import schema as F
+
 METRIC = "auroc_within"
 
 
@@ -21,7 +23,10 @@ def paired_auroc(res: dict[str, Any], arm: str, versus: str) -> dict[str, Any] |
         (
             p
             for p in (res.get("detection") or {}).get("paired", [])
-            if p["row"] == arm and p["versus"] == versus and p["metric"] == METRIC and p["imposter"] == col
+            if p["row"] == arm
+            and p["versus"] == versus
+            and p["metric"] == METRIC
+            and p[F.IMPOSTER_COLUMN] == col
         ),
         None,
     )
@@ -31,7 +36,7 @@ def paired_wins(res: dict[str, Any], arm: str, versus: str) -> dict[str, Any] | 
     """The paired crew-win-rate difference ``arm`` minus ``versus`` (pooled column), or None."""
     col = _column(res)
     return next((p for p in res.get("paired", [])
-                 if p["arm"] == arm and p["baseline"] == versus and p["imposter"] == col), None)
+                 if p["arm"] == arm and p["baseline"] == versus and p[F.IMPOSTER_COLUMN] == col), None)
 
 
 def _direction(p: dict[str, Any]) -> str:

@@ -248,7 +248,7 @@ def build_match(
     kills = sum(1 for e in events if e.get(F.TYPE) == F.EV_KILL)
     return {
         "id": match_id, F.SEED: header.get(F.SEED, grid.get(F.SEED)), F.OUTCOME: header.get(F.OUTCOME),
-        "imposter": grid.get(F.IMPOSTER_MODEL), "crewmate": grid.get(F.CREWMATE_MODEL),
+        F.IMPOSTER_COLUMN: grid.get(F.IMPOSTER_MODEL), "crewmate": grid.get(F.CREWMATE_MODEL),
         F.ARM: header.get(F.ARM), "case": grid.get(F.CASE), F.STEPS: header.get(F.STEPS), "kills": kills,
         "false_claims": _false_claims(header), "problems": len(problems),
     }

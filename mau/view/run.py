@@ -83,8 +83,9 @@ def build_run(run: Path, out: Path, progress: Callable[[int], None] | None = Non
         for mid, folder, g in _match_folders(run, problems):
             if folder is None:
                 row = {
-                    "id": mid, F.SEED: g.get(F.SEED), F.OUTCOME: None, "imposter": g.get(F.IMPOSTER_MODEL),
-                    "crewmate": g.get(F.CREWMATE_MODEL), F.ARM: g.get(F.ARM), "case": g.get(F.CASE),
+                    "id": mid, F.SEED: g.get(F.SEED), F.OUTCOME: None,
+                    F.IMPOSTER_COLUMN: g.get(F.IMPOSTER_MODEL), "crewmate": g.get(F.CREWMATE_MODEL),
+                    F.ARM: g.get(F.ARM), "case": g.get(F.CASE),
                 }
             else:
                 row = build_match(
@@ -94,7 +95,7 @@ def build_run(run: Path, out: Path, progress: Callable[[int], None] | None = Non
                 row["id"] = mid
                 row["href"] = f"{F.MATCHES_DIR}/{mid}/index.html"
                 if header.get(F.FORMAT) == F.EVAL_FORMAT:
-                    row["imposter"] = g.get(F.EVAL_IMPOSTER) or row.get("imposter")
+                    row[F.IMPOSTER_COLUMN] = g.get(F.EVAL_IMPOSTER) or row.get(F.IMPOSTER_COLUMN)
                     row[F.ARM] = row.get(F.ARM) or g.get(F.ARM)
                 played += 1
             f.write(("," if n else "") + js_dumps(row))
