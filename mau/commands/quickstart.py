@@ -87,6 +87,11 @@ class QuickstartConfig(Model):
                                           "folder.")
     student: bool = Field(False, description="The student alone (learners: [student], now the default; "
                                              "--student).")
+    frames: Literal["auto", "on", "off"] = Field(
+        "auto", description="First-person frames in the expert and eval matches' prompts: auto renders them "
+                            "only when a learner reads images (the tiny VLM); the text-only student never "
+                            "does, and the games and the VOTE prompts are the same either way "
+                            "(docs/experiments.md).")
 
 
 FLAGS = [*config_flags("workers=1"),
@@ -233,10 +238,19 @@ def _collect(cfg: QuickstartConfig, out: Path, con: Any, sub: RunOptions) -> Pat
     collect_dir = out / "collect"
     ccfg = load_config(CollectConfig, cfg.collect_config, parse_overrides(
         cfg.collect_set + [f"out={collect_dir}", f"workers={cfg.workers}", "resume=true"]))
+    if not _frames(cfg):
+        cases = [c.model_copy(update={side: getattr(c, side).model_copy(update={"frames": False})
+                                      for side in ("crewmate", "imposter")}) for c in ccfg.grid.cases]
+        ccfg = ccfg.model_copy(update={"grid": ccfg.grid.model_copy(update={"cases": cases})})
     with con.stage(f"[2/{TOTAL}] expert matches",
                    lambda: _planned_and_finished(collect_dir), "matches"):
         collect_main(ccfg, sub)
     return collect_dir
+
+
+def _frames(cfg: QuickstartConfig) -> bool:
+    """Whether the matches render first-person frames: only for a learner that reads images, unless set."""
+    return cfg.frames == "on" or (cfg.frames == "auto" and "tiny" in cfg.learners)
 
 
 # -- 3. datasets --------------------------------------------------------------------------------------------
@@ -397,6 +411,8 @@ def _eval(
         over["arm_modules"] = cfg.arm_modules
     if "teacher" in arms and cfg.probe_teacher_only:
         over["probe_arms"] = ["teacher"]
+    if not _frames(cfg):
+        over["crewmate_aria"], over["imposter_aria"] = {"frames": False}, {"frames": False}
     ecfg = load_config(EvalConfig, cfg.eval_config, merge(parse_overrides(cfg.eval_set), over))
     n = len(arms) * len(ecfg.imposters) * len(ecfg.seed_list())
     con.print(f"      eval: {len(arms)} arms ({', '.join(arms)}) x {len(ecfg.imposters)} imposter model(s) x "

@@ -345,21 +345,31 @@ class Weighted:
         self.n = {k: int(c.sum()) for k, (_, c) in self.sums.items()}
         self.n.update(auroc=len(self.p), brier=len(self.p), ece=len(self.p))
 
-    def values(self, w: np.ndarray | None = None) -> dict[str, float | None]:
+    def values(self, w: np.ndarray | None = None, only: str | None = None) -> dict[str, float | None]:
+        """Every metric at match weights ``w`` (None: each match once); ``only``: that metric alone (the same
+        arithmetic; a paired bootstrap needs one metric thousands of times)."""
         w = np.ones(self.m) if w is None else w
         out: dict[str, float | None] = {}
         for k, (num, den) in self.sums.items():
+            if only is not None and k != only:
+                continue
             d = float(w @ den)
             out[k] = float(w @ num) / d if d else None
+        if only is not None and only in self.sums:
+            return out
         we = w[self.of]
         total = float(we.sum())
         if not total:
             return {**out, "auroc": None, "brier": None, "ece": None}
+        if only == "brier":
+            return {"brier": float(we @ (self.p - self.y) ** 2) / total}
         pos = np.bincount(self.inv, weights=we * self.y, minlength=self.n_unique)
         neg = np.bincount(self.inv, weights=we * (1 - self.y), minlength=self.n_unique)
         wp, wn = float(pos.sum()), float(neg.sum())
         # Mann-Whitney with ties counted half, each element weighted by its match's count
         out["auroc"] = float(pos @ (np.cumsum(neg) - neg + 0.5 * neg)) / (wp * wn) if wp and wn else None
+        if only == "auroc":
+            return out
         out["brier"] = float(we @ (self.p - self.y) ** 2) / total
         wb = np.bincount(self.bins, weights=we, minlength=ECE_BINS)
         pb = np.bincount(self.bins, weights=we * self.p, minlength=ECE_BINS)
@@ -404,7 +414,7 @@ def paired_diff(a: dict[Any, MatchBeliefs], b: dict[Any, MatchBeliefs], metric: 
     wa, wb = Weighted([a[k] for k in keys]), Weighted([b[k] for k in keys])
 
     def diff(w: np.ndarray | None) -> float | None:
-        va, vb = wa.values(w)[metric], wb.values(w)[metric]
+        va, vb = wa.values(w, metric)[metric], wb.values(w, metric)[metric]
         return None if va is None or vb is None else va - vb
 
     d = diff(None) if keys else None
