@@ -196,3 +196,14 @@ def test_tiny_vlm_votes_by_scoring_the_candidates(tiny_model_dir):  # noqa: F811
     generated = Backend(ModelConfig(backend="hf", model=str(tiny_model_dir), temperature=0, device="cpu",
                                     max_tokens=8))
     assert asyncio.run(generated.complete(request)).text != resp.text  # generate: the model writes (badly)
+
+
+def test_frames_only_for_a_learner_that_reads_images():
+    """The demo renders first-person frames only when a learner reads them (the tiny VLM): the text-only
+    student never does (docs/experiments.md, "The demo")."""
+    from mau.commands.quickstart import QuickstartConfig, renders_frames
+
+    assert not renders_frames(QuickstartConfig())
+    assert renders_frames(QuickstartConfig(learners=["student", "tiny"]))
+    assert renders_frames(QuickstartConfig(frames="on"))
+    assert not renders_frames(QuickstartConfig(learners=["tiny"], frames="off"))

@@ -238,7 +238,7 @@ def _collect(cfg: QuickstartConfig, out: Path, con: Any, sub: RunOptions) -> Pat
     collect_dir = out / "collect"
     ccfg = load_config(CollectConfig, cfg.collect_config, parse_overrides(
         cfg.collect_set + [f"out={collect_dir}", f"workers={cfg.workers}", "resume=true"]))
-    if not _frames(cfg):
+    if not renders_frames(cfg):
         cases = [c.model_copy(update={side: getattr(c, side).model_copy(update={"frames": False})
                                       for side in ("crewmate", "imposter")}) for c in ccfg.grid.cases]
         ccfg = ccfg.model_copy(update={"grid": ccfg.grid.model_copy(update={"cases": cases})})
@@ -248,7 +248,7 @@ def _collect(cfg: QuickstartConfig, out: Path, con: Any, sub: RunOptions) -> Pat
     return collect_dir
 
 
-def _frames(cfg: QuickstartConfig) -> bool:
+def renders_frames(cfg: QuickstartConfig) -> bool:
     """Whether the matches render first-person frames: only for a learner that reads images, unless set."""
     return cfg.frames == "on" or (cfg.frames == "auto" and "tiny" in cfg.learners)
 
@@ -411,7 +411,7 @@ def _eval(
         over["arm_modules"] = cfg.arm_modules
     if "teacher" in arms and cfg.probe_teacher_only:
         over["probe_arms"] = ["teacher"]
-    if not _frames(cfg):
+    if not renders_frames(cfg):
         over["crewmate_aria"], over["imposter_aria"] = {"frames": False}, {"frames": False}
     ecfg = load_config(EvalConfig, cfg.eval_config, merge(parse_overrides(cfg.eval_set), over))
     n = len(arms) * len(ecfg.imposters) * len(ecfg.seed_list())
