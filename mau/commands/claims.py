@@ -79,23 +79,13 @@ async def _extract(cfg: ClaimsConfig, folders, out):
     """The runs' free text read as claims (``mau.eval.claims_freetext``), with the model's backend opened and
     closed here."""
     from mau.eval.claims_freetext import read_runs
-    from mau.harness.completion import completion_fn, model_config
+    from mau.harness.completion import open_completion
 
     if cfg.extract_model == "spot":
         return await read_runs(cfg, folders, out)
-    complete, backend = completion_fn(
-        model_config(
-            cfg.extract_model,
-            cfg.extract_backend,
-            cfg.extract_base_url,
-            cfg.extract_api_key_env,
-            cfg.extract_max_tokens,
-        )
-    )
-    try:
+    async with open_completion(cfg.extract_model, cfg.extract_backend, cfg.extract_base_url,
+                               cfg.extract_api_key_env, cfg.extract_max_tokens) as complete:
         return await read_runs(cfg, folders, out, complete)
-    finally:
-        await backend.aclose()
 
 
 def main(cfg: ClaimsConfig, opts: RunOptions = RunOptions()) -> int:

@@ -49,12 +49,7 @@ def config_from_args(args: argparse.Namespace) -> JudgeConfig:
 
     cfg = load(JudgeConfig, args, FLAGS)
     check_run_folders(cfg.runs)
-    if (
-        cfg.judge_model
-        and cfg.judge_model != "spot"
-        and cfg.judge_backend == "openai"
-        and not cfg.judge_base_url
-    ):
+    if cfg.judge_model not in (None, "spot") and cfg.judge_backend == "openai" and not cfg.judge_base_url:
         raise ConfigError("--judge-base-url: needed for --judge-model with the openai backend (the endpoint "
                           "that serves it)")
     if cfg.max_matches is not None and cfg.max_matches < 1:
@@ -66,17 +61,14 @@ async def _run(cfg: JudgeConfig, folders, out):
     """The judge's run (``mau.eval.judge_report``), with the LLM judge's backend opened and closed here."""
     from mau.eval import claims_judge as J
     from mau.eval.judge_report import judge_matches
-    from mau.harness.completion import completion_fn, model_config
+    from mau.harness.completion import open_completion
 
     if not cfg.judge_model or cfg.judge_model == "spot":
         return await judge_matches(cfg, folders)
-    complete, backend = completion_fn(model_config(cfg.judge_model, cfg.judge_backend, cfg.judge_base_url,
-                                                   cfg.judge_api_key_env, cfg.judge_max_tokens))
-    llm = J.LLMJudge(cfg.judge_model, complete, out / JUDGE_CACHE, cfg.price_prompt, cfg.price_completion)
-    try:
+    async with open_completion(cfg.judge_model, cfg.judge_backend, cfg.judge_base_url, cfg.judge_api_key_env,
+                               cfg.judge_max_tokens) as complete:
+        llm = J.LLMJudge(cfg.judge_model, complete, out / JUDGE_CACHE, cfg.price_prompt, cfg.price_completion)
         return await judge_matches(cfg, folders, llm)
-    finally:
-        await backend.aclose()
 
 
 def main(cfg: JudgeConfig, opts: RunOptions = RunOptions()) -> int:

@@ -28,17 +28,16 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any, Callable
 
 from mau import schema as F
 from mau.claims.grammar import KINDS, ME, STANCE_KINDS, Scope, validate_all
 from mau.claims.render import parse, render
+from mau.harness.completion import Completion
 
 PROMPT_VERSION = "2"
 HANDWRITTEN = Path(__file__).parent / "data" / "claims_handwritten.jsonl"
 
-# text, prompt, completion toks
-Completion = Callable[[list[dict[str, Any]]], Awaitable[tuple[str | None, int, int]]]
 
 
 @dataclass(frozen=True)

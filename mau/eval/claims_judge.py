@@ -21,13 +21,14 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from mau import schema as F
 from mau.claims.check import FALSE, UNSUPPORTED, check_match
 from mau.claims.sights import Timeline, read_lines
 from mau.errors import MauError
 from mau.eval.claims_extract import first_json_object
+from mau.harness.completion import Completion
 from mau.schema import TICKS_PER_SECOND
 
 PROMPT_VERSION = "1"
@@ -452,9 +453,6 @@ def prompt(m: Match, kind: str) -> list[dict[str, Any]]:
     return [
         {"role": "system", "content": SYSTEM}, {"role": "user", "content": [{"type": "text", "text": user}]},
     ]
-
-
-Completion = Callable[[list[dict[str, Any]]], Awaitable[tuple[str | None, int, int]]]
 
 
 @dataclass

@@ -3,8 +3,10 @@ extractor, the deception judge) are handed, so that ``mau.eval`` itself imports 
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator, Awaitable, Callable
 
+# messages -> (text or None, prompt tokens, completion tokens)
 Completion = Callable[[list[dict[str, Any]]], Awaitable[tuple[str | None, int, int]]]
 
 
@@ -30,3 +32,15 @@ def completion_fn(model_cfg: Any, module: str = "extract") -> tuple[Completion, 
         return (r.text if r.error is None else None), r.prompt_tokens or 0, r.completion_tokens or 0
 
     return complete, backend
+
+
+@asynccontextmanager
+async def open_completion(model: str, backend: str, base_url: str | None, key_env: str | None,
+                          max_tokens: int) -> AsyncIterator[Completion]:
+    """``completion_fn`` of ``model_config``, its backend closed on exit (the claims extractor's and the
+    judge's model in ``mau claims`` and ``mau judge``)."""
+    complete, b = completion_fn(model_config(model, backend, base_url, key_env, max_tokens))
+    try:
+        yield complete
+    finally:
+        await b.aclose()

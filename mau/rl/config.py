@@ -10,7 +10,7 @@ from pydantic import Field
 from mau.config import Model
 from mau.replay.decisions import DecisionsSection
 from mau.replay.reward import RewardConfig
-from mau.train.config import ImagesSection, LoggingSection, LoraSection
+from mau.train.config import GroupSection, ImagesSection, LoggingSection, LoraSection
 
 
 class PolicySection(Model):
@@ -29,19 +29,9 @@ class PolicySection(Model):
                                                               "default.")
 
 
-class GRPOSection(Model):
+class GRPOSection(GroupSection):
     """GRPO (passed to TRL's GRPOConfig)."""
 
-    num_generations: int = Field(4, ge=2, description="Completions per prompt (G): the group the "
-                                                      "advantages are relative to.")
-    per_device_batch_size: int = Field(4, ge=1, description="Completions per device per step (a multiple "
-                                                            "of num_generations).")
-    gradient_accumulation_steps: int = Field(1, ge=1, description="Forward passes per optimizer step.")
-    max_steps: int = Field(20, ge=1, description="Optimizer steps.")
-    learning_rate: float = Field(1e-5, gt=0, description="Peak learning rate (AdamW).")
-    beta: float = Field(0.04, ge=0, description="KL coefficient to the reference (the BC policy); 0 "
-                                                "loads no reference.")
-    temperature: float = Field(1.0, gt=0, description="Sampling temperature of the completions.")
     max_completion_length: int = Field(64, ge=4, description="Max new tokens of a completion.")
     loss_type: str = Field("dapo", description="TRL loss_type (grpo, dapo, dr_grpo, bnpo).")
     scale_rewards: str = Field("group", description="TRL scale_rewards: group, batch or none.")

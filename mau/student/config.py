@@ -11,7 +11,7 @@ from pydantic import Field
 from mau.config import Model
 from mau.replay.decisions import DecisionsSection
 from mau.replay.reward import RewardConfig
-from mau.train.config import DataSection, OptimSection
+from mau.train.config import DataSection, GroupSection, OptimSection
 
 STUDENT_MODEL = "runs/student/model"  # where `mau student` materialises SmolLM2-135M (make student)
 TRAIN_LAST_LAYERS = (
@@ -57,22 +57,13 @@ class StudentTrainConfig(Model):
     output: StudentOutput = Field(default_factory=StudentOutput, description="The run folder.")
 
 
-class CandidateGRPO(Model):
+class CandidateGRPO(GroupSection):
     """GRPO over the candidates: groups sampled from the student's candidate scores, rewarded by the vote
     terms."""
 
     train_last_layers: int = Field(4, ge=1, description=TRAIN_LAST_LAYERS)
     feature_cache: str | None = Field(None, description="A features.pt of a student-train run whose "
                                       "lower-layer outputs are reused.")
-    num_generations: int = Field(4, ge=2, description="Candidates sampled per decision (G): the group the "
-                                                      "advantages are relative to.")
-    per_device_batch_size: int = Field(4, ge=1, description="Samples per step (decisions x num_generations).")
-    gradient_accumulation_steps: int = Field(1, ge=1, description="Batches per optimizer step.")
-    max_steps: int = Field(20, ge=1, description="Optimizer steps.")
-    learning_rate: float = Field(1e-5, gt=0, description="Learning rate (AdamW).")
-    beta: float = Field(0.04, ge=0, description="Coefficient of the exact KL to the start policy over the "
-                                                "candidates.")
-    temperature: float = Field(1.0, gt=0, description="Sampling temperature over the candidates' scores.")
     scale_rewards: str = Field("group", description="group: advantages divided by the group's standard "
                                                     "deviation; anything else: only centred.")
     logging_steps: int = Field(1, ge=1, description="Log every N steps.")

@@ -79,6 +79,23 @@ class OptimSection(Model):
     max_grad_norm: float = Field(1.0, gt=0, description="Gradient clipping norm.")
 
 
+class GroupSection(Model):
+    """GRPO's groups and optimiser, shared by ``mau rl`` (completions sampled by TRL) and ``mau student-rl``
+    (candidates sampled from the student's scores)."""
+
+    num_generations: int = Field(4, ge=2, description="Samples per prompt (G: completions, or candidates for "
+                                                      "the student): the group the advantages are relative "
+                                                      "to.")
+    per_device_batch_size: int = Field(4, ge=1, description="Samples per device per step (a multiple of "
+                                                            "num_generations).")
+    gradient_accumulation_steps: int = Field(1, ge=1, description="Forward passes per optimizer step.")
+    max_steps: int = Field(20, ge=1, description="Optimizer steps.")
+    learning_rate: float = Field(1e-5, gt=0, description="Peak learning rate (AdamW).")
+    beta: float = Field(0.04, ge=0, description="KL coefficient to the reference (the start policy); 0 "
+                                                "loads no reference (mau rl).")
+    temperature: float = Field(1.0, gt=0, description="Sampling temperature of the samples.")
+
+
 class TrainingSection(OptimSection):
     """Optimisation and checkpointing (passed to TRL's SFTConfig)."""
 
