@@ -4,7 +4,9 @@ files."""
 from __future__ import annotations
 
 import math
+import random
 
+import numpy as np
 import pytest
 import yaml
 
@@ -49,6 +51,79 @@ def test_line_of_sight_walls_block():
     assert m.line_of_sight(80.5, 70.5, 95.5, 85.5)  # across Cafeteria
     assert not m.line_of_sight(80.5, 84.5, 85.5, 95.5)  # Cafeteria -> Medbay through the wall
     assert m.line_of_sight(89.5, 80.5, 89.5, 98.5)  # straight through the Cafeteria-Medbay corridor
+
+
+
+def _floor_point(m: GameMap, rng: random.Random) -> tuple[float, float]:
+    """A point on the floor, often on a block edge or a hair from one (where the walk's rounding lives)."""
+    x0, z0 = m.origin
+    while True:
+        x, z = rng.uniform(x0, x0 + m.size[0]), rng.uniform(z0, z0 + m.size[1])
+        k = rng.random()
+        if k < 0.2:
+            x = float(round(x))
+        elif k < 0.4:
+            z = float(round(z))
+        elif k < 0.5:
+            x, z = round(x * 2) / 2, round(z * 2) / 2
+        elif k < 0.6:
+            x = round(x) + rng.choice([1e-7, -1e-7, 1e-13, -1e-13, 1e-3])
+        if m.is_floor(x, z):
+            return x, z
+
+
+def _doorway_and_wall_ends(m: GameMap) -> list[tuple[float, float]]:
+    ends = []
+    for r, sides in enumerate(m._doors):
+        x0, x1, z0, z1 = m._boxes[r]
+        for side, doors in enumerate(sides):
+            for lo, hi, _ in doors:
+                for v in (lo, hi):
+                    ends.append(((x1, x0)[side], v) if side < 2 else (v, (z1, z0)[side - 2]))
+        ends += [(x0, z0), (x0, z1), (x1, z0), (x1, z1)]  # and every region's corners (the walls' ends)
+        # and block corners on the lines half a block beyond the region, where the wall probe looks
+        ends += [(x, z) for x in (x0 - 0.5, x1 + 0.5) for z in range(int(z0) - 1, int(z1) + 2)]
+        ends += [(x, z) for z in (z0 - 0.5, z1 + 0.5) for x in range(int(x0) - 1, int(x1) + 2)]
+    return ends
+
+
+def test_line_of_sight_proofs_agree_with_the_cell_walk():
+    """The shortcuts of line_of_sight_across (a wall half a block beyond a region; a path through doorways;
+    both also batched in numpy for the sight recorder) answer as the plain cell walk does: on random segments,
+    on segments along block edges, and on segments aimed a hair either side of every doorway's end, region
+    corner and block corner where the wall probe looks (issue 32: sights.jsonl must not change by a byte).
+    A doorway margin below zero, or a doorway cell taken for wall, makes this fail."""
+    m = load_map("skeld")
+    rng = random.Random(11)
+    segments = []
+    for _ in range(6000):
+        (ax, az), (bx, bz) = _floor_point(m, rng), _floor_point(m, rng)
+        segments.append((ax, az, bx, bz))
+    ends = _doorway_and_wall_ends(m)
+    offsets = [0.0, 1e-13, -1e-13, 1e-9, -1e-9, 1e-4, -1e-4, 1e-3, -1e-3, 2e-3, -2e-3, 0.3, -0.3]
+    while len(segments) < 20000:
+        cx, cz = rng.choice(ends)
+        cx, cz = cx + rng.choice(offsets), cz + rng.choice(offsets)
+        ax, az = _floor_point(m, rng)
+        s = rng.uniform(1.05, 4)
+        bx, bz = ax + (cx - ax) * s, az + (cz - az) * s
+        if m.is_floor(bx, bz):
+            segments.append((ax, az, bx, bz))
+    walked, proved, batch_in = [], [], []
+    for ax, az, bx, bz in segments:
+        ra, rb = m.region_index(ax, az), m.region_index(bx, bz)
+        if ra >= 0 and ra == rb:
+            continue  # line_of_sight's own shortcut (regions are convex), not under test
+        walked.append(m.line_of_sight_across(ax, az, bx, bz))  # no regions given: the walk alone
+        proved.append(m.line_of_sight_across(ax, az, bx, bz, ra, rb))
+        batch_in.append((ax, az, bx, bz, ra, rb))
+    cols = list(zip(*batch_in))
+    arrays = [np.array(c, dtype=np.float64) for c in cols[:4]]
+    arrays += [np.array(c, dtype=np.int64) for c in cols[4:]]
+    batched = m.lines_of_sight_across(*arrays).tolist()
+    assert len(walked) > 15000 and 500 < sum(walked) < len(walked) - 500  # both answers, many times
+    assert proved == walked
+    assert batched == walked
 
 
 def _write(tmp_path, data) -> str:

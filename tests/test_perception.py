@@ -206,3 +206,53 @@ def test_the_vanished_player_rule_no_longer_beats_chance(played, tmp_path, monke
     _play(tmp_path / "old", SEEDS)
     old = audit_runs([str(tmp_path / "old")])["privileged"]
     assert old["vanished_events"] >= 10 and old["rule_accuracy"] >= old["chance"] + 0.3, old
+
+
+def _eager_last_known(world, known: dict[str, dict[str, list]]) -> None:
+    """The eager reference of privileged persistent positions: after every step, every active viewer's
+    observation of each other player not publicly dead nor ejected (the rule ``SimWorld.last_known`` reads
+    lazily from the step log)."""
+    st = world.state
+    for v in st.players:
+        if not v.active:
+            continue
+        for p in st.players:
+            if p is not v and not p.ejected and p.name not in st.public_dead and world.privileged_sees(v, p):
+                known.setdefault(v.name, {})[p.name] = [round(p.x, 2), round(p.z, 2), st.tick]
+
+
+@pytest.mark.parametrize("privileged", ["sight", "radar"])
+def test_lazy_last_known_equals_the_eager_rule_across_a_snapshot(privileged):
+    """``last_known`` is computed when a privileged observation asks (issue 32: most agents never ask): over
+    scripted matches where each viewer asks only now and then, and across a snapshot restored mid-match, it
+    equals the eager rule computed after every step. Reading ahead of the cursor makes this fail."""
+    from mau.env.scripted import ScriptedPolicy
+    from mau.env.sim import SimWorld
+
+    compared = 0
+    for seed in (2, 5):
+        w = SimWorld()
+        w.config.observation.privileged = privileged
+        w.reset(seed)
+        pols = {p.name: ScriptedPolicy(p.name, w.map, seed) for p in w.cfg.players}
+        eager: dict[str, dict[str, list]] = {}
+        _eager_last_known(w, eager)
+        snap, snap_eager = None, None
+        while not w.done:
+            st = w.state
+            for k, p in enumerate(st.players):
+                if p.active and (st.step + k) % 3 == 0:  # each viewer asks every third step only
+                    assert w.last_known(p) == eager.get(p.name, {}), (seed, st.step, p.name)
+                    compared += 1
+            if st.step == 12 and snap is None:
+                snap, snap_eager = w.snapshot(), {k: dict(v) for k, v in eager.items()}
+            acts = {p.name: pols[p.name].act(w.observe(p.name)) for p in st.players if p.active}
+            w.step(acts)
+            _eager_last_known(w, eager)
+        w.restore(snap)  # back to step 12: the cursors and the log come back with the state
+        eager = snap_eager
+        for p in w.state.players:
+            if p.active:
+                assert w.last_known(p) == eager.get(p.name, {}), (seed, "restored", p.name)
+                compared += 1
+    assert compared > 200

@@ -19,6 +19,13 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, mo
 from mau.errors import ConfigError
 
 MAP_FORMAT_VERSION = 1
+# A point of a segment this far inside a wall cell proves the segment blocked: line_of_sight's floating-point
+# walk strays from the exact cells only within about 1e-12 blocks of a cell corner (docs/game.md).
+WALL_MARGIN = 1e-6
+# A segment proven clear by its doorways (``_through_doorways``) starts and ends this far inside its regions
+# and crosses each doorway this far from the doorway's ends (docs/game.md, "Line of sight").
+INSIDE_MARGIN = 1e-6
+DOOR_MARGIN = 1e-3
 MAPS_DIR = Path(__file__).parent / "maps"
 
 Rect = tuple[int, int, int, int]  # x0, x1, z0, z1 (inclusive block coordinates)
@@ -159,7 +166,13 @@ class GameMap:
         # Flat copies for the hot path (pure-Python indexing is faster on lists than on numpy scalars).
         self._sz = self.size[1]
         self._region_flat: list[int] = self.region_grid.ravel().tolist()
+        self._rects: np.ndarray | None = None  # each region's rect as floats (the batched wall probe)
+        self._door_side: np.ndarray | None = None  # per region pair: the side of the doorway (batched proofs)
         self.portals = self._find_portals()
+        # each region's box in continuous coordinates and, per side (x+, x-, z+, z-), its doorways
+        self._boxes = [(float(x0), float(x1 + 1), float(z0), float(z1 + 1)) for x0, x1, z0, z1 in
+                       (r.rect for r in regions)]
+        self._doors = self._find_doors()
         self._check_connected()
         self.stations: list[tuple[float, float]] = []
         self.station_rooms: list[str] = []
@@ -201,9 +214,21 @@ class GameMap:
     # -- line of sight ---------------------------------------------------------------------------------------
     def line_of_sight(self, ax: float, az: float, bx: float, bz: float) -> bool:
         """True when the segment a-b crosses only floor blocks (walls are taller than the eye)."""
-        ra = self.region_index(ax, az)
-        if ra >= 0 and ra == self.region_index(bx, bz):
+        ra, rb = self.region_index(ax, az), self.region_index(bx, bz)
+        if ra >= 0 and ra == rb:
             return True  # regions are convex
+        return self.line_of_sight_across(ax, az, bx, bz, ra, rb)
+
+    def line_of_sight_across(self, ax: float, az: float, bx: float, bz: float, ra: int = -1,
+                             rb: int = -1) -> bool:
+        """``line_of_sight`` without its shortcut for two points of one region (the caller knows they are
+        not); ``ra``, ``rb``: the regions of a and b when the caller knows them (``_wall_beyond`` then
+        answers most walled-off pairs without the traversal)."""
+        if (ra >= 0 and self._wall_beyond(ax, az, bx, bz, ra)) or (
+                rb >= 0 and self._wall_beyond(bx, bz, ax, az, rb)):
+            return False
+        if ra >= 0 and rb >= 0 and self._through_doorways(ax, az, bx, bz, ra, rb):
+            return True
         # Amanatides-Woo grid traversal.
         ix, iz = math.floor(ax), math.floor(az)
         tx, tz = math.floor(bx), math.floor(bz)
@@ -227,6 +252,166 @@ class GameMap:
             if flat[(ix - ox) * sz + (iz - oz)] < 0:
                 return False
         return True
+
+    def _wall_beyond(self, ax: float, az: float, bx: float, bz: float, r: int) -> bool:
+        """True when the segment from a (in region ``r``) to b passes through the inside of a wall cell half
+        a block beyond the region, on the side it leaves by: then ``line_of_sight`` is False, whichever way
+        its traversal walks (docs/game.md, "Line of sight"). False: no proof here (walk the cells)."""
+        x0, x1, z0, z1 = self.regions[r].rect
+        dx, dz = bx - ax, bz - az
+        t = 1.0  # the parameter of the point half a block beyond the region's box (1: b itself)
+        if dx > 0:
+            t = (x1 + 1.5 - ax) / dx
+        elif dx < 0:
+            t = (x0 - 0.5 - ax) / dx
+        if dz > 0:
+            t = min(t, (z1 + 1.5 - az) / dz)
+        elif dz < 0:
+            t = min(t, (z0 - 0.5 - az) / dz)
+        if not 0.0 < t < 1.0:
+            return False  # b lies before that point
+        px, pz = ax + t * dx, az + t * dz
+        ix, iz = math.floor(px), math.floor(pz)
+        if self._region_flat[(ix - self.origin[0]) * self._sz + (iz - self.origin[1])] >= 0:
+            return False  # floor there: a doorway
+        fx, fz = px - ix, pz - iz
+        return WALL_MARGIN < fx < 1.0 - WALL_MARGIN and WALL_MARGIN < fz < 1.0 - WALL_MARGIN
+
+    def _through_doorways(self, ax: float, az: float, bx: float, bz: float, ra: int, rb: int) -> bool:
+        """True when the segment from a (inside region ``ra``) to b (inside ``rb``) leaves each region it
+        crosses through a doorway into the next, until ``rb``: then it crosses only floor, and
+        ``line_of_sight``'s cell walk finds every cell floor (docs/game.md, "Line of sight"). False: no proof
+        here (walk the cells). A region at a time: a few steps where the walk takes one per cell."""
+        boxes, m = self._boxes, INSIDE_MARGIN
+        for px, pz, r in ((ax, az, ra), (bx, bz, rb)):
+            x0, x1, z0, z1 = boxes[r]
+            if not (x0 + m <= px <= x1 - m and z0 + m <= pz <= z1 - m):
+                return False  # on (or next to) a wall: the walk decides
+        dx, dz = bx - ax, bz - az
+        inf, r = float("inf"), ra
+        for _ in range(len(boxes)):
+            if r == rb:
+                return True
+            x0, x1, z0, z1 = boxes[r]
+            tx = (x1 - ax) / dx if dx > 0 else (x0 - ax) / dx if dx < 0 else inf
+            tz = (z1 - az) / dz if dz > 0 else (z0 - az) / dz if dz < 0 else inf
+            if tx < tz:  # leaves by an x side, at z = along
+                side, along = (0 if dx > 0 else 1), az + tx * dz
+            elif tz < tx:
+                side, along = (2 if dz > 0 else 3), ax + tz * dx
+            else:
+                return False  # through a corner
+            for lo, hi, nxt in self._doors[r][side]:
+                if lo + DOOR_MARGIN <= along <= hi - DOOR_MARGIN:
+                    r = nxt
+                    break
+            else:
+                return False  # into a wall, or too near a doorway's end
+        return False
+
+    def _find_doors(self) -> list[list[list[tuple[float, float, int]]]]:
+        """Per region, per side (x+, x-, z+, z-): (lo, hi, neighbour) for each edge shared with a neighbour,
+        lo..hi along the side."""
+        doors: list[list[list[tuple[float, float, int]]]] = [[[], [], [], []] for _ in self.regions]
+        for i, (ax0, ax1, az0, az1) in enumerate(self._boxes):
+            for j, (bx0, bx1, bz0, bz1) in enumerate(self._boxes):
+                if i == j:
+                    continue
+                for side, touch in ((0, ax1 == bx0), (1, ax0 == bx1)):
+                    lo, hi = max(az0, bz0), min(az1, bz1)
+                    if touch and hi > lo:
+                        doors[i][side].append((lo, hi, j))
+                for side, touch in ((2, az1 == bz0), (3, az0 == bz1)):
+                    lo, hi = max(ax0, bx0), min(ax1, bx1)
+                    if touch and hi > lo:
+                        doors[i][side].append((lo, hi, j))
+        return doors
+
+    # -- the same, for many points at once (the sight recorder's batches) ------------------------------------
+    def region_indices(self, x: np.ndarray, z: np.ndarray) -> np.ndarray:
+        """``region_index`` of each point of the arrays ``x``, ``z`` (same shape): -1 outside every region."""
+        ix = np.floor(x) - self.origin[0]
+        iz = np.floor(z) - self.origin[1]
+        inside = (ix >= 0) & (ix < self.size[0]) & (iz >= 0) & (iz < self._sz)
+        out = np.full(x.shape, -1, dtype=np.int64)
+        out[inside] = self.region_grid[ix[inside].astype(np.int64), iz[inside].astype(np.int64)]
+        return out
+
+    def lines_of_sight_across(self, ax: np.ndarray, az: np.ndarray, bx: np.ndarray, bz: np.ndarray,
+                              ra: np.ndarray, rb: np.ndarray) -> np.ndarray:
+        """``line_of_sight_across`` of each segment (1-D arrays): ``_wall_beyond`` of both ends in numpy (the
+        same IEEE arithmetic, so the same answers), the cell walk in Python for the segments it leaves."""
+        m = len(ax)
+        cat = np.concatenate
+        both = self._walls_beyond(cat([ax, bx]), cat([az, bz]), cat([bx, ax]), cat([bz, az]), cat([ra, rb]))
+        blocked = both[:m] | both[m:]
+        out = ~blocked
+        rest = np.flatnonzero(out & ~self._through_one_doorway(ax, az, bx, bz, ra, rb))
+        walk, doorways = self.line_of_sight_across, self._through_doorways
+        known: dict[tuple[float, float, float, float], bool] = {}  # players standing still ask again
+        for e, x0, z0, x1, z1, r0, r1 in zip(rest.tolist(), ax[rest].tolist(), az[rest].tolist(),
+                                             bx[rest].tolist(), bz[rest].tolist(), ra[rest].tolist(),
+                                             rb[rest].tolist()):
+            key = (x0, z0, x1, z1)
+            clear = known.get(key)
+            if clear is None:
+                clear = (r0 >= 0 <= r1 and doorways(x0, z0, x1, z1, r0, r1)) or walk(x0, z0, x1, z1)
+                known[key] = clear
+            out[e] = clear
+        return out
+
+    def _through_one_doorway(self, ax: np.ndarray, az: np.ndarray, bx: np.ndarray, bz: np.ndarray,
+                             ra: np.ndarray, rb: np.ndarray) -> np.ndarray:
+        """``_through_doorways`` of each segment whose regions share a doorway, in numpy: True when the
+        segment leaves ``ra`` through that doorway (then it is in ``rb``); False: no proof here."""
+        if self._door_side is None:
+            n = len(self.regions)
+            side = np.full((n + 1, n + 1), -1, dtype=np.int64)  # row and column n: region -1, no doorway
+            lo, hi = np.zeros((n + 1, n + 1)), np.zeros((n + 1, n + 1))
+            for i, sides in enumerate(self._doors):
+                for s, doors in enumerate(sides):
+                    for d_lo, d_hi, j in doors:
+                        side[i, j], lo[i, j], hi[i, j] = s, d_lo, d_hi
+            self._door_side, self._door_lo, self._door_hi = side, lo, hi
+            self._box_array = np.array(self._boxes + [(0.0, 0.0, 0.0, 0.0)])
+        side = self._door_side[ra, rb]
+        ax0, ax1, az0, az1 = self._box_array[ra].T
+        bx0, bx1, bz0, bz1 = self._box_array[rb].T
+        m = INSIDE_MARGIN
+        ok = ((side >= 0) & (ax0 + m <= ax) & (ax <= ax1 - m) & (az0 + m <= az) & (az <= az1 - m)
+              & (bx0 + m <= bx) & (bx <= bx1 - m) & (bz0 + m <= bz) & (bz <= bz1 - m))
+        dx, dz = bx - ax, bz - az
+        inf = float("inf")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            tx = np.where(dx > 0, (ax1 - ax) / dx, np.where(dx < 0, (ax0 - ax) / dx, inf))
+            tz = np.where(dz > 0, (az1 - az) / dz, np.where(dz < 0, (az0 - az) / dz, inf))
+            by_x, by_z = tx < tz, tz < tx
+            exit_side = np.where(by_x, np.where(dx > 0, 0, 1), np.where(by_z, np.where(dz > 0, 2, 3), -1))
+            along = np.where(by_x, az + tx * dz, ax + tz * dx)
+        return (ok & (exit_side == side) & (self._door_lo[ra, rb] + DOOR_MARGIN <= along)
+                & (along <= self._door_hi[ra, rb] - DOOR_MARGIN))
+
+    def _walls_beyond(self, ax: np.ndarray, az: np.ndarray, bx: np.ndarray, bz: np.ndarray,
+                      r: np.ndarray) -> np.ndarray:
+        """``_wall_beyond`` of each segment, False where ``r`` is -1 (no region, no proof): operation for
+        operation the scalar arithmetic (numpy's float64 ufuncs round as Python's floats do)."""
+        if self._rects is None:
+            self._rects = np.array([reg.rect for reg in self.regions] + [(0, 0, 0, 0)], dtype=np.float64)
+        x0, x1, z0, z1 = self._rects[r].T  # r = -1 reads the dummy last row; masked below
+        dx, dz = bx - ax, bz - az
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = np.where(dx > 0, (x1 + 1.5 - ax) / dx, np.where(dx < 0, (x0 - 0.5 - ax) / dx, 1.0))
+            tz = np.where(dz > 0, (z1 + 1.5 - az) / dz, (z0 - 0.5 - az) / dz)
+        t = np.where(dz != 0, np.minimum(t, tz), t)
+        ok = (r >= 0) & (t > 0.0) & (t < 1.0)
+        t = np.where(ok, t, 0.0)  # the points of the others are not looked up
+        px, pz = ax + t * dx, az + t * dz
+        ix, iz = np.floor(px), np.floor(pz)
+        cells = (ix - self.origin[0]).astype(np.int64), (iz - self.origin[1]).astype(np.int64)
+        wall = self.region_grid[cells] < 0
+        fx, fz = px - ix, pz - iz
+        m = WALL_MARGIN
+        return ok & wall & (fx > m) & (fx < 1.0 - m) & (fz > m) & (fz < 1.0 - m)
 
     # -- navigation ------------------------------------------------------------------------------------------
     def _find_portals(self) -> list[Portal]:

@@ -11,6 +11,7 @@ the ablation ``world.observation.witness_text`` is on).
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Any, Protocol
 
 from mau import schema as F
@@ -33,6 +34,8 @@ class ObservedWorld(Protocol):
 
     def privileged_sees(self, viewer: PlayerState, p: PlayerState) -> bool: ...
 
+    def last_known(self, viewer: PlayerState) -> dict[str, list[float]]: ...
+
 STATE_MODES = ("ego", "privileged")
 
 
@@ -49,13 +52,14 @@ def _privileged_players(world: ObservedWorld, me: PlayerState, in_view: set[str]
     st, gmap = world.state, world.map
     radar = world.config.observation.privileged == "radar"
     out = []
+    last_known = world.last_known(me)
     for p in st.players:
         if p is me or p.ejected or p.name in st.public_dead or (not radar and p.name in me.seen_bodies):
             continue
         if me.active and world.privileged_sees(me, p):
             x, z, tick = p.x, p.z, st.tick  # observed now (the radar: a dead player lies where it fell)
-        elif p.name in me.last_known:
-            x, z, tick = me.last_known[p.name]
+        elif p.name in last_known:
+            x, z, tick = last_known[p.name]
         else:
             continue
         out.append(
@@ -66,6 +70,12 @@ def _privileged_players(world: ObservedWorld, me: PlayerState, in_view: set[str]
             }
         )
     return out
+
+
+@lru_cache(maxsize=8)
+def _station_points(gmap: Any) -> list[tuple[float, ...]]:
+    """Each station's position as observations write it (a map's stations never move)."""
+    return [tuple(_r(c) for c in point) for point in gmap.stations]
 
 
 def _line(t: dict[str, Any]) -> dict[str, Any]:
@@ -98,8 +108,8 @@ def observe(world: ObservedWorld, name: str, mode: str = "ego") -> F.Observation
         obs["teammates"] = [p.name for p in st.players if p.is_imposter and p is not me]
         obs["kill_cooldown_ticks"] = me.kill_cooldown
     key = "fake_missions" if me.is_imposter else "missions"
-    obs[key] = [{"station": s, "room": gmap.station_rooms[s], "position": [_r(c) for c in gmap.stations[s]],
-                 "done": bool(done) and not me.is_imposter}
+    rooms, points, crew = gmap.station_rooms, _station_points(gmap), not me.is_imposter
+    obs[key] = [{"station": s, "room": rooms[s], "position": list(points[s]), "done": bool(done) and crew}
                 for s, done in zip(me.missions, me.missions_done)]
     obs["holding_station"] = me.holding_station
     obs["holding_ticks"] = me.holding_ticks
@@ -109,10 +119,11 @@ def observe(world: ObservedWorld, name: str, mode: str = "ego") -> F.Observation
     obs["at_button"] = math.hypot(me.x - bx, me.z - bz) <= cfg.button_range
 
     seen = []
+    view = vision.view([p for p in st.players if p.active]) if me.active else ()
     for p in st.players:
         if p is me or not p.active:
             continue
-        if me.active and vision.sees(me, p.x, p.z):
+        if (me.name, p.name) in view:  # vision.sees(me, p.x, p.z), as the sight recorder found it
             seen.append(
                 {
                     "name": p.name, "color": p.color, "position": [_r(p.x), _r(p.z)],

@@ -369,16 +369,22 @@ class Rules:
         the caller says a step is over (``budget_check``), so the last step of the budget runs in full."""
         if state.phase == ENDED:
             return state.outcome
-        crew, imps = [], []  # state.active_crew / active_imposters in one pass: this runs every substep
+        # state.active_crew / active_imposters, counted in one pass: this runs every substep
+        n_crew = n_imps = 0
+        missions_left = False
         for p in state.players:
             if p.alive and not p.ejected:
-                (imps if p.role == IMPOSTER else crew).append(p)
+                if p.role == IMPOSTER:
+                    n_imps += 1
+                else:
+                    n_crew += 1
+                    missions_left = missions_left or not all(p.missions_done)
         outcome = reason = None
-        if not imps:
+        if not n_imps:
             outcome, reason = CREWMATE_WIN, "all imposters ejected"
-        elif len(crew) <= len(imps):
-            outcome, reason = IMPOSTER_WIN, f"{len(crew)} crewmates left against {len(imps)} imposters"
-        elif crew and all(all(p.missions_done) for p in crew):
+        elif n_crew <= n_imps:
+            outcome, reason = IMPOSTER_WIN, f"{n_crew} crewmates left against {n_imps} imposters"
+        elif n_crew and not missions_left:
             outcome, reason = MISSION_WIN, "every living crewmate finished all missions"
         if outcome is None and budget_check and state.phase == ROAM and state.step >= self.cfg.max_steps:
             outcome, reason = TIMEOUT, f"step budget of {self.cfg.max_steps} spent"
@@ -387,8 +393,10 @@ class Rules:
         state.phase = ENDED
         state.meeting = None
         state.outcome, state.end_reason = outcome, reason
+        alive = [p for p in state.players if p.alive and not p.ejected]
         state.emit(F.EV_MATCH_END, outcome=outcome, reason=reason,
-                   alive_crewmates=[p.name for p in crew], alive_imposters=[p.name for p in imps])
+                   alive_crewmates=[p.name for p in alive if p.role != IMPOSTER],
+                   alive_imposters=[p.name for p in alive if p.role == IMPOSTER])
         return outcome
 
 

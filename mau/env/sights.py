@@ -8,63 +8,101 @@ speaker could have seen what it claims. Both worlds record it: the sim and minec
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
+
+import numpy as np
 
 from mau import schema as F
 
-_UNSET = object()
+_NO_PLACE = -1  # dead or ejected: the place is null
+_UNSET = -2  # no sample yet
 
 
 class SightRecorder:
-    """Keeps the changes as lines (the first: the legend); ``record(state)`` samples the world now."""
+    """Keeps the changes as lines (the first: the legend). ``record(state)`` samples the world now (a copy of
+    each player's pose); the samples are turned into lines in batches (``flush``: the view pairs of all of
+    them in numpy at once), before anyone reads ``lines``."""
 
     def __init__(self, game_map: Any, vision: Any):
         self.map = game_map
         self.vision = vision
         self.places = list(dict.fromkeys(r.name for r in game_map.regions)) + ["outside"]
-        self._place_index = {p: i for i, p in enumerate(self.places)}
-        self.lines: list[dict[str, Any]] = []
-        self.place: dict[str, int | None] = {}
-        self.view: set[tuple[int, int]] = set()
+        index = {p: i for i, p in enumerate(self.places)}
+        # a region's place; region -1 (outside every region) indexes the last item, "outside"
+        self._region_place = [index[r.name] for r in game_map.regions] + [index["outside"]]
+        self._clear()
 
     def reset(self) -> None:
-        self.lines, self.place, self.view = [], {}, set()
+        self._clear()
+
+    def _clear(self) -> None:
+        self._lines: list[dict[str, Any]] = []
+        self.names: list[str] = []
+        self.place: list[int] = []  # each seat's place at the last line (_NO_PLACE: none, _UNSET: none yet)
+        self.view: set[tuple[int, int]] = set()  # (viewer seat, seen seat) at the last line
+        self._pending: list[tuple[int, bool, list[tuple[float, float, float, bool]]]] = []
+
+    @property
+    def lines(self) -> list[dict[str, Any]]:
+        """Every line so far (the samples not yet turned into lines are, first)."""
+        if self._pending:
+            self.flush()
+        return self._lines
 
     def record(self, state: Any, after_meeting: bool = False) -> None:
         """Sample the world now; ``after_meeting``: the table after a meeting (the clock stood still, so the
         states it replaces held at this same tick too)."""
-        if not self.lines:
-            self.lines.append(
-                {
-                    F.SIGHTS_VERSION_FIELD: F.SIGHTS_VERSION,
-                    F.SIGHT_PLAYERS: [p.name for p in state.players], F.SIGHT_PLACE_NAMES: self.places,
-                }
+        if not self.names:
+            self.names = [p.name for p in state.players]
+            self.place = [_UNSET] * len(self.names)
+            self._lines.append(
+                {F.SIGHTS_VERSION_FIELD: F.SIGHTS_VERSION, F.SIGHT_PLAYERS: self.names,
+                 F.SIGHT_PLACE_NAMES: self.places}
             )
-        changed: list[list[int | None]] = []
-        place_name, index = self.map.place_name, self._place_index
-        active = []
-        seat = {}
-        for i, p in enumerate(state.players):
-            seat[p.name] = i
-            if p.active:
-                active.append(p)
-                where: int | None = index[place_name(p.x, p.z)]
-            else:
-                where = None
-            if self.place.get(p.name, _UNSET) != where:
-                self.place[p.name] = where
-                changed.append([i, where])
-        view = {(seat[a], seat[b]) for a, b in self.vision.pairs_in_view(active)}
-        if changed or view != self.view:
-            line: dict[str, Any] = {F.SIGHT_TICK: state.tick}
-            if after_meeting:
-                line[F.SIGHT_AFTER_MEETING] = True
-            if changed:
-                line[F.SIGHT_PLACES] = changed
-            gained, lost = view - self.view, self.view - view
-            if gained:
-                line[F.SIGHT_GAINED] = [list(pair) for pair in sorted(gained)]
-            if lost:
-                line[F.SIGHT_LOST] = [list(pair) for pair in sorted(lost)]
-            self.lines.append(line)
-            self.view = view
+        self._pending.append(
+            (state.tick, after_meeting, [(p.x, p.z, p.yaw, p.alive and not p.ejected) for p in state.players])
+        )
+
+    def flush(self) -> None:
+        """Turn the pending samples into lines: one for each sample where a place or a view pair changed."""
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
+        n = len(self.names)
+        chain = itertools.chain.from_iterable
+        poses = np.fromiter(chain(chain(sample[2] for sample in pending)), dtype=np.float64,
+                            count=len(pending) * n * 4).reshape(len(pending), n, 4)  # x, z, yaw, active
+        x, z, yaw, active = poses[..., 0], poses[..., 1], poses[..., 2], poses[..., 3] > 0
+        regions = self.map.region_indices(x, z)
+        place = np.concatenate(
+            [np.asarray([self.place]), np.where(active, np.asarray(self._region_place)[regions], _NO_PLACE)])
+        view = np.zeros((len(pending) + 1, n, n), dtype=bool)  # the last line's view, then each sample's
+        for i, j in self.view:
+            view[0, i, j] = True
+        view[1:] = self.vision.views_batch(x, z, yaw, active, regions)
+        # the changes, in the order of the lines: by sample, then seat (row-major nonzero)
+        lines: dict[int, dict[str, Any]] = {}
+
+        def line(k: int) -> dict[str, Any]:
+            if k not in lines:
+                tick, after_meeting, _ = pending[k]
+                lines[k] = {F.SIGHT_TICK: tick, F.SIGHT_AFTER_MEETING: True} if after_meeting else {
+                    F.SIGHT_TICK: tick}
+            return lines[k]
+
+        pk, pi = np.nonzero(place[1:] != place[:-1])
+        for k, i, w in zip(pk.tolist(), pi.tolist(), place[pk + 1, pi].tolist()):
+            line(k).setdefault(F.SIGHT_PLACES, []).append([i, None if w == _NO_PLACE else w])
+        now, was = view[1:], view[:-1]
+        for field, diff in ((F.SIGHT_GAINED, now & ~was), (F.SIGHT_LOST, was & ~now)):
+            dk, di, dj = np.nonzero(diff)
+            for k, i, j in zip(dk.tolist(), di.tolist(), dj.tolist()):
+                line(k).setdefault(field, []).append([i, j])
+        self._lines.extend(lines[k] for k in sorted(lines))
+        self.place = place[-1].tolist()
+        self.view = {(i, j) for i, j in np.argwhere(view[-1]).tolist()}
+        # the last sample is the world now, unless it moved since: the vision's memo for the observations
+        names, last = self.names, pending[-1][2]
+        self.vision.remember({names[i]: (px, pz, pyaw) for i, (px, pz, pyaw, on) in enumerate(last) if on},
+                             {(names[i], names[j]) for i, j in self.view})

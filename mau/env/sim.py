@@ -54,6 +54,8 @@ class SimWorld:
         self.runs: dict[str, ActionRun] = {}
         self.last_results: dict[str, dict[str, Any]] = {}
         self.tracks: list[dict[str, Any]] = []  # positions after each roam step and meeting (tracks.jsonl)
+        # every player's position after each step, read lazily by privileged observations (``last_known``)
+        self.positions: list[tuple[int, tuple[tuple[float, float, bool, bool], ...]]] = []
         # places and views at the sub-step rate (sights.jsonl)
         self.sights = SightRecorder(self.map, self.vision)
         self._speed_per_tick = self.cfg.walk_speed / TICKS_PER_SECOND
@@ -71,6 +73,7 @@ class SimWorld:
         self.runs = {}
         self.last_results = {}
         self.tracks = []
+        self.positions = []
         self._track("start")
         self._track_known()
         self.sights.reset()
@@ -91,9 +94,10 @@ class SimWorld:
         the tracks and the sights are append-only (their lines are never changed once written); the map,
         configs and rules never change."""
         return Parts({"state": self.state, "runs": self.runs, "last_results": self.last_results,
-                      "tracks": self.tracks, "sights": self.sights},
+                      "tracks": self.tracks, "sights": self.sights, "positions": self.positions},
                      shared=[self, self.map, self.cfg, self.config, self.rules, self.vision],
-                     logs={"events": self.state.events, "tracks": self.tracks, "sights": self.sights.lines})
+                     logs={"events": self.state.events, "tracks": self.tracks, "sights": self.sights.lines,
+                           "positions": self.positions})
 
     def restore_parts(self, r: Restored) -> None:
         c = r.changing
@@ -101,6 +105,7 @@ class SimWorld:
             c["state"], c["runs"], c["last_results"], c["tracks"],
         )
         self.sights = c["sights"]
+        self.positions = c["positions"]
 
     def snapshot(self) -> Snapshot:
         """A copy of everything that changes (restore + the same actions gives an identical continuation)."""
@@ -203,6 +208,8 @@ class SimWorld:
         self._track_known()
         res.phase = st.phase
         res.ended = st.phase == ENDED
+        if res.ended:
+            self.sights.flush()  # the match's samples become lines in one batch (a read before flushes too)
         res.outcome = st.outcome
         return res
 
@@ -291,26 +298,40 @@ class SimWorld:
     def privileged_sees(self, viewer: PlayerState, p: PlayerState) -> bool:
         """Whether privileged state observes ``p`` now (``world.observation.privileged``): in line of sight
         within ``privileged_radius`` and alive (sight), or within the radius at all (the paper's radar)."""
+        return self._privileged_sees(viewer.x, viewer.z, p.x, p.z, p.active)
+
+    def _privileged_sees(self, vx: float, vz: float, px: float, pz: float, p_active: bool) -> bool:
         r = self.cfg.privileged_radius
         if self.config.observation.privileged == "radar":
-            return math.hypot(p.x - viewer.x, p.z - viewer.z) <= r
-        return p.active and self.vision.sees_around(viewer, p.x, p.z, r)
+            return math.hypot(px - vx, pz - vz) <= r
+        dx, dz = px - vx, pz - vz
+        return p_active and dx * dx + dz * dz <= r * r and self.map.line_of_sight(vx, vz, px, pz)
 
     def _track_known(self) -> None:
-        """Privileged state's persistent positions: every active player's last observation of each other
-        player (``privileged_sees``) not publicly dead or ejected. With privileged sight a player killed out
-        of sight stays listed at its last sighting alive, ageing like any player out of sight (no list tells
-        of the death); with the radar it stays listed where it fell."""
+        """Remember everyone's position after this step, for privileged state's persistent positions
+        (``last_known``, computed when a privileged observation asks: most agents never do)."""
         st = self.state
-        public = set(st.public_dead)
-        for v in st.players:
-            if not v.active:
+        public = st.public_dead
+        self.positions.append((st.tick, tuple((p.x, p.z, p.active, not (p.ejected or p.name in public))
+                                              for p in st.players)))
+
+    def last_known(self, viewer: PlayerState) -> dict[str, list[float]]:
+        """Privileged state's persistent positions: the viewer's last observation of each other player
+        (``privileged_sees``) after a step, while active, of a player not publicly dead or ejected. With
+        privileged sight a player killed out of sight stays listed at its last sighting alive, ageing like any
+        player out of sight (no list tells of the death); with the radar it stays listed where it fell. The
+        steps are read from ``positions`` up to now, once each (``viewer.known_upto``)."""
+        known, players, sees = viewer.last_known, self.state.players, self._privileged_sees
+        me = viewer.seat
+        for tick, where in self.positions[viewer.known_upto:]:
+            vx, vz, v_active, _ = where[me]
+            if not v_active:
                 continue
-            for p in st.players:
-                if p is v or p.ejected or p.name in public:
-                    continue
-                if self.privileged_sees(v, p):
-                    v.last_known[p.name] = [round(p.x, 2), round(p.z, 2), st.tick]
+            for j, (px, pz, p_active, listable) in enumerate(where):
+                if j != me and listable and sees(vx, vz, px, pz, p_active):
+                    known[players[j].name] = [round(px, 2), round(pz, 2), tick]
+        viewer.known_upto = len(self.positions)
+        return known
 
     def _see_bodies(self) -> None:
         st = self.state

@@ -51,6 +51,7 @@ class PlayerState:
     # alive; the paper's radar: its position within privileged_radius, through walls, a dead player where it
     # fell).
     last_known: dict[str, list[float]] = field(default_factory=dict)
+    known_upto: int = 0  # the world's ``positions`` read into last_known so far (``SimWorld.last_known``)
     # the state mode of this player's observations (privileged sight also finds bodies around)
     sight: str = "ego"
 

@@ -95,6 +95,7 @@ class EvidenceLog:
         self.kills_seen: list[dict[str, Any]] = []
         self.accused: list[dict[str, Any]] = []  # {meeting, speaker, target, strength}
         self.votes: list[dict[str, Any]] = []  # {meeting, voter, target}
+        self._voted: set[int] = set()  # the meetings whose votes are in self.votes
         self.meetings: list[dict[str, Any]] = []  # {n, caller, reason, body}
         self._heard: set[tuple[int, int]] = set()  # (meeting, transcript index) taken in
         self._meeting_tick = -1
@@ -251,8 +252,9 @@ class EvidenceLog:
     def _public_meeting(self, m: dict[str, Any]) -> None:
         """A finished meeting's public record (observation ``meetings_public``): its votes."""
         n = m["n"]
-        if any(v["meeting"] == n for v in self.votes) or not m.get("votes"):
+        if n in self._voted or not m.get("votes"):
             return
+        self._voted.add(n)
         for voter, target in m["votes"].items():
             self.votes.append({"meeting": n, "voter": voter, "target": target})
             self.version += 1

@@ -12,12 +12,14 @@ for models that give them).
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 STRONG, WEAK = "strong", "weak"
 _SENTENCE = re.compile(r"[^.!?;]+")
 _CLEAR = re.compile(r"\b(?:not|never|no|with me|innocent|crewmate|trust|cleared?)\b", re.I)
 
 
+@lru_cache(maxsize=256)
 def _patterns(name: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
     n = re.escape(name)
     strong = re.compile(
@@ -31,8 +33,16 @@ def _patterns(name: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
 
 def accusations(text: str, speaker: str, names: list[str]) -> dict[str, str]:
     """{target: strong | weak} of one utterance; the speaker never accuses itself."""
+    if not isinstance(text, str):
+        return {}  # no words (None), or not words at all
+    return dict(_accusations(text, speaker, tuple(names)))
+
+
+@lru_cache(maxsize=1024)
+def _accusations(text: str, speaker: str, names: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """``accusations`` as a tuple, kept: every listener at the table reads the same utterance."""
     out: dict[str, str] = {}
-    for sentence in _SENTENCE.findall(text or ""):
+    for sentence in _SENTENCE.findall(text):
         for name in names:
             if name == speaker or name not in sentence:
                 continue
@@ -42,4 +52,4 @@ def accusations(text: str, speaker: str, names: list[str]) -> dict[str, str]:
             elif weak.search(sentence) and not _CLEAR.search(sentence.replace(name, "")) \
                     and out.get(name) != STRONG:
                 out[name] = WEAK
-    return out
+    return tuple(out.items())
