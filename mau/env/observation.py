@@ -91,6 +91,7 @@ def observe(world: ObservedWorld, name: str, mode: str = "ego") -> F.Observation
         raise ValueError(f"state mode {mode!r}: use one of {STATE_MODES}")
     st, cfg, gmap, vision = world.state, world.cfg, world.map, world.vision
     me = st.player(name)
+    active = [p for p in st.players if p.alive and not p.ejected]  # PlayerState.active, read once
     if me.active:
         me.sight = mode  # privileged sight also finds bodies around (the world's body sightings read it)
     place = gmap.place_name(me.x, me.z)
@@ -119,9 +120,9 @@ def observe(world: ObservedWorld, name: str, mode: str = "ego") -> F.Observation
     obs["at_button"] = math.hypot(me.x - bx, me.z - bz) <= cfg.button_range
 
     seen = []
-    view = vision.view([p for p in st.players if p.active]) if me.active else ()
-    for p in st.players:
-        if p is me or not p.active:
+    view = vision.view(active) if me.active else ()
+    for p in active:
+        if p is me:
             continue
         if (me.name, p.name) in view:  # vision.sees(me, p.x, p.z), as the sight recorder found it
             seen.append(
@@ -145,7 +146,7 @@ def observe(world: ObservedWorld, name: str, mode: str = "ego") -> F.Observation
     obs["reportable_bodies"] = [b.victim for b in world.rules.bodies_in_range(st, me)
                                 if b.victim in me.seen_bodies] if me.active else []
     if me.is_imposter and me.active:
-        obs["in_kill_reach"] = [p.name for p in st.players if p.active and not p.is_imposter
+        obs["in_kill_reach"] = [p.name for p in active if not p.is_imposter
                                 and math.hypot(p.x - me.x, p.z - me.z) <= cfg.kill_reach]
     known_dead = list(st.public_dead) + [v for v in me.seen_bodies if v not in st.public_dead]
     obs["known_dead"] = known_dead
@@ -166,7 +167,7 @@ def observe(world: ObservedWorld, name: str, mode: str = "ego") -> F.Observation
             "speaker": m.speaker if st.phase == DISCUSSION else None,
             "your_turn": st.phase == DISCUSSION and m.speaker == name,
             "voting": st.phase == VOTING, "transcript": [_line(t) for t in m.transcript],
-            "alive_players": [p.name for p in st.players if p.active],
+            "alive_players": [p.name for p in active],
         }
     else:
         obs["meeting"] = None

@@ -102,7 +102,3 @@ class SightRecorder:
         self._lines.extend(lines[k] for k in sorted(lines))
         self.place = place[-1].tolist()
         self.view = {(i, j) for i, j in np.argwhere(view[-1]).tolist()}
-        # the last sample is the world now, unless it moved since: the vision's memo for the observations
-        names, last = self.names, pending[-1][2]
-        self.vision.remember({names[i]: (px, pz, pyaw) for i, (px, pz, pyaw, on) in enumerate(last) if on},
-                             {(names[i], names[j]) for i, j in self.view})

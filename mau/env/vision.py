@@ -30,6 +30,7 @@ class Vision:
         self.half_fov = config.fov_horizontal_rad / 2
         self._last: dict[str, tuple[float, float, float]] = {}  # each player's (x, z, yaw) at the last view
         self._view: set[tuple[str, str]] = set()
+        self._key: list[tuple[str, float, float, float]] = []  # (name, x, z, yaw) of each, at the last view
 
     def sees(
         self, viewer: PlayerState, x: float, z: float, radius: float = 0.3, yaw: float | None = None
@@ -56,23 +57,23 @@ class Vision:
             return False
         return self.map.line_of_sight(viewer.x, viewer.z, x, z)
 
-    def view(self, players: list[PlayerState], regions: list[int] | None = None) -> set[tuple[str, str]]:
+    def view(self, players: list[PlayerState]) -> set[tuple[str, str]]:
         """``pairs_in_view(players)`` (the default radius), recomputed only for the pairs with a player that
-        moved or turned since the last call: the sight recorder asks it after every sub-step (a player holding
-        a station stands still) and each observation of the step that follows asks it again. ``regions``: each
-        player's ``map.region_index``, when the caller has them. The same set comes back while nobody moves.
-        """
-        now = {p.name: (p.x, p.z, p.yaw) for p in players}
+        moved or turned since the last call: each observation of a step asks it (the sight recorder computes
+        its views in batches, ``views_batch``). The same set comes back while nobody moves."""
+        key = [(p.name, p.x, p.z, p.yaw) for p in players]
+        if key == self._key:
+            return self._view
+        self._key = key
+        now = {name: (x, z, yaw) for name, x, z, yaw in key}
         last, view = self._last, self._view
-        if now == last:
-            return view
         still = {n for n, s in now.items() if last.get(n) == s}
         if len(still) < 2:
-            view = self.pairs_in_view(players, regions=regions)
+            view = self.pairs_in_view(players)
         else:
             # a pair of players that both stand as they stood is seen as it was
             kept = {pair for pair in view if pair[0] in still and pair[1] in still}
-            view = self.pairs_in_view(players, skip=still, regions=regions) | kept
+            view = self.pairs_in_view(players, skip=still) | kept
         self._last, self._view = now, view
         return view
 
@@ -162,7 +163,3 @@ class Vision:
         out = np.zeros((n_samples, n, n), dtype=bool)
         out[kk, ii, jj] = True
         return out
-
-    def remember(self, now: dict[str, tuple[float, float, float]], view: set[tuple[str, str]]) -> None:
-        """Set ``view``'s memo: ``now`` (each active player's x, z, yaw) and its pairs (a batch's last)."""
-        self._last, self._view = now, view
