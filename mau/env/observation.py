@@ -92,24 +92,26 @@ def observe(world: ObservedWorld, name: str, mode: str = "ego") -> F.Observation
     st, cfg, gmap, vision = world.state, world.cfg, world.map, world.vision
     me = st.player(name)
     active = [p for p in st.players if p.alive and not p.ejected]  # PlayerState.active, read once
-    if me.active:
+    me_active, imposter = me.alive and not me.ejected, me.is_imposter
+    if me_active:
         me.sight = mode  # privileged sight also finds bodies around (the world's body sightings read it)
     place = gmap.place_name(me.x, me.z)
     obs: F.Observation = {
-        "name": me.name, "color": me.color, "role": me.role, "alive": me.active, "state_mode": mode,
+        "name": me.name, "color": me.color, "role": me.role, "alive": me_active, "state_mode": mode,
         "phase": st.phase, "step": st.step, "max_steps": cfg.max_steps, "tick": st.tick,
         "time_s": round(st.tick / TICKS_PER_SECOND, 2),
-        "position": [_r(me.x), gmap.floor_y, _r(me.z)], "yaw_deg": round(math.degrees(me.yaw) % 360, 1),
+        "position": [round(me.x, 2), gmap.floor_y, round(me.z, 2)],
+        "yaw_deg": round(math.degrees(me.yaw) % 360, 1),
         "room": place,
         "roster": [{"name": p.name, "color": p.color} for p in st.players],  # public: names and colours only
         "n_imposters": cfg.num_imposters,  # public: the rules say how many imposters there are
         "walk_speed": cfg.walk_speed, "view_distance": cfg.ego_view_distance,  # public: the rules of movement
     }
-    if me.is_imposter:
+    if imposter:
         obs["teammates"] = [p.name for p in st.players if p.is_imposter and p is not me]
         obs["kill_cooldown_ticks"] = me.kill_cooldown
-    key = "fake_missions" if me.is_imposter else "missions"
-    rooms, points, crew = gmap.station_rooms, _station_points(gmap), not me.is_imposter
+    key = "fake_missions" if imposter else "missions"
+    rooms, points, crew = gmap.station_rooms, _station_points(gmap), not imposter
     obs[key] = [{"station": s, "room": rooms[s], "position": list(points[s]), "done": bool(done) and crew}
                 for s, done in zip(me.missions, me.missions_done)]
     obs["holding_station"] = me.holding_station
@@ -120,15 +122,16 @@ def observe(world: ObservedWorld, name: str, mode: str = "ego") -> F.Observation
     obs["at_button"] = math.hypot(me.x - bx, me.z - bz) <= cfg.button_range
 
     seen = []
-    view = vision.view(active) if me.active else ()
+    view = vision.view(active) if me_active else ()
+    mx, mz = me.x, me.z
     for p in active:
         if p is me:
             continue
         if (me.name, p.name) in view:  # vision.sees(me, p.x, p.z), as the sight recorder found it
             seen.append(
                 {
-                    "name": p.name, "color": p.color, "position": [_r(p.x), _r(p.z)],
-                    "distance": _r(math.hypot(p.x - me.x, p.z - me.z)), "room": gmap.place_name(p.x, p.z),
+                    "name": p.name, "color": p.color, "position": [round(p.x, 2), round(p.z, 2)],
+                    "distance": round(math.hypot(p.x - mx, p.z - mz), 2), "room": gmap.place_name(p.x, p.z),
                 }
             )
     obs["players_in_view"] = seen
@@ -138,14 +141,14 @@ def observe(world: ObservedWorld, name: str, mode: str = "ego") -> F.Observation
     around = mode == "privileged" and world.config.observation.privileged == "sight"
     bodies = []
     for b in st.bodies:
-        if me.active and (vision.sees(me, b.x, b.z, 0.5)
+        if me_active and (vision.sees(me, b.x, b.z, 0.5)
                           or (around and vision.sees_around(me, b.x, b.z, cfg.privileged_radius))):
             bodies.append({"victim": b.victim, "color": b.color, "position": [_r(b.x), _r(b.z)],
                            "distance": _r(math.hypot(b.x - me.x, b.z - me.z)), "room": b.room})
     obs["bodies_in_view"] = bodies
     obs["reportable_bodies"] = [b.victim for b in world.rules.bodies_in_range(st, me)
-                                if b.victim in me.seen_bodies] if me.active else []
-    if me.is_imposter and me.active:
+                                if b.victim in me.seen_bodies] if me_active else []
+    if imposter and me_active:
         obs["in_kill_reach"] = [p.name for p in active if not p.is_imposter
                                 and math.hypot(p.x - me.x, p.z - me.z) <= cfg.kill_reach]
     known_dead = list(st.public_dead) + [v for v in me.seen_bodies if v not in st.public_dead]
