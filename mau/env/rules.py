@@ -85,14 +85,15 @@ class Rules:
     def advance_clock(self, state: GameState, ticks: int) -> None:
         """Count down cooldowns and count up held missions; complete missions that reach the hold time."""
         state.tick += ticks
+        hold = self.cfg.mission_hold_ticks
         for p in state.players:
-            if not p.active:
+            if not p.alive or p.ejected:  # PlayerState.active: this runs every substep
                 continue
             if p.kill_cooldown > 0:
                 p.kill_cooldown = max(0, p.kill_cooldown - ticks)
             if p.holding_station is not None:
                 p.holding_ticks += ticks
-                if p.holding_ticks >= self.cfg.mission_hold_ticks:
+                if p.holding_ticks >= hold:
                     self._finish_mission(state, p)
 
     # -- missions ------------------------------------------------------------------------------------------

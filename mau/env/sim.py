@@ -259,17 +259,17 @@ class SimWorld:
         st = self.state
         sub = self.cfg.substep_ticks
         end_tick = st.tick + ticks
-        players = st.players
+        players, runs, programs, running = st.players, self.runs, self._programs, A.RUNNING
         while st.tick < end_tick and st.phase == ROAM:
             dt = min(sub, end_tick - st.tick)
             self._substep_begin()
             for p in players:
-                if not p.active:
+                if not p.alive or p.ejected:
                     continue
-                run = self.runs.get(p.name)
-                if run is None or run.status != A.RUNNING:
+                run = runs.get(p.name)
+                if run is None or run.status != running:
                     continue
-                self._programs[run.action.kind](p, run, dt)
+                programs[run.action.kind](p, run, dt)
                 if st.phase != ROAM:
                     break
             if st.phase != ROAM:

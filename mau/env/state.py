@@ -113,18 +113,21 @@ class GameState:
     outcome: str | None = None
     end_reason: str | None = None
     events: list[dict[str, Any]] = field(default_factory=list)
+    # players by name, built at the first lookup (the roster is fixed once a match starts; a list that grew
+    # or shrank is read again)
+    by_name: dict[str, PlayerState] | None = field(default=None, repr=False, compare=False)
 
     def player(self, name: str) -> PlayerState:
-        for p in self.players:
-            if p.name == name:
-                return p
-        raise KeyError(name)
+        p = self.find(name)
+        if p is None:
+            raise KeyError(name)
+        return p
 
     def find(self, name: str) -> PlayerState | None:
-        for p in self.players:
-            if p.name == name:
-                return p
-        return None
+        index = self.by_name
+        if index is None or len(index) != len(self.players):
+            index = self.by_name = {p.name: p for p in reversed(self.players)}  # the first of a name wins
+        return index.get(name)
 
     def emit(self, event_type: str, **fields: Any) -> dict[str, Any]:
         if self.events and self.events[-1][F.TYPE] == F.EV_MATCH_END:

@@ -135,7 +135,12 @@ def hypotheses(others: list[str], k: int) -> list[frozenset[str]]:
 def _pair(p: Params, kind: str, s_imp: bool, t_imp: bool) -> float:
     if not s_imp and not t_imp:
         return 0.0
-    return getattr(p, f"{kind}_{'i' if s_imp else 'c'}{'i' if t_imp else 'c'}")
+    return getattr(p, _PAIR_FIELDS[kind, s_imp, t_imp])
+
+
+# the Params field of (kind, speaker is an imposter, target is an imposter)
+_PAIR_FIELDS = {(kind, s, t): f"{kind}_{'i' if s else 'c'}{'i' if t else 'c'}"
+                for kind in ("strong", "weak", "vote") for s in (False, True) for t in (False, True)}
 
 
 def death_lr(bins: list[int], p: Params, uniform: bool = False) -> float:
