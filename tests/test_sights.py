@@ -1,8 +1,8 @@
 """The sight recorder writes exactly the lines of a plain reference: every place and every ordered pair
 through ``Vision.sees`` at every sample (sights.jsonl of commit 70b1b50), on scripted matches, on random
 poses with players standing still between samples, and across a snapshot restore. A guard for any faster
-recorder: sights.jsonl must
-not change by a byte (issue 32; a memo per pose was tried and measured no faster, docs/collect.md)."""
+recorder (issue 32: the recorder batches a match's samples in numpy, docs/collect.md): sights.jsonl must not
+change by a byte."""
 
 from __future__ import annotations
 
