@@ -138,3 +138,36 @@ def test_a_restored_snapshot_continues_with_the_same_lines():
             world.restore(snap)  # the recorder comes back from the world's snapshot; the lines go on the same
         world.step(acts)
     assert _text(world.sights.lines) == whole
+
+
+def test_pairs_on_the_frustums_edge_are_decided_as_pairs_in_view():
+    """``Vision.views_batch`` decides a pair within 1e-9 rad of the frustum's edge again with ``math.atan2``
+    (a vectorised atan2 may differ in the last bit): players placed on the edge, a hair inside and outside,
+    get exactly ``pairs_in_view``'s answers (where numpy's atan2 is libm's, as here, both agree anyway: this
+    guards the recheck itself; inverting its answer makes this fail)."""
+    import math
+
+    import numpy as np
+
+    world = SimWorld()
+    st = world.reset(1)
+    vision = world.vision
+    viewer, others = st.players[0], st.players[1:]
+    viewer.x, viewer.z, viewer.yaw = 87.5, 76.5, 0.3  # Cafeteria, by the button
+    samples, expected = [], []
+    for k, eps in enumerate([0.0, 1e-15, -1e-15, 1e-12, -1e-12, 5e-10, -5e-10, 0.0]):
+        for j, p in enumerate(others):
+            d = 3.0 + j
+            side = 1 if (j + k) % 2 else -1
+            angle = viewer.yaw + side * (vision.half_fov + math.atan2(0.3, d) + eps)
+            p.x, p.z, p.yaw = viewer.x + d * math.cos(angle), viewer.z + d * math.sin(angle), 0.0
+        samples.append([(p.x, p.z, p.yaw) for p in st.players])
+        expected.append({(i, j) for i, a in enumerate(st.players) for j, b in enumerate(st.players)
+                         if (a.name, b.name) in vision.pairs_in_view(st.players)})
+    poses = np.array(samples)
+    x, z, yaw = poses[..., 0], poses[..., 1], poses[..., 2]
+    regions = world.map.region_indices(x, z)
+    got = vision.views_batch(x, z, yaw, np.ones(x.shape, dtype=bool), regions)
+    assert [{(i, j) for i, j in np.argwhere(view).tolist()} for view in got] == expected
+    edge = sum((0, j) in e for e in expected for j in range(1, len(st.players)))
+    assert 0 < edge < 7 * len(expected)  # some on the edge are in view, some not
