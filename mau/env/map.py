@@ -166,13 +166,12 @@ class GameMap:
         # Flat copies for the hot path (pure-Python indexing is faster on lists than on numpy scalars).
         self._sz = self.size[1]
         self._region_flat: list[int] = self.region_grid.ravel().tolist()
-        self._rects: np.ndarray | None = None  # each region's rect as floats (the batched wall probe)
-        self._door_side: np.ndarray | None = None  # per region pair: the side of the doorway (batched proofs)
         self.portals = self._find_portals()
         # each region's box in continuous coordinates and, per side (x+, x-, z+, z-), its doorways
         self._boxes = [(float(x0), float(x1 + 1), float(z0), float(z1 + 1)) for x0, x1, z0, z1 in
                        (r.rect for r in regions)]
         self._doors = self._find_doors()
+        self._door_tables()
         self._check_connected()
         self.stations: list[tuple[float, float]] = []
         self.station_rooms: list[str] = []
@@ -309,6 +308,18 @@ class GameMap:
                 return False  # into a wall, or too near a doorway's end
         return False
 
+    def _door_tables(self) -> None:
+        """numpy copies of the boxes (a last dummy row for region -1) and of the doorways per region pair
+        (side, lo, hi; side -1: none), for the batched proofs."""
+        n = len(self.regions)
+        self._box_array = np.array(self._boxes + [(0.0, 0.0, 0.0, 0.0)])
+        self._door_side = np.full((n + 1, n + 1), -1, dtype=np.int64)
+        self._door_lo, self._door_hi = np.zeros((n + 1, n + 1)), np.zeros((n + 1, n + 1))
+        for i, sides in enumerate(self._doors):
+            for s, doors in enumerate(sides):
+                for lo, hi, j in doors:
+                    self._door_side[i, j], self._door_lo[i, j], self._door_hi[i, j] = s, lo, hi
+
     def _find_doors(self) -> list[list[list[tuple[float, float, int]]]]:
         """Per region, per side (x+, x-, z+, z-): (lo, hi, neighbour) for each edge shared with a neighbour,
         lo..hi along the side."""
@@ -364,16 +375,6 @@ class GameMap:
                              ra: np.ndarray, rb: np.ndarray) -> np.ndarray:
         """``_through_doorways`` of each segment whose regions share a doorway, in numpy: True when the
         segment leaves ``ra`` through that doorway (then it is in ``rb``); False: no proof here."""
-        if self._door_side is None:
-            n = len(self.regions)
-            side = np.full((n + 1, n + 1), -1, dtype=np.int64)  # row and column n: region -1, no doorway
-            lo, hi = np.zeros((n + 1, n + 1)), np.zeros((n + 1, n + 1))
-            for i, sides in enumerate(self._doors):
-                for s, doors in enumerate(sides):
-                    for d_lo, d_hi, j in doors:
-                        side[i, j], lo[i, j], hi[i, j] = s, d_lo, d_hi
-            self._door_side, self._door_lo, self._door_hi = side, lo, hi
-            self._box_array = np.array(self._boxes + [(0.0, 0.0, 0.0, 0.0)])
         side = self._door_side[ra, rb]
         ax0, ax1, az0, az1 = self._box_array[ra].T
         bx0, bx1, bz0, bz1 = self._box_array[rb].T
@@ -395,13 +396,12 @@ class GameMap:
                       r: np.ndarray) -> np.ndarray:
         """``_wall_beyond`` of each segment, False where ``r`` is -1 (no region, no proof): operation for
         operation the scalar arithmetic (numpy's float64 ufuncs round as Python's floats do)."""
-        if self._rects is None:
-            self._rects = np.array([reg.rect for reg in self.regions] + [(0, 0, 0, 0)], dtype=np.float64)
-        x0, x1, z0, z1 = self._rects[r].T  # r = -1 reads the dummy last row; masked below
+        # the box's far sides: rect x1 + 1.5 is box x1 + 0.5 exactly (whole numbers), as ``_wall_beyond`` adds
+        x0, x1, z0, z1 = self._box_array[r].T  # r = -1 reads the dummy last row; masked below
         dx, dz = bx - ax, bz - az
         with np.errstate(divide="ignore", invalid="ignore"):
-            t = np.where(dx > 0, (x1 + 1.5 - ax) / dx, np.where(dx < 0, (x0 - 0.5 - ax) / dx, 1.0))
-            tz = np.where(dz > 0, (z1 + 1.5 - az) / dz, (z0 - 0.5 - az) / dz)
+            t = np.where(dx > 0, (x1 + 0.5 - ax) / dx, np.where(dx < 0, (x0 - 0.5 - ax) / dx, 1.0))
+            tz = np.where(dz > 0, (z1 + 0.5 - az) / dz, (z0 - 0.5 - az) / dz)
         t = np.where(dz != 0, np.minimum(t, tz), t)
         ok = (r >= 0) & (t > 0.0) & (t < 1.0)
         t = np.where(ok, t, 0.0)  # the points of the others are not looked up

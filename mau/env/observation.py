@@ -100,8 +100,7 @@ def observe(world: ObservedWorld, name: str, mode: str = "ego") -> F.Observation
         "name": me.name, "color": me.color, "role": me.role, "alive": me_active, "state_mode": mode,
         "phase": st.phase, "step": st.step, "max_steps": cfg.max_steps, "tick": st.tick,
         "time_s": round(st.tick / TICKS_PER_SECOND, 2),
-        "position": [round(me.x, 2), gmap.floor_y, round(me.z, 2)],
-        "yaw_deg": round(math.degrees(me.yaw) % 360, 1),
+        "position": [_r(me.x), gmap.floor_y, _r(me.z)], "yaw_deg": round(math.degrees(me.yaw) % 360, 1),
         "room": place,
         "roster": [{"name": p.name, "color": p.color} for p in st.players],  # public: names and colours only
         "n_imposters": cfg.num_imposters,  # public: the rules say how many imposters there are
@@ -123,15 +122,14 @@ def observe(world: ObservedWorld, name: str, mode: str = "ego") -> F.Observation
 
     seen = []
     view = vision.view(active) if me_active else ()
-    mx, mz = me.x, me.z
     for p in active:
         if p is me:
             continue
         if (me.name, p.name) in view:  # vision.sees(me, p.x, p.z), as the sight recorder found it
             seen.append(
                 {
-                    "name": p.name, "color": p.color, "position": [round(p.x, 2), round(p.z, 2)],
-                    "distance": round(math.hypot(p.x - mx, p.z - mz), 2), "room": gmap.place_name(p.x, p.z),
+                    "name": p.name, "color": p.color, "position": [_r(p.x), _r(p.z)],
+                    "distance": _r(math.hypot(p.x - me.x, p.z - me.z)), "room": gmap.place_name(p.x, p.z),
                 }
             )
     obs["players_in_view"] = seen

@@ -304,8 +304,7 @@ class SimWorld:
         r = self.cfg.privileged_radius
         if self.config.observation.privileged == "radar":
             return math.hypot(px - vx, pz - vz) <= r
-        dx, dz = px - vx, pz - vz
-        return p_active and dx * dx + dz * dz <= r * r and self.map.line_of_sight(vx, vz, px, pz)
+        return p_active and self.vision.sees_around_from(vx, vz, px, pz, r)
 
     def _track_known(self) -> None:
         """Remember everyone's position after this step, for privileged state's persistent positions

@@ -52,10 +52,14 @@ class Vision:
     def sees_around(self, viewer: PlayerState, x: float, z: float, max_dist: float) -> bool:
         """True when a point is within ``max_dist`` and in line of sight, in any direction (privileged sight:
         turning the head is free, walls still block)."""
-        dx, dz = x - viewer.x, z - viewer.z
+        return self.sees_around_from(viewer.x, viewer.z, x, z, max_dist)
+
+    def sees_around_from(self, vx: float, vz: float, x: float, z: float, max_dist: float) -> bool:
+        """``sees_around`` from the point (vx, vz) (a position logged earlier, ``SimWorld.last_known``)."""
+        dx, dz = x - vx, z - vz
         if dx * dx + dz * dz > max_dist * max_dist:
             return False
-        return self.map.line_of_sight(viewer.x, viewer.z, x, z)
+        return self.map.line_of_sight(vx, vz, x, z)
 
     def view(self, players: list[PlayerState]) -> set[tuple[str, str]]:
         """``pairs_in_view(players)`` (the default radius), recomputed only for the pairs with a player that
@@ -78,18 +82,14 @@ class Vision:
         return view
 
     def pairs_in_view(self, players: list[PlayerState], radius: float = 0.3,
-                      skip: set[str] | frozenset[str] = frozenset(),
-                      regions: list[int] | None = None) -> set[tuple[str, str]]:
+                      skip: set[str] | frozenset[str] = frozenset()) -> set[tuple[str, str]]:
         """Every (viewer, seen) pair of ``players`` with ``sees(viewer, seen.x, seen.z, radius)``: the same
-        arithmetic, in one loop (the sight recorder asks this at every sub-step); pairs of two players named
-        in ``skip`` are left out; ``regions``: as in ``view``."""
+        arithmetic, in one loop; pairs of two players named in ``skip`` are left out."""
         out: set[tuple[str, str]] = set()
         max2, half, gmap = self.max_dist2, self.half_fov, self.map
         region, los = gmap.region_index, gmap.line_of_sight_across
         atan2, sqrt, pi = math.atan2, math.sqrt, math.pi
-        if regions is None:
-            regions = [region(p.x, p.z) for p in players]
-        at = [(p.name, p.x, p.z, p.yaw, r) for p, r in zip(players, regions)]
+        at = [(p.name, p.x, p.z, p.yaw, region(p.x, p.z)) for p in players]
         n = len(at)
         for i in range(n):
             an, ax, az, ayaw, ar = at[i]
