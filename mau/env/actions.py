@@ -70,6 +70,9 @@ class ActionRun:
     path: list[tuple[float, float]] = field(default_factory=list)
     path_goal: tuple[float, float] | None = None
     turned: float = 0.0
+    # goto: its goal when it cannot move (a point, a station, a room, the button), resolved at the first
+    # sub-step instead of at every one; None while unresolved and for a player as target (players move)
+    fixed_goal: tuple[float, float] | None = None
 
 
 def goto(

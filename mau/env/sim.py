@@ -58,6 +58,14 @@ class SimWorld:
         self.positions: list[tuple[int, tuple[tuple[float, float, bool, bool], ...]]] = []
         # places and views at the sub-step rate (sights.jsonl)
         self.sights = SightRecorder(self.map, self.vision)
+        # Memos of pure functions of values (right in any match, across restores; cleared at reset only to
+        # stay small). Floats compare 0.0 == -0.0, so a value with a zero in it is computed anew.
+        # (viewer, victim, looks around) -> (x, z, yaw, body x, body z) of the viewer's last look that did
+        # not see that body (``_see_bodies``)
+        self._unseen: dict[tuple[str, str, bool], tuple[float, float, float, float, float]] = {}
+        # name -> (x, z, yaw) at its last track line, and that line's rounded [x, z, yaw] (``_track``: a
+        # float's round(x, 2) goes through its decimal digits, costly for every player at every step)
+        self._tracked: dict[str, tuple[tuple[float, float, float], tuple[float, float, int]]] = {}
         self._speed_per_tick = self.cfg.walk_speed / TICKS_PER_SECOND
         self._renderer = None
         self._programs: dict[str, Callable[[PlayerState, ActionRun, int], None]] = {
@@ -74,6 +82,8 @@ class SimWorld:
         self.last_results = {}
         self.tracks = []
         self.positions = []
+        self._unseen.clear()
+        self._tracked.clear()
         self._track("start")
         self._track_known()
         self.sights.reset()
@@ -216,10 +226,19 @@ class SimWorld:
     def _track(self, after: str) -> None:
         """Remember where everyone is now (a line of tracks.jsonl, docs/formats.md): what a viewer draws."""
         st = self.state
+        tracked = self._tracked
+        where: dict[str, list[float]] = {}
+        for p in st.players:
+            if not p.alive or p.ejected:  # PlayerState.active
+                continue
+            pose = (p.x, p.z, p.yaw)
+            last = tracked.get(p.name)
+            if last is None or last[0] != pose or 0.0 in pose:  # moved or turned since its last line
+                rounded = (round(p.x, 2), round(p.z, 2), round(math.degrees(p.yaw)) % 360)
+                last = tracked[p.name] = (pose, rounded)
+            where[p.name] = list(last[1])
         self.tracks.append({
-            F.STEP: st.step, F.TICK: st.tick, F.TRACK_AFTER: after,
-            F.TRACK_PLAYERS: {p.name: [round(p.x, 2), round(p.z, 2), round(math.degrees(p.yaw)) % 360]
-                              for p in st.players if p.active},
+            F.STEP: st.step, F.TICK: st.tick, F.TRACK_AFTER: after, F.TRACK_PLAYERS: where,
             F.TRACK_BODIES: [[b.victim, round(b.x, 2), round(b.z, 2)] for b in st.bodies]})
 
     def _parse(self, raw: Action | dict) -> tuple[Action | None, str | None]:
@@ -260,6 +279,10 @@ class SimWorld:
         sub = self.cfg.substep_ticks
         end_tick = st.tick + ticks
         players, runs, programs, running = st.players, self.runs, self._programs, A.RUNNING
+        # The endings read who is alive, ejected and done with missions: a change to any of them is logged (a
+        # kill, a mission completed, an ejection), so after the first sub-step's check they are checked again
+        # only in a sub-step whose events grew.
+        checked_at = -1
         while st.tick < end_tick and st.phase == ROAM:
             dt = min(sub, end_tick - st.tick)
             self._substep_begin()
@@ -280,8 +303,10 @@ class SimWorld:
             self.sights.record(st)
             if st.bodies:
                 self._see_bodies()
-            if self.rules.check_end(st):
-                break
+            if len(st.events) != checked_at:
+                if self.rules.check_end(st):
+                    break
+                checked_at = len(st.events)
 
     def _substep_begin(self) -> None:
         """Before a sub-step's action programs run (a backend whose bodies move elsewhere resets here)."""
@@ -333,63 +358,76 @@ class SimWorld:
         return known
 
     def _see_bodies(self) -> None:
+        """Each active player sees the bodies it has not seen yet that are in its view (privileged sight:
+        around it). A look is a pure function of the viewer's pose and the body's place (the map never
+        changes), so a pair that was not seen is not looked at again while neither has moved or turned (a
+        player holding a station, waiting or idle stands still for many sub-steps)."""
         st = self.state
         around = self.config.observation.privileged == "sight"
         r = self.cfg.privileged_radius
+        sees, sees_around, unseen = self.vision.sees, self.vision.sees_around, self._unseen
         for p in st.players:
-            if not p.active:
+            if not p.alive or p.ejected:  # PlayerState.active: this runs every sub-step while bodies lie
                 continue
+            looks_around = around and p.sight == "privileged"
             for b in st.bodies:
                 if b.victim in p.seen_bodies:
                     continue
-                if (self.vision.sees(p, b.x, b.z, 0.5)
-                        or (around and p.sight == "privileged" and self.vision.sees_around(p, b.x, b.z, r))):
+                key, at = (p.name, b.victim, looks_around), (p.x, p.z, p.yaw, b.x, b.z)
+                if unseen.get(key) == at and 0.0 not in at:
+                    continue
+                if sees(p, b.x, b.z, 0.5) or (looks_around and sees_around(p, b.x, b.z, r)):
                     p.seen_bodies.append(b.victim)
                     st.emit(F.EV_BODY_SEEN, player=p.name, body=b.victim, room=b.room)
+                else:
+                    unseen[key] = at
 
     # -- movement ------------------------------------------------------------------------------------------
     def _move(self, p: PlayerState, run: ActionRun, gx: float, gz: float, dt: int, stop: float = 0.0,
               replan: bool = False) -> bool:
         """Walk towards (gx, gz) for dt ticks along the map's path; True when within ``stop`` of it."""
-        if math.hypot(gx - p.x, gz - p.z) <= stop + 1e-9:
+        hypot, atan2 = math.hypot, math.atan2
+        x, z = p.x, p.z  # the walk runs on locals, written back once: the same float operations
+        if hypot(gx - x, gz - z) <= stop + 1e-9:
             return True
-        if replan or run.path_goal != (gx, gz) or not run.path:
-            run.path = self.map.path(p.x, p.z, gx, gz)
+        path = run.path
+        if replan or not path or run.path_goal != (gx, gz):
+            path = run.path = self.map.path(x, z, gx, gz)
             run.path_goal = (gx, gz)
         budget = self._speed_per_tick * dt
-        moved = False
-        path = run.path
+        yaw = None  # the heading of the last leg walked (None: not moved)
         while budget > 1e-9 and path:
             wx, wz = path[0]
-            dx, dz = wx - p.x, wz - p.z
-            d = math.hypot(dx, dz)
-            if len(path) == 1 and stop > 0:
+            dx, dz = wx - x, wz - z
+            d = hypot(dx, dz)
+            if stop > 0 and len(path) == 1:
                 d_eff = d - stop
                 if d_eff <= 0:
                     break
                 step = min(budget, d_eff)
-                p.x += dx / d * step
-                p.z += dz / d * step
-                p.yaw = math.atan2(dz, dx)
+                x += dx / d * step
+                z += dz / d * step
+                yaw = atan2(dz, dx)
                 budget -= step
-                moved = True
                 if step >= d_eff - 1e-9:
                     break
                 continue
             if d <= budget:
-                p.x, p.z = wx, wz
+                x, z = wx, wz
                 budget -= d
                 path.pop(0)
             else:
-                p.x += dx / d * budget
-                p.z += dz / d * budget
+                x += dx / d * budget
+                z += dz / d * budget
                 budget = 0.0
             if d > 1e-9:
-                p.yaw = math.atan2(dz, dx)
-                moved = True
-        if moved and p.holding_station is not None:
-            self.rules.on_moved(self.state, p)
-        return math.hypot(gx - p.x, gz - p.z) <= stop + 1e-6
+                yaw = atan2(dz, dx)
+        p.x, p.z = x, z
+        if yaw is not None:
+            p.yaw = yaw
+            if p.holding_station is not None:
+                self.rules.on_moved(self.state, p)
+        return hypot(gx - x, gz - z) <= stop + 1e-6
 
     def _timed_out(self, run: ActionRun) -> bool:
         return self.state.tick - run.stage_tick >= self.cfg.action_timeout_ticks
@@ -417,13 +455,22 @@ class SimWorld:
 
     # -- programs (one per action kind) --------------------------------------------------------------------
     def _run_goto(self, p: PlayerState, run: ActionRun, dt: int) -> None:
-        goal = self._goal_of(p, run.action)
-        if isinstance(goal, str):
-            return self._end(p, run, A.FAILED, goal)
-        moving_target = run.action.target is not None and self.state.find(run.action.target) is not None
-        if self._move(p, run, *goal, dt, stop=1.5 if moving_target else 0.0, replan=moving_target):
+        goal = run.fixed_goal
+        if goal is not None:  # a goal that cannot move, resolved at the first sub-step
+            arrived = self._move(p, run, goal[0], goal[1], dt)
+        else:
+            a = run.action
+            goal = self._goal_of(p, a)
+            if isinstance(goal, str):
+                return self._end(p, run, A.FAILED, goal)
+            # a player's name as target (the roster is fixed in a match): walk up to it, planning anew
+            moving_target = a.target is not None and self.state.find(a.target) is not None
+            if not moving_target:
+                run.fixed_goal = goal
+            arrived = self._move(p, run, *goal, dt, stop=1.5 if moving_target else 0.0, replan=moving_target)
+        if arrived:
             return self._end(p, run, A.DONE)
-        if self._timed_out(run):
+        if self.state.tick - run.stage_tick >= self.cfg.action_timeout_ticks:  # _timed_out, inline
             self._end(p, run, A.TIMED_OUT, "not there after the action timeout")
 
     def _run_follow(self, p: PlayerState, run: ActionRun, dt: int) -> None:
@@ -469,7 +516,7 @@ class SimWorld:
                     return self._end(p, run, A.FAILED, err)
                 self.rules.do_press_station(st, p, a.station)
                 run.stage, run.stage_tick = "hold", st.tick
-            elif self._timed_out(run):
+            elif st.tick - run.stage_tick >= self.cfg.action_timeout_ticks:  # _timed_out, inline
                 self._end(p, run, A.TIMED_OUT, "did not reach the station in time")
             return
         # hold: the rules count the ticks; the mission (or the fake) ends when they say so.
