@@ -12,7 +12,7 @@ from mau.env.actions import Action
 from mau.env.runner import play_match
 from mau.env.scripted import ScriptedPolicy
 from mau.env.sim import SimWorld
-from mau.env.state import OUTCOMES
+from mau.env.state import MISSION_WIN, OUTCOMES, ROAM
 from tests.helpers import make_world, park_everyone, place
 
 
@@ -214,3 +214,73 @@ def test_nothing_may_be_emitted_after_match_end():
     world = _play(3)
     with pytest.raises(RuntimeError, match="after match_end"):
         world.state.emit("action_start", player="Steve")
+
+
+
+class _PlainWorld(SimWorld):
+    """The sim without its shortcuts: every goto and mission resolves its goal at every sub-step, every look
+    at a body and every track line is computed anew, the endings are checked after every sub-step (each
+    sub-step is a step's first)."""
+
+    def _advance(self, ticks):
+        st = self.state
+        end_tick = st.tick + ticks
+        while st.tick < end_tick and st.phase == ROAM:
+            super()._advance(min(self.cfg.substep_ticks, end_tick - st.tick))
+
+    def _run_goto(self, p, run, dt):
+        run.fixed_goal = None
+        super()._run_goto(p, run, dt)
+
+    def _run_mission(self, p, run, dt):
+        if run.stage == "travel":
+            run.fixed_goal = None
+        super()._run_mission(p, run, dt)
+
+    def _see_bodies(self):
+        self._unseen.clear()
+        super()._see_bodies()
+
+    def _track(self, after):
+        self._tracked.clear()
+        super()._track(after)
+
+
+def test_shortcuts_give_the_plain_computation():
+    for seed in (2, 5, 9):
+        fast, plain = _play(seed), _play(seed, _PlainWorld())
+        assert fast.state.events == plain.state.events
+        assert fast.tracks == plain.tracks
+        assert fast.positions == plain.positions
+        assert fast.sights.lines == plain.sights.lines
+
+
+def test_goal_that_cannot_move_is_resolved_once_a_player_each_substep(world):
+    a, b = (p.name for p in world.state.players[:2])
+    room = next(iter(world.map.room_centers))
+    world.step({a: Action("goto", target=room), b: Action("goto", target=a)})
+    assert world.runs[a].fixed_goal == world.map.room_centers[room]
+    assert world.runs[b].fixed_goal is None  # a player moves: its place is read at every sub-step
+
+
+def test_endings_checked_at_the_first_substep_after_a_change_from_outside(world):
+    for p in world.state.players:
+        if not p.is_imposter:
+            p.missions_done = [True] * len(p.missions)
+    world.step({})
+    assert world.state.outcome == MISSION_WIN
+    assert world.state.tick == world.cfg.substep_ticks  # ended after the step's first sub-step
+
+
+def test_a_mission_completed_mid_step_ends_the_match_at_that_substep(world):
+    crew = [p for p in world.state.players if not p.is_imposter]
+    for p in crew:
+        p.missions_done = [True] * len(p.missions)
+    last = crew[0]
+    last.missions_done[-1] = False
+    last.x, last.z = world.map.stations[last.missions[-1]]
+    sub = world.cfg.substep_ticks
+    last.holding_station, last.holding_ticks = last.missions[-1], world.cfg.mission_hold_ticks - 2 * sub
+    world.step({})  # the first sub-step finds nothing to end; the second completes the mission
+    assert world.state.outcome == MISSION_WIN
+    assert world.state.tick == 2 * sub

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from math import atan2, hypot
 from typing import Any, Callable
 
 from mau import schema as F
@@ -336,8 +337,8 @@ class SimWorld:
         (``last_known``, computed when a privileged observation asks: most agents never do)."""
         st = self.state
         public = st.public_dead
-        self.positions.append((st.tick, tuple((p.x, p.z, p.active, not (p.ejected or p.name in public))
-                                              for p in st.players)))
+        self.positions.append((st.tick, tuple([(p.x, p.z, p.alive and not p.ejected,
+                                                not (p.ejected or p.name in public)) for p in st.players])))
 
     def last_known(self, viewer: PlayerState) -> dict[str, list[float]]:
         """Privileged state's persistent positions: the viewer's last observation of each other player
@@ -386,8 +387,8 @@ class SimWorld:
     def _move(self, p: PlayerState, run: ActionRun, gx: float, gz: float, dt: int, stop: float = 0.0,
               replan: bool = False) -> bool:
         """Walk towards (gx, gz) for dt ticks along the map's path; True when within ``stop`` of it."""
-        hypot, atan2 = math.hypot, math.atan2
-        x, z = p.x, p.z  # the walk runs on locals, written back once: the same float operations
+        x = p.x  # the walk runs on locals, written back once: the same float operations
+        z = p.z
         if hypot(gx - x, gz - z) <= stop + 1e-9:
             return True
         path = run.path
@@ -422,7 +423,8 @@ class SimWorld:
                 budget = 0.0
             if d > 1e-9:
                 yaw = atan2(dz, dx)
-        p.x, p.z = x, z
+        p.x = x
+        p.z = z
         if yaw is not None:
             p.yaw = yaw
             if p.holding_station is not None:
@@ -504,13 +506,16 @@ class SimWorld:
     def _run_mission(self, p: PlayerState, run: ActionRun, dt: int) -> None:
         a, st = run.action, self.state
         if run.stage == "travel":
-            if a.station is None or not 0 <= a.station < len(self.map.stations):
-                return self._end(p, run, A.FAILED, f"station {a.station} does not exist")
-            if a.kind == "mission" and p.is_imposter:
-                return self._end(p, run, A.FAILED, "imposters cannot complete missions; use fake_mission")
-            if a.kind == "fake_mission" and not p.is_imposter:
-                return self._end(p, run, A.FAILED, "only imposters fake missions")
-            if self._move(p, run, *self.map.stations[a.station], dt):
+            goal = run.fixed_goal
+            if goal is None:  # the first sub-step: the station and the role never change in a match
+                if a.station is None or not 0 <= a.station < len(self.map.stations):
+                    return self._end(p, run, A.FAILED, f"station {a.station} does not exist")
+                if a.kind == "mission" and p.is_imposter:
+                    return self._end(p, run, A.FAILED, "imposters cannot complete missions; use fake_mission")
+                if a.kind == "fake_mission" and not p.is_imposter:
+                    return self._end(p, run, A.FAILED, "only imposters fake missions")
+                goal = run.fixed_goal = self.map.stations[a.station]
+            if self._move(p, run, goal[0], goal[1], dt):
                 err = self.rules.check_press_station(st, p, a.station)
                 if err:
                     return self._end(p, run, A.FAILED, err)
