@@ -417,12 +417,14 @@ class SimWorld:
                 x, z = wx, wz
                 budget -= d
                 path.pop(0)
-            else:
-                x += dx / d * budget
-                z += dz / d * budget
-                budget = 0.0
-            if d > 1e-9:
-                yaw = atan2(dz, dx)
+                if d > 1e-9:
+                    yaw = atan2(dz, dx)
+                continue
+            # part of this leg spends the whole budget (d > budget > 1e-9): the walk ends here
+            x += dx / d * budget
+            z += dz / d * budget
+            yaw = atan2(dz, dx)
+            break
         p.x = x
         p.z = z
         if yaw is not None:
