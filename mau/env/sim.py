@@ -61,9 +61,9 @@ class SimWorld:
         self.sights = SightRecorder(self.map, self.vision)
         # Memos of pure functions of values (right in any match, across restores; cleared at reset only to
         # stay small). Floats compare 0.0 == -0.0, so a value with a zero in it is computed anew.
-        # (viewer, victim, looks around) -> (x, z, yaw, body x, body z) of the viewer's last look that did
-        # not see that body (``_see_bodies``)
-        self._unseen: dict[tuple[str, str, bool], tuple[float, float, float, float, float]] = {}
+        # (viewer, victim, looks around, privileged radius) -> (x, z, yaw, body x, body z) of the viewer's
+        # last look that did not see that body (``_see_bodies``)
+        self._unseen: dict[tuple[str, str, bool, float], tuple[float, float, float, float, float]] = {}
         # name -> (x, z, yaw) at its last track line, and that line's rounded [x, z, yaw] (``_track``: a
         # float's round(x, 2) goes through its decimal digits, costly for every player at every step)
         self._tracked: dict[str, tuple[tuple[float, float, float], tuple[float, float, int]]] = {}
@@ -374,7 +374,7 @@ class SimWorld:
             for b in st.bodies:
                 if b.victim in p.seen_bodies:
                     continue
-                key, at = (p.name, b.victim, looks_around), (p.x, p.z, p.yaw, b.x, b.z)
+                key, at = (p.name, b.victim, looks_around, r), (p.x, p.z, p.yaw, b.x, b.z)
                 if unseen.get(key) == at and 0.0 not in at:
                     continue
                 if sees(p, b.x, b.z, 0.5) or (looks_around and sees_around(p, b.x, b.z, r)):
