@@ -126,6 +126,21 @@ def test_line_of_sight_proofs_agree_with_the_cell_walk():
     assert batched == walked
 
 
+def test_batched_region_indices_are_region_index():
+    """``region_indices`` (the sight recorder's places) gives ``region_index`` of every point: on the floor,
+    on block edges, in walls and beyond the grid on every side."""
+    m = load_map("skeld")
+    rng = random.Random(3)
+    (x0, z0), (w, h) = m.origin, m.size
+    points = [(rng.uniform(x0 - 5, x0 + w + 5), rng.uniform(z0 - 5, z0 + h + 5)) for _ in range(4000)]
+    points += [_floor_point(m, rng) for _ in range(2000)]
+    points += [(float(rng.randint(x0 - 2, x0 + w + 2)), float(rng.randint(z0 - 2, z0 + h + 2)))
+               for _ in range(2000)]
+    x, z = np.array(points).T
+    assert m.region_indices(x.reshape(80, 100), z.reshape(80, 100)).ravel().tolist() == [
+        m.region_index(px, pz) for px, pz in points]
+
+
 def test_batched_doorway_proofs_are_the_scalar_ones():
     """``_through_doorways_batch`` (the sight recorder's doorway proofs, a region at a time in numpy) proves
     exactly the segments ``_through_doorways`` proves, through one doorway or many: a missed proof would only

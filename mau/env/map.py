@@ -309,12 +309,13 @@ class GameMap:
         return False
 
     def _door_tables(self) -> None:
-        """numpy copies for the batched proofs: the boxes (a last dummy row for region -1) and each region's
-        doorways per side (x+, x-, z+, z-) as rows of ``lo + DOOR_MARGIN``, ``hi - DOOR_MARGIN`` and the
-        neighbour (padding: an empty span, lo inf and hi -inf). The margins added here are the same IEEE sums
-        ``_through_doorways`` makes at each test."""
+        """numpy copies for the batched lookups: the region grid flat, the boxes (a last dummy row for region
+        -1) and each region's doorways per side (x+, x-, z+, z-) as rows of ``lo + DOOR_MARGIN``,
+        ``hi - DOOR_MARGIN`` and the neighbour (padding: an empty span, lo inf and hi -inf). The margins added
+        here are the same IEEE sums ``_through_doorways`` makes at each test."""
         n = len(self.regions)
         self._box_array = np.array(self._boxes + [(0.0, 0.0, 0.0, 0.0)])
+        self._grid_flat = self.region_grid.ravel().astype(np.int64)
         width = max(1, max(len(doors) for sides in self._doors for doors in sides))
         self._door_lo = np.full((n, 4, width), np.inf)
         self._door_hi = np.full((n, 4, width), -np.inf)
@@ -349,9 +350,9 @@ class GameMap:
         ix = np.floor(x) - self.origin[0]
         iz = np.floor(z) - self.origin[1]
         inside = (ix >= 0) & (ix < self.size[0]) & (iz >= 0) & (iz < self._sz)
-        out = np.full(x.shape, -1, dtype=np.int64)
-        out[inside] = self.region_grid[ix[inside].astype(np.int64), iz[inside].astype(np.int64)]
-        return out
+        # whole numbers in float64: the flat cell index is exact; points outside read cell 0, then -1
+        cell = np.where(inside, ix * self._sz + iz, 0.0).astype(np.int64)
+        return np.where(inside, self._grid_flat[cell], -1)
 
     def lines_of_sight_across(self, ax: np.ndarray, az: np.ndarray, bx: np.ndarray, bz: np.ndarray,
                               ra: np.ndarray, rb: np.ndarray) -> np.ndarray:

@@ -93,20 +93,21 @@ class SightRecorder:
         # the changes, in the order of the lines: by sample, then seat (row-major nonzero)
         lines: dict[int, dict[str, Any]] = {}
 
-        def line(k: int) -> dict[str, Any]:
-            if k not in lines:
-                lines[k] = {F.SIGHT_TICK: ticks[k], F.SIGHT_AFTER_MEETING: True} if k in after_meeting else {
-                    F.SIGHT_TICK: ticks[k]}
+        def new_line(k: int) -> dict[str, Any]:  # sample k's line, made at its first change
+            lines[k] = {F.SIGHT_TICK: ticks[k], F.SIGHT_AFTER_MEETING: True} if k in after_meeting else {
+                F.SIGHT_TICK: ticks[k]}
             return lines[k]
 
         pk, pi = np.nonzero(place[1:] != place[:-1])
         for k, i, w in zip(pk.tolist(), pi.tolist(), place[pk + 1, pi].tolist()):
-            line(k).setdefault(F.SIGHT_PLACES, []).append([i, None if w == _NO_PLACE else w])
+            entry = lines.get(k) or new_line(k)
+            entry.setdefault(F.SIGHT_PLACES, []).append([i, None if w == _NO_PLACE else w])
         now, was = view[1:], view[:-1]
         for field, diff in ((F.SIGHT_GAINED, now & ~was), (F.SIGHT_LOST, was & ~now)):
             dk, di, dj = np.nonzero(diff)
             for k, i, j in zip(dk.tolist(), di.tolist(), dj.tolist()):
-                line(k).setdefault(field, []).append([i, j])
+                entry = lines.get(k) or new_line(k)
+                entry.setdefault(field, []).append([i, j])
         self._lines.extend(lines[k] for k in sorted(lines))
         self.place = place[-1].tolist()
         self.view = {(i, j) for i, j in np.argwhere(view[-1]).tolist()}
