@@ -80,9 +80,7 @@ class SightRecorder:
         n = len(self.names)
         poses = np.fromiter(self._poses, dtype=np.float64, count=len(self._poses)).reshape(len(ticks), n, 4)
         self._ticks, self._after_meeting, self._poses = [], set(), []
-        # x, z, yaw, active: K x N each, contiguous (views_batch gathers from them by flat index)
-        x, z, yaw = (np.ascontiguousarray(poses[..., c]) for c in range(3))
-        active = poses[..., 3] > 0
+        x, z, yaw, active = poses[..., 0], poses[..., 1], poses[..., 2], poses[..., 3] > 0  # K x N each
         regions = self.map.region_indices(x, z)
         place = np.concatenate(
             [np.asarray([self.place]), np.where(active, np.asarray(self._region_place)[regions], _NO_PLACE)])
