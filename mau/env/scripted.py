@@ -161,6 +161,7 @@ class ScriptedBrain:
         self._checked: set[str] = set()  # players I went to look at (lying still: maybe dead)
         self._goto: str | None = None  # where I go to look
         self._posterior_cache: tuple[Any, dict[str, float]] = (None, {})
+        self._memo = infer.PosteriorMemo()  # the model's factors of my evidence items, computed once each
         self._said: list[Act] = []  # the acts of my last speech
         # Structured claims (world.claims.mode structured): made by a speaker of their own
         # (mau.claims.speaker) that reads the same observations; None when claims are off. In free mode the
@@ -216,9 +217,8 @@ class ScriptedBrain:
         key = (self.ev.version, tuple(candidates))
         if self._posterior_cache[0] != key:
             items = [it for it in self.ev.items() if self._attends(it)]
-            bel = infer.beliefs(self.name, self.ev.roster, candidates, self.n_imposters, items, self.params)[
-                0
-            ]
+            bel = infer.beliefs(self.name, self.ev.roster, candidates, self.n_imposters, items, self.params,
+                                self._memo)[0]
             self._posterior_cache = (key, bel)
         return dict(self._posterior_cache[1])
 

@@ -204,15 +204,93 @@ def posterior(others: list[str], k: int, items: list[dict[str, Any]],
     return {h: x / total for h, x in zip(hyps, w)}, True
 
 
+class PosteriorMemo:
+    """``posterior`` for one reader that asks again and again as its evidence grows (a scripted crewmate, an
+    imposter's estimate of one): each item's log factors over the hypotheses (its column, ``log_factor`` of
+    each hypothesis) are computed once and kept, keyed by the fields ``log_factor`` reads. Each hypothesis
+    still sums the same factors in the same order, so the answer equals ``posterior``'s bit for bit
+    (tests/test_infer.py compares them). Plain data (deep-copyable with its owner); a change of the
+    parameters clears it."""
+
+    def __init__(self) -> None:
+        self._params: tuple[float, ...] | None = None
+        self._hyps: dict[tuple[tuple[str, ...], int], list[frozenset[str]]] = {}
+        # (others, k) -> item key -> its column over those hypotheses
+        self._cols: dict[tuple[tuple[str, ...], int], dict[tuple[Any, ...], list[float]]] = {}
+
+    def posterior(self, others: list[str], k: int, items: list[dict[str, Any]],
+                  p: Params) -> tuple[dict[frozenset[str], float], bool]:
+        """``posterior(others, k, items, p)``."""
+        vec = tuple(p.vector())
+        if vec != self._params:
+            self._params, self._cols = vec, {}
+        where = (tuple(others), k)
+        hyps = self._hyps.get(where)
+        if hyps is None:
+            hyps = self._hyps[where] = hypotheses(others, k)
+        cols = self._cols.setdefault(where, {})
+        logw = [0.0] * len(hyps)
+        live = range(len(hyps))  # the hypotheses not ruled out (-inf) so far: only they read further items
+        for it in items:
+            if not live:
+                break  # every hypothesis is ruled out: posterior reads no further item (nor raises on one)
+            col = _column(it, hyps, p, cols)
+            if col is None:  # an item kept out of the memo: log_factor itself, as posterior calls it
+                for i in live:
+                    logw[i] += log_factor(it, hyps[i], p)
+            else:
+                for i in live:
+                    logw[i] += col[i]
+            live = [i for i in live if logw[i] != -math.inf]
+        top = max(logw)
+        if top == -math.inf:
+            return {h: 1.0 / len(hyps) for h in hyps}, False
+        w = [math.exp(x - top) for x in logw]
+        total = sum(w)
+        return {h: x / total for h, x in zip(hyps, w)}, True
+
+
+def _column(it: dict[str, Any], hyps: list[frozenset[str]], p: Params,
+            cols: dict[Any, list[float]]) -> list[float] | None:
+    """The item's log factors over ``hyps``, from ``cols`` or computed and kept there; None for an item not
+    kept: one whose factors cannot all be computed (a malformed item: ``log_factor`` then decides hypothesis
+    by hypothesis, raising only where ``posterior`` would), or whose key would not pin its factors."""
+    try:
+        key = _memo_key(it)
+        if key is None:
+            return None
+        col = cols.get(key)
+        if col is None:
+            col = cols[key] = [log_factor(it, h, p) for h in hyps]
+        return col
+    except Exception:  # noqa: BLE001 - see above: the reference path raises as posterior does
+        return None
+
+
+def _memo_key(it: dict[str, Any]) -> Any:
+    """A hashable key that pins ``log_factor`` of an item: its fields (equal fields, equal factors); a death,
+    its bins as tuples when they are plain lists of ints (else None: not kept)."""
+    if it["k"] != E.DEATH:
+        return tuple(it.items())
+    bins = it["bins"]
+    if type(bins) is not dict or not all(
+        type(row) is list and all(type(b) is int for b in row) for row in bins.values()
+    ):
+        return None
+    return E.DEATH, bool(it.get("uniform")), tuple((m, tuple(row)) for m, row in bins.items())
+
+
 def marginals(post: dict[frozenset[str], float], players: list[str]) -> dict[str, float]:
     """P(imposter) of each player: the posterior mass of the hypotheses that contain it."""
     return {n: sum(w for h, w in post.items() if n in h) for n in players}
 
 
 def beliefs(me: str, roster: list[str], candidates: list[str], k: int, items: list[dict[str, Any]],
-            p: Params) -> tuple[dict[str, float], bool]:
-    """P(imposter) of each candidate (the players ``me`` believes alive) and consistency."""
-    post, ok = posterior([n for n in roster if n != me], k, items, p)
+            p: Params, memo: PosteriorMemo | None = None) -> tuple[dict[str, float], bool]:
+    """P(imposter) of each candidate (the players ``me`` believes alive) and consistency; ``memo``: the
+    reader's ``PosteriorMemo`` (the same answer, sooner)."""
+    others = [n for n in roster if n != me]
+    post, ok = posterior(others, k, items, p) if memo is None else memo.posterior(others, k, items, p)
     return {n: round(v, 6) for n, v in marginals(post, candidates).items()}, ok
 
 
