@@ -207,6 +207,9 @@ def test_the_posterior_memo_equals_the_posterior_bit_for_bit():
         window = items[lo:lo + rng.randint(1, 20)]
         want = M.posterior(others, 2, window, p)
         assert memo.posterior(others, 2, window, p) == want
+        cands = rng.sample(others, 4) + ["Nobody"]  # a candidate in no hypothesis: the int 0, as marginals
+        got = M.beliefs("Me", ["Me"] + others, cands, 2, window, p, memo)
+        assert repr(got) == repr(M.beliefs("Me", ["Me"] + others, cands, 2, window, p))
         consistent += want[1]
     assert consistent > 100
     # a hypothesis ruled out stays so even under +inf; all ruled out: the prior, not consistent
