@@ -180,6 +180,57 @@ def test_vectorised_prediction_equals_the_exact_posterior():
             assert bel[n] == pytest.approx(exact[n], abs=1e-9)
 
 
+def test_the_posterior_memo_equals_the_posterior_bit_for_bit():
+    """PosteriorMemo (a reader's columns of log factors, kept between calls) answers exactly as posterior,
+    whatever the evidence: growing lists read again and again, deaths, hypotheses all ruled out, infinite
+    and malformed items (raising where posterior raises, and only there)."""
+    rng = random.Random(7)
+    others = ["A", "B", "C", "D", "E", "F", "G"]
+    p = M.Params(near_0=2.0, weak_ic=1.2, reported=-0.7, kill_decay=0.3)
+    memo = M.PosteriorMemo()
+    items: list[dict] = []
+    consistent = 0
+    for _ in range(300):
+        s, t = rng.sample(others, 2)
+        kind = rng.choices(["accuse", "vote", "reported", "called", "dead", "ejected", "saw_kill", "death",
+                            "contradicted", "conflict"], weights=[8, 4, 1, 1, 0.3, 0.3, 1, 1, 1, 1])[0]
+        it = {"k": kind, "p": s, "target": t, "s": rng.choice(["strong", "weak"]),
+              "role": rng.choice(["imposter", "crewmate"])}
+        if kind == DEATH:
+            it = {"k": DEATH, "victim": t, "bins": {o: list(rng.choice([[0, 3], [3, 1, 2]])) for o in "AB"}}
+            if rng.random() < 0.5:
+                it["uniform"] = True
+        items.insert(rng.randint(0, len(items)), it)
+        if rng.random() < 0.1:
+            del items[rng.randrange(len(items))]
+        lo = rng.randrange(len(items))  # a stretch of a growing, changing list, as a reader's evidence is
+        window = items[lo:lo + rng.randint(1, 20)]
+        want = M.posterior(others, 2, window, p)
+        assert memo.posterior(others, 2, window, p) == want
+        cands = rng.sample(others, 4) + ["Nobody"]  # a candidate in no hypothesis: the int 0, as marginals
+        got = M.beliefs("Me", ["Me"] + others, cands, 2, window, p, memo)
+        assert repr(got) == repr(M.beliefs("Me", ["Me"] + others, cands, 2, window, p))
+        consistent += want[1]
+    assert consistent > 100
+    # a hypothesis ruled out stays so even under +inf; all ruled out: the prior, not consistent
+    inf = M.Params(reported=math.inf)
+    ev = [{"k": "dead", "p": "A"}, {"k": "reported", "p": "A"}, {"k": "reported", "p": "B"}]
+    assert str(M.PosteriorMemo().posterior(others, 2, ev, inf)) == str(M.posterior(others, 2, ev, inf))
+    everyone = [{"k": "dead", "p": o} for o in others]
+    assert M.PosteriorMemo().posterior(others, 2, everyone, p) == M.posterior(others, 2, everyone, p)
+    # a malformed item raises as posterior does, and is never read once every hypothesis is ruled out
+    bad = {"k": "accuse", "p": "A", "target": "B", "s": "loud"}
+    with pytest.raises(KeyError):
+        M.posterior(others, 2, [bad], p)
+    with pytest.raises(KeyError):
+        M.PosteriorMemo().posterior(others, 2, [bad], p)
+    assert M.PosteriorMemo().posterior(others, 2, everyone + [bad], p) == M.posterior(others, 2,
+                                                                                      everyone + [bad], p)
+    # a change of the parameters is seen
+    q = M.Params(weak_ic=-3.0)
+    assert memo.posterior(others, 2, window, q) == M.posterior(others, 2, window, q)
+
+
 def _ego(tick: int, in_view: dict[str, tuple[float, float]], bodies=(), room: str = "Admin") -> dict:
     obs = _obs(tick, {}, bodies=bodies)
     obs.update(

@@ -126,6 +126,52 @@ def test_line_of_sight_proofs_agree_with_the_cell_walk():
     assert batched == walked
 
 
+def test_batched_region_indices_are_region_index():
+    """``region_indices`` (the sight recorder's places) gives ``region_index`` of every point: on the floor,
+    on block edges, in walls and beyond the grid on every side."""
+    m = load_map("skeld")
+    rng = random.Random(3)
+    (x0, z0), (w, h) = m.origin, m.size
+    points = [(rng.uniform(x0 - 5, x0 + w + 5), rng.uniform(z0 - 5, z0 + h + 5)) for _ in range(4000)]
+    points += [_floor_point(m, rng) for _ in range(2000)]
+    points += [(float(rng.randint(x0 - 2, x0 + w + 2)), float(rng.randint(z0 - 2, z0 + h + 2)))
+               for _ in range(2000)]
+    x, z = np.array(points).T
+    assert m.region_indices(x.reshape(80, 100), z.reshape(80, 100)).ravel().tolist() == [
+        m.region_index(px, pz) for px, pz in points]
+
+
+def test_batched_doorway_proofs_are_the_scalar_ones():
+    """``_through_doorways_batch`` (the sight recorder's doorway proofs, a region at a time in numpy) proves
+    exactly the segments ``_through_doorways`` proves, through one doorway or many: a missed proof would only
+    cost a walk, so the comparison with the walk above cannot see it. Random segments between two regions, and
+    segments aimed a hair either side of doorway ends and corners."""
+    m = load_map("skeld")
+    rng = random.Random(5)
+    ends = _doorway_and_wall_ends(m)
+    offsets = [0.0, 1e-13, -1e-13, 1e-4, -1e-4, 1e-3, -1e-3, 2e-3, -2e-3]
+    segments = []
+    while len(segments) < 12000:
+        ax, az = _floor_point(m, rng)
+        if len(segments) % 2:
+            bx, bz = _floor_point(m, rng)
+        else:
+            cx, cz = rng.choice(ends)
+            s = rng.uniform(1.05, 4)
+            bx, bz = ax + (cx + rng.choice(offsets) - ax) * s, az + (cz + rng.choice(offsets) - az) * s
+        ra, rb = m.region_index(ax, az), m.region_index(bx, bz)
+        if ra >= 0 and rb >= 0 and ra != rb:
+            segments.append((ax, az, bx, bz, ra, rb))
+    scalar = [m._through_doorways(*seg) for seg in segments]
+    cols = list(zip(*segments))
+    arrays = [np.array(c, dtype=np.float64) for c in cols[:4]]
+    arrays += [np.array(c, dtype=np.int64) for c in cols[4:]]
+    assert m._through_doorways_batch(*arrays).tolist() == scalar
+    neighbours = [{j for doors in sides for _, _, j in doors} for sides in m._doors]
+    hops = sum(ok and seg[5] not in neighbours[seg[4]] for ok, seg in zip(scalar, segments))
+    assert 300 < sum(scalar) < len(scalar) - 300 and hops > 50  # both answers, many times; many doorways too
+
+
 def _write(tmp_path, data) -> str:
     p = tmp_path / "bad.yaml"
     p.write_text(yaml.safe_dump(data))

@@ -95,6 +95,7 @@ class Mind:
     heard: dict[tuple[int, int], tuple[int, str, bool, frozenset[str]]] = field(default_factory=dict)
     # (meeting tick, line) -> (round, its accusation: "" none, "kill", "near" (strong) or "weak", it asked
     # for a vote, its acts (mau.env.speech.kinds)): others' speech
+    read: dict[int, int] = field(default_factory=dict)  # meeting tick -> transcript lines already read
 
     def blend(self, round_: int, meeting: int | None = None) -> dict[str, float]:
         """How the table speaks, from the crewmates' statements of this round: the share that accused someone
@@ -134,7 +135,11 @@ class Mind:
         self.ev.observe(obs)
         m = obs.get("meeting")
         if m is not None:
-            for i, t in enumerate(m["transcript"]):
+            transcript = m["transcript"]
+            # lines already read are skipped (a transcript only grows; a line read once never changes)
+            for i in range(self.read.get(obs["tick"], 0), len(transcript)):
+                self.read[obs["tick"]] = i + 1
+                t = transcript[i]
                 # the crewmates' speech only: my teammates' is no model of how crewmates talk
                 if (
                     t["speaker"] != self.me

@@ -309,16 +309,22 @@ class GameMap:
         return False
 
     def _door_tables(self) -> None:
-        """numpy copies of the boxes (a last dummy row for region -1) and of the doorways per region pair
-        (side, lo, hi; side -1: none), for the batched proofs."""
+        """numpy copies for the batched lookups: the region grid flat, the boxes (a last dummy row for region
+        -1) and each region's doorways per side (x+, x-, z+, z-) as rows of ``lo + DOOR_MARGIN``,
+        ``hi - DOOR_MARGIN`` and the neighbour (padding: an empty span, lo inf and hi -inf). The margins added
+        here are the same IEEE sums ``_through_doorways`` makes at each test."""
         n = len(self.regions)
         self._box_array = np.array(self._boxes + [(0.0, 0.0, 0.0, 0.0)])
-        self._door_side = np.full((n + 1, n + 1), -1, dtype=np.int64)
-        self._door_lo, self._door_hi = np.zeros((n + 1, n + 1)), np.zeros((n + 1, n + 1))
+        self._grid_flat = self.region_grid.ravel().astype(np.int64)
+        width = max(1, max(len(doors) for sides in self._doors for doors in sides))
+        self._door_lo = np.full((n, 4, width), np.inf)
+        self._door_hi = np.full((n, 4, width), -np.inf)
+        self._door_next = np.zeros((n, 4, width), dtype=np.int64)
         for i, sides in enumerate(self._doors):
             for s, doors in enumerate(sides):
-                for lo, hi, j in doors:
-                    self._door_side[i, j], self._door_lo[i, j], self._door_hi[i, j] = s, lo, hi
+                for d, (lo, hi, j) in enumerate(doors):
+                    self._door_lo[i, s, d], self._door_hi[i, s, d] = lo + DOOR_MARGIN, hi - DOOR_MARGIN
+                    self._door_next[i, s, d] = j
 
     def _find_doors(self) -> list[list[list[tuple[float, float, int]]]]:
         """Per region, per side (x+, x-, z+, z-): (lo, hi, neighbour) for each edge shared with a neighbour,
@@ -344,53 +350,69 @@ class GameMap:
         ix = np.floor(x) - self.origin[0]
         iz = np.floor(z) - self.origin[1]
         inside = (ix >= 0) & (ix < self.size[0]) & (iz >= 0) & (iz < self._sz)
-        out = np.full(x.shape, -1, dtype=np.int64)
-        out[inside] = self.region_grid[ix[inside].astype(np.int64), iz[inside].astype(np.int64)]
-        return out
+        # whole numbers in float64: the flat cell index is exact; points outside read cell 0, then -1
+        cell = np.where(inside, ix * self._sz + iz, 0.0).astype(np.int64)
+        return np.where(inside, self._grid_flat[cell], -1)
 
     def lines_of_sight_across(self, ax: np.ndarray, az: np.ndarray, bx: np.ndarray, bz: np.ndarray,
                               ra: np.ndarray, rb: np.ndarray) -> np.ndarray:
-        """``line_of_sight_across`` of each segment (1-D arrays): ``_wall_beyond`` of both ends in numpy (the
-        same IEEE arithmetic, so the same answers), the cell walk in Python for the segments it leaves."""
+        """``line_of_sight_across`` of each segment (1-D arrays): ``_wall_beyond`` of both ends and
+        ``_through_doorways`` in numpy with the scalar code's IEEE arithmetic (so the same answers), then the
+        cell walk for the segments neither proves."""
         m = len(ax)
         cat = np.concatenate
         both = self._walls_beyond(cat([ax, bx]), cat([az, bz]), cat([bx, ax]), cat([bz, az]), cat([ra, rb]))
-        blocked = both[:m] | both[m:]
-        out = ~blocked
-        rest = np.flatnonzero(out & ~self._through_one_doorway(ax, az, bx, bz, ra, rb))
-        walk, doorways = self.line_of_sight_across, self._through_doorways
-        known: dict[tuple[float, float, float, float], bool] = {}  # players standing still ask again
-        for e, x0, z0, x1, z1, r0, r1 in zip(rest.tolist(), ax[rest].tolist(), az[rest].tolist(),
-                                             bx[rest].tolist(), bz[rest].tolist(), ra[rest].tolist(),
-                                             rb[rest].tolist()):
-            key = (x0, z0, x1, z1)
-            clear = known.get(key)
-            if clear is None:
-                clear = (r0 >= 0 <= r1 and doorways(x0, z0, x1, z1, r0, r1)) or walk(x0, z0, x1, z1)
-                known[key] = clear
-            out[e] = clear
+        out = ~(both[:m] | both[m:])
+        proven = np.zeros(m, dtype=bool)
+        todo = np.flatnonzero(out & (ra >= 0) & (rb >= 0))
+        if len(todo):
+            proven[todo] = self._through_doorways_batch(ax[todo], az[todo], bx[todo], bz[todo], ra[todo],
+                                                        rb[todo])
+        # the cell walk in Python: a few hundred segments a match, each a few dozen cells (numpy's per-call
+        # cost made a vectorised walk, a call per cell step, no cheaper)
+        walk = self.line_of_sight_across  # no regions given: the walk alone
+        rest = np.flatnonzero(out & ~proven)
+        for e, x0, z0, x1, z1 in zip(rest.tolist(), ax[rest].tolist(), az[rest].tolist(), bx[rest].tolist(),
+                                     bz[rest].tolist()):
+            out[e] = walk(x0, z0, x1, z1)
         return out
 
-    def _through_one_doorway(self, ax: np.ndarray, az: np.ndarray, bx: np.ndarray, bz: np.ndarray,
-                             ra: np.ndarray, rb: np.ndarray) -> np.ndarray:
-        """``_through_doorways`` of each segment whose regions share a doorway, in numpy: True when the
-        segment leaves ``ra`` through that doorway (then it is in ``rb``); False: no proof here."""
-        side = self._door_side[ra, rb]
-        ax0, ax1, az0, az1 = self._box_array[ra].T
-        bx0, bx1, bz0, bz1 = self._box_array[rb].T
-        m = INSIDE_MARGIN
-        ok = ((side >= 0) & (ax0 + m <= ax) & (ax <= ax1 - m) & (az0 + m <= az) & (az <= az1 - m)
+    def _through_doorways_batch(self, ax: np.ndarray, az: np.ndarray, bx: np.ndarray, bz: np.ndarray,
+                                ra: np.ndarray, rb: np.ndarray) -> np.ndarray:
+        """``_through_doorways`` of each segment (``ra``, ``rb`` >= 0): the same tests, a region at a time for
+        all segments still on their way (those that reach ``rb`` or fail drop out)."""
+        box, m = self._box_array, INSIDE_MARGIN
+        ax0, ax1, az0, az1 = box[ra].T
+        bx0, bx1, bz0, bz1 = box[rb].T
+        ok = ((ax0 + m <= ax) & (ax <= ax1 - m) & (az0 + m <= az) & (az <= az1 - m)
               & (bx0 + m <= bx) & (bx <= bx1 - m) & (bz0 + m <= bz) & (bz <= bz1 - m))
-        dx, dz = bx - ax, bz - az
+        out = np.zeros(len(ax), dtype=bool)
+        live = np.flatnonzero(ok)  # the segments on their way, in region r
+        ax, az, r, rb = ax[live], az[live], ra[live], rb[live]
+        dx, dz = bx[live] - ax, bz[live] - az
         inf = float("inf")
-        with np.errstate(divide="ignore", invalid="ignore"):
-            tx = np.where(dx > 0, (ax1 - ax) / dx, np.where(dx < 0, (ax0 - ax) / dx, inf))
-            tz = np.where(dz > 0, (az1 - az) / dz, np.where(dz < 0, (az0 - az) / dz, inf))
-            by_x, by_z = tx < tz, tz < tx
-            exit_side = np.where(by_x, np.where(dx > 0, 0, 1), np.where(by_z, np.where(dz > 0, 2, 3), -1))
-            along = np.where(by_x, az + tx * dz, ax + tz * dx)
-        return (ok & (exit_side == side) & (self._door_lo[ra, rb] + DOOR_MARGIN <= along)
-                & (along <= self._door_hi[ra, rb] - DOOR_MARGIN))
+        for _ in range(len(self._boxes)):
+            arrived = r == rb
+            out[live[arrived]] = True
+            go = np.flatnonzero(~arrived)
+            if not len(go):
+                break
+            live, ax, az, dx, dz, r, rb = live[go], ax[go], az[go], dx[go], dz[go], r[go], rb[go]
+            x0, x1, z0, z1 = box[r].T
+            with np.errstate(divide="ignore", invalid="ignore"):
+                tx = np.where(dx > 0, (x1 - ax) / dx, np.where(dx < 0, (x0 - ax) / dx, inf))
+                tz = np.where(dz > 0, (z1 - az) / dz, np.where(dz < 0, (z0 - az) / dz, inf))
+                by_x = tx < tz
+                side = np.where(by_x, np.where(dx > 0, 0, 1), np.where(dz > 0, 2, 3))
+                along = np.where(by_x, az + tx * dz, ax + tz * dx)[:, None]
+            # the doorway it leaves by (at most one matches: a side's doorways do not overlap); through a
+            # corner (tx == tz) proves nothing
+            hit = (self._door_lo[r, side] <= along) & (along <= self._door_hi[r, side])
+            door = hit.argmax(axis=1)
+            on = np.flatnonzero(hit[np.arange(len(r)), door] & (by_x | (tz < tx)))
+            live, ax, az, dx, dz, rb = live[on], ax[on], az[on], dx[on], dz[on], rb[on]
+            r = self._door_next[r[on], side[on], door[on]]
+        return out
 
     def _walls_beyond(self, ax: np.ndarray, az: np.ndarray, bx: np.ndarray, bz: np.ndarray,
                       r: np.ndarray) -> np.ndarray:

@@ -161,6 +161,7 @@ class ScriptedBrain:
         self._checked: set[str] = set()  # players I went to look at (lying still: maybe dead)
         self._goto: str | None = None  # where I go to look
         self._posterior_cache: tuple[Any, dict[str, float]] = (None, {})
+        self._memo = infer.PosteriorMemo()  # the model's factors of my evidence items, computed once each
         self._said: list[Act] = []  # the acts of my last speech
         # Structured claims (world.claims.mode structured): made by a speaker of their own
         # (mau.claims.speaker) that reads the same observations; None when claims are off. In free mode the
@@ -216,9 +217,8 @@ class ScriptedBrain:
         key = (self.ev.version, tuple(candidates))
         if self._posterior_cache[0] != key:
             items = [it for it in self.ev.items() if self._attends(it)]
-            bel = infer.beliefs(self.name, self.ev.roster, candidates, self.n_imposters, items, self.params)[
-                0
-            ]
+            bel = infer.beliefs(self.name, self.ev.roster, candidates, self.n_imposters, items, self.params,
+                                self._memo)[0]
             self._posterior_cache = (key, bel)
         return dict(self._posterior_cache[1])
 
@@ -245,8 +245,11 @@ class ScriptedBrain:
     def _alive_others(self, obs: dict[str, Any]) -> list[str]:
         if obs.get("meeting"):
             return [n for n in obs["meeting"]["alive_players"] if n != self.name]
-        gone = set(obs["known_dead"]) | {e["name"] for e in obs["ejections"]}
-        return [p["name"] for p in obs["roster"] if p["name"] != self.name and p["name"] not in gone]
+        gone = set(obs["known_dead"])
+        for e in obs["ejections"]:
+            gone.add(e["name"])
+        gone.add(self.name)
+        return [n for n in (p["name"] for p in obs["roster"]) if n not in gone]
 
     def _saw_kill_of(self, name: str) -> dict[str, Any] | None:
         return next((k for k in (self.ev.kills_seen if self.ev else []) if k["killer"] == name), None)
@@ -262,9 +265,10 @@ class ScriptedBrain:
             return []
         bel = self.beliefs(alive)
         seen = [k["killer"] for k in (self.ev.kills_seen if self.ev else []) if k["killer"] in alive]
-        strong = [
-            n for n, p in sorted(bel.items(), key=lambda kv: (-kv[1], kv[0])) if p >= self.t.emergency_at
-        ]
+        # the players at my emergency level, most suspected first (filtered before the sort: same order)
+        at = self.t.emergency_at
+        strong = [n for n, _ in sorted(((n, p) for n, p in bel.items() if p >= at),
+                                       key=lambda kv: (-kv[1], kv[0]))]
         return list(dict.fromkeys(seen + strong))
 
     def top_suspect(self, candidates: list[str], threshold: float = 0.3) -> str | None:
@@ -293,10 +297,12 @@ class ScriptedBrain:
             detail = f"I see {', '.join(seen)}." if seen else "Nobody in sight."
         return {"players_seen": seen, "detail": detail, "suspect": NONE}
 
-    def emergency(self, obs: dict[str, Any]) -> bool:
+    def emergency(self, obs: dict[str, Any], live: list[str] | None = None) -> bool:
+        """Whether I press the button now; ``live``: ``live_known(obs)`` when the caller has it already."""
         if self.t.emergency_at > 1:
             return False
-        live = self.live_known(obs)
+        if live is None:
+            live = self.live_known(obs)
         if live and obs["button_lock_ticks"] == 0 and live[0] not in self.called_for:
             self.called_for.add(live[0])
             return True
@@ -637,7 +643,7 @@ class ScriptedPolicy(ScriptedBrain):
             return Action("report", target=target)
         live = self.live_known(obs)
         if live:
-            if self.emergency(obs):
+            if self.emergency(obs, live):
                 return Action("button")
             close = [p for p in obs["players_in_view"] if p["name"] in live and p["distance"] < 8]
             if close:

@@ -8,7 +8,6 @@ speaker could have seen what it claims. Both worlds record it: the sim and minec
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import numpy as np
@@ -41,12 +40,18 @@ class SightRecorder:
         self.names: list[str] = []
         self.place: list[int] = []  # each seat's place at the last line (_NO_PLACE: none, _UNSET: none yet)
         self.view: set[tuple[int, int]] = set()  # (viewer seat, seen seat) at the last line
-        self._pending: list[tuple[int, bool, list[tuple[float, float, float, bool]]]] = []
+        # the samples not yet turned into lines: their ticks, which were after a meeting, and their poses as
+        # one flat list (x, z, yaw, active of each seat, sample after sample): no object per sample or player
+        # outlives a record() call, so ~920 samples a match leave the garbage collector nothing to scan;
+        # active as 1.0 / 0.0, as numpy reads Python floats several times faster than bools
+        self._ticks: list[int] = []
+        self._after_meeting: set[int] = set()
+        self._poses: list[float] = []
 
     @property
     def lines(self) -> list[dict[str, Any]]:
         """Every line so far (the samples not yet turned into lines are, first)."""
-        if self._pending:
+        if self._ticks:
             self.flush()
         return self._lines
 
@@ -60,45 +65,47 @@ class SightRecorder:
                 {F.SIGHTS_VERSION_FIELD: F.SIGHTS_VERSION, F.SIGHT_PLAYERS: self.names,
                  F.SIGHT_PLACE_NAMES: self.places}
             )
-        self._pending.append(
-            (state.tick, after_meeting, [(p.x, p.z, p.yaw, p.alive and not p.ejected) for p in state.players])
-        )
+        if after_meeting:
+            self._after_meeting.add(len(self._ticks))
+        self._ticks.append(state.tick)
+        extend = self._poses.extend
+        for p in state.players:
+            extend((p.x, p.z, p.yaw, 1.0 if p.alive and not p.ejected else 0.0))
 
     def flush(self) -> None:
         """Turn the pending samples into lines: one for each sample where a place or a view pair changed."""
-        pending, self._pending = self._pending, []
-        if not pending:
+        ticks, after_meeting = self._ticks, self._after_meeting
+        if not ticks:
             return
         n = len(self.names)
-        chain = itertools.chain.from_iterable
-        poses = np.fromiter(chain(chain(sample[2] for sample in pending)), dtype=np.float64,
-                            count=len(pending) * n * 4).reshape(len(pending), n, 4)  # x, z, yaw, active
-        x, z, yaw, active = poses[..., 0], poses[..., 1], poses[..., 2], poses[..., 3] > 0
+        poses = np.fromiter(self._poses, dtype=np.float64, count=len(self._poses)).reshape(len(ticks), n, 4)
+        self._ticks, self._after_meeting, self._poses = [], set(), []
+        x, z, yaw, active = poses[..., 0], poses[..., 1], poses[..., 2], poses[..., 3] > 0  # K x N each
         regions = self.map.region_indices(x, z)
         place = np.concatenate(
             [np.asarray([self.place]), np.where(active, np.asarray(self._region_place)[regions], _NO_PLACE)])
-        view = np.zeros((len(pending) + 1, n, n), dtype=bool)  # the last line's view, then each sample's
+        view = np.zeros((len(ticks) + 1, n, n), dtype=bool)  # the last line's view, then each sample's
         for i, j in self.view:
             view[0, i, j] = True
         view[1:] = self.vision.views_batch(x, z, yaw, active, regions)
         # the changes, in the order of the lines: by sample, then seat (row-major nonzero)
         lines: dict[int, dict[str, Any]] = {}
 
-        def line(k: int) -> dict[str, Any]:
-            if k not in lines:
-                tick, after_meeting, _ = pending[k]
-                lines[k] = {F.SIGHT_TICK: tick, F.SIGHT_AFTER_MEETING: True} if after_meeting else {
-                    F.SIGHT_TICK: tick}
+        def new_line(k: int) -> dict[str, Any]:  # sample k's line, made at its first change
+            lines[k] = {F.SIGHT_TICK: ticks[k], F.SIGHT_AFTER_MEETING: True} if k in after_meeting else {
+                F.SIGHT_TICK: ticks[k]}
             return lines[k]
 
         pk, pi = np.nonzero(place[1:] != place[:-1])
         for k, i, w in zip(pk.tolist(), pi.tolist(), place[pk + 1, pi].tolist()):
-            line(k).setdefault(F.SIGHT_PLACES, []).append([i, None if w == _NO_PLACE else w])
+            entry = lines.get(k) or new_line(k)
+            entry.setdefault(F.SIGHT_PLACES, []).append([i, None if w == _NO_PLACE else w])
         now, was = view[1:], view[:-1]
         for field, diff in ((F.SIGHT_GAINED, now & ~was), (F.SIGHT_LOST, was & ~now)):
             dk, di, dj = np.nonzero(diff)
             for k, i, j in zip(dk.tolist(), di.tolist(), dj.tolist()):
-                line(k).setdefault(field, []).append([i, j])
+                entry = lines.get(k) or new_line(k)
+                entry.setdefault(field, []).append([i, j])
         self._lines.extend(lines[k] for k in sorted(lines))
         self.place = place[-1].tolist()
         self.view = {(i, j) for i, j in np.argwhere(view[-1]).tolist()}

@@ -93,6 +93,16 @@ def _matchers() -> list[tuple[str, re.Pattern[str]]]:
 
 def kinds(text: str) -> list[str]:
     """The acts of a scripted utterance, read back from its sentences (a sentence of no pool: nothing)."""
+    return list(_kinds(text)) if isinstance(text, str) else _read_kinds(text)
+
+
+@lru_cache(maxsize=4096)
+def _kinds(text: str) -> tuple[str, ...]:
+    """``kinds`` of a text, kept: every imposter at the table reads the same utterance."""
+    return tuple(_read_kinds(text))
+
+
+def _read_kinds(text: str | None) -> list[str]:
     out = []
     for sentence in re.findall(r".+?[.!?](?=\s|$)", text or ""):
         sentence = sentence.strip()

@@ -97,7 +97,9 @@ class EvidenceLog:
         self.votes: list[dict[str, Any]] = []  # {meeting, voter, target}
         self._voted: set[int] = set()  # the meetings whose votes are in self.votes
         self.meetings: list[dict[str, Any]] = []  # {n, caller, reason, body}
-        self._heard: set[tuple[int, int]] = set()  # (meeting, transcript index) taken in
+        # meeting -> how many of its transcript lines are taken in: each observation takes in every line it
+        # shows, and a transcript only grows, so the lines taken in are always its first ones
+        self._heard: dict[int, int] = {}
         self._meeting_tick = -1
         self.mode = "privileged"
         # privileged state's list is the paper's radar (a dead player listed where it fell)
@@ -133,13 +135,15 @@ class EvidenceLog:
                     )
                     self._learn_death(b["victim"], tick, None)
         for v in obs["known_dead"]:
-            self._learn_death(v, tick, None)
+            if v not in self.deaths:  # (_learn_death's own test, here: most steps know no new death)
+                self._learn_death(v, tick, None)
         for e in obs["ejections"]:
             if e["name"] not in self.ejected:
                 self.ejected[e["name"]] = e["role"]
                 self.version += 1
         for m in obs.get("meetings_public") or []:
-            self._public_meeting(m)
+            if m["n"] not in self._voted:  # (_public_meeting's own test, here)
+                self._public_meeting(m)
         if obs.get("meeting") is not None:
             self._meeting(obs, obs["meeting"])
 
@@ -165,17 +169,16 @@ class EvidenceLog:
             if m["reason"] == "report" and m["body"] in self.deaths:
                 self.deaths[m["body"]].reporter = m["caller"]
                 self._fill_window(self.deaths[m["body"]])
-        for i, t in enumerate(m["transcript"]):
-            if (n, i) in self._heard:
-                continue
-            self._heard.add((n, i))
+        transcript = m["transcript"]
+        for i in range(self._heard.get(n, 0), len(transcript)):
+            self._heard[n] = i + 1
+            t = transcript[i]
             if t["speaker"] == self.me:
                 continue
             for target, strength in accusations(t["text"], t["speaker"], self.roster).items():
                 # once per (meeting, speaker, target), the strongest: a speaker who says it again in the next
                 # round adds no evidence
-                same = next((a for a in self.accused if (a["meeting"], a["speaker"], a["target"])
-                             == (n, t["speaker"], target)), None)
+                same = self._accusation(n, t["speaker"], target)
                 if same is not None:
                     if strength == STRONG and same["strength"] != STRONG:
                         same["strength"] = STRONG
@@ -186,6 +189,16 @@ class EvidenceLog:
                                      "strength": strength})
             for c in t.get("claims") or []:
                 self._claim(n, t["speaker"], c)
+
+    def _accusation(self, meeting: int, speaker: str, target: str) -> dict[str, Any] | None:
+        """The accusation already taken in of (meeting, speaker, target), or None. Only the latest meeting's
+        are looked at, from the end: ``_meeting`` appends them in meeting order, once per key."""
+        for a in reversed(self.accused):
+            if a["meeting"] != meeting:
+                return None
+            if a["speaker"] == speaker and a["target"] == target:
+                return a
+        return None
 
     def _claim(self, meeting: int, speaker: str, c: dict[str, Any]) -> None:
         """A heard claim that places a player (``PLACED_KINDS``): checked against my sightings, and against

@@ -28,6 +28,8 @@ the command and the run it came from).
 from __future__ import annotations
 
 import math
+import operator
+from functools import reduce
 from itertools import combinations
 from typing import Any
 
@@ -204,15 +206,146 @@ def posterior(others: list[str], k: int, items: list[dict[str, Any]],
     return {h: x / total for h, x in zip(hyps, w)}, True
 
 
+# The largest factor a memo column keeps: a sum of such factors cannot overflow to -inf (that would take
+# 10^8 items), so a hypothesis is ruled out exactly when a -inf factor is added, as posterior sees it.
+BIG = 1e300
+
+
+class PosteriorMemo:
+    """``posterior`` and ``beliefs`` for one reader that asks again and again as its evidence grows (a
+    scripted crewmate): each item's log factors over the hypotheses (its column: ``log_factor`` of each
+    hypothesis) are computed once and kept, keyed by the item's fields, and each player's hypotheses are
+    listed once. Each
+    hypothesis still sums the same factors in the same order, and each marginal the same weights in the same
+    order, so the answers equal ``posterior``'s and ``beliefs``' bit for bit (tests/test_infer.py compares
+    them). Plain data (deep-copyable with its owner); a change of the parameters clears it."""
+
+    def __init__(self) -> None:
+        self._params: tuple[float, ...] | None = None
+        # (others, k) -> the hypotheses, and each player's indices among them (in order)
+        self._hyps: dict[tuple[tuple[str, ...], int], tuple[list[frozenset[str]], dict[str, list[int]]]] = {}
+        # (others, k) -> item key -> its column over those hypotheses
+        self._cols: dict[tuple[tuple[str, ...], int], dict[Any, list[float]]] = {}
+
+    def posterior(self, others: list[str], k: int, items: list[dict[str, Any]],
+                  p: Params) -> tuple[dict[frozenset[str], float], bool]:
+        """``posterior(others, k, items, p)``."""
+        hyps, _, w, ok = self._weights(others, k, items, p)
+        return dict(zip(hyps, w)), ok
+
+    def beliefs(self, others: list[str], candidates: list[str], k: int, items: list[dict[str, Any]],
+                p: Params) -> tuple[dict[str, float], bool]:
+        """``beliefs`` of the reader whose other players are ``others``."""
+        _, members, w, ok = self._weights(others, k, items, p)
+        # marginals(): each candidate's weights summed in the hypotheses' order (sum of none: the int 0)
+        return {n: round(sum([w[i] for i in members.get(n, ())]), 6) for n in candidates}, ok
+
+    def _weights(self, others: list[str], k: int, items: list[dict[str, Any]],
+                 p: Params) -> tuple[list[frozenset[str]], dict[str, list[int]], list[float], bool]:
+        """(hypotheses, each player's indices among them, posterior's weight of each, consistent)."""
+        vec = tuple(vars(p).values())  # the parameters' values (p.vector(), without pydantic's lookups)
+        if vec != self._params:
+            self._params, self._cols = vec, {}
+        where = (tuple(others), k)
+        if where not in self._hyps:
+            hs = hypotheses(others, k)
+            self._hyps[where] = hs, {n: [i for i, h in enumerate(hs) if n in h] for n in others}
+        hyps, members = self._hyps[where]
+        cols = self._cols.setdefault(where, {})
+        # The items whose columns are kept, up to the first that is not: each hypothesis's sum of their
+        # factors in item order, as posterior adds them (0.0, then + each: reduce with operator.add is that
+        # loop in C). A hypothesis posterior rules out on the way stops there at -inf; here it reads on, and
+        # -inf + f stays -inf for every kept factor f (finite, at most BIG, or -inf).
+        kept = []
+        for it in items:
+            col = _column(it, hyps, p, cols)
+            if col is None:
+                break
+            kept.append(col)
+        if kept:
+            logw = [reduce(operator.add, row, 0.0) for row in zip(*kept)]
+        else:
+            logw = [0.0] * len(hyps)
+        live = [i for i, s in enumerate(logw) if s != -math.inf]
+        for it in items[len(kept):]:  # from an item not kept on (malformed evidence): item by item
+            if not live:
+                break  # every hypothesis is ruled out: posterior reads no further item (nor raises on one)
+            col = _column(it, hyps, p, cols)
+            for i in live:
+                logw[i] += log_factor(it, hyps[i], p) if col is None else col[i]
+            live = [i for i in live if logw[i] != -math.inf]
+        top = max(logw)
+        if top == -math.inf:
+            return hyps, members, [1.0 / len(hyps)] * len(hyps), False
+        w = [math.exp(x - top) for x in logw]
+        total = sum(w)
+        return hyps, members, [x / total for x in w], True
+
+
+def _column(it: dict[str, Any], hyps: list[frozenset[str]], p: Params,
+            cols: dict[Any, list[float]]) -> list[float] | None:
+    """The item's log factors over ``hyps``, from ``cols`` or computed and kept there; None for an item not
+    kept: one whose factors cannot all be computed, or include +inf, nan or a number beyond ``BIG``
+    (``log_factor`` then decides hypothesis by hypothesis, raising only where ``posterior`` would), or whose
+    key would not pin them."""
+    try:
+        key = _memo_key(it)
+        if key is None:
+            return None
+        col = cols.get(key)
+        if col is None:
+            col = _factors(it, hyps, p)
+            if not all(-BIG <= f <= BIG or f == -math.inf for f in col):
+                return None
+            cols[key] = col
+        return col
+    except Exception:  # noqa: BLE001 - see above: the reference path raises as posterior does
+        return None
+
+
+def _factors(it: dict[str, Any], hyps: list[frozenset[str]], p: Params) -> list[float]:
+    """``log_factor(it, h, p)`` for each h. Every kind but a death depends on h only through whether h holds
+    the item's player and its target: ``log_factor`` is called once per such case, at its first h."""
+    if it["k"] == E.DEATH:
+        return [log_factor(it, h, p) for h in hyps]
+    a, b = it.get("p"), it.get("target")
+    cases: dict[tuple[bool, bool], float] = {}
+    out = []
+    for h in hyps:
+        case = (a in h, b in h)
+        f = cases.get(case)
+        if f is None:
+            f = cases[case] = log_factor(it, h, p)
+        out.append(f)
+    return out
+
+
+def _memo_key(it: dict[str, Any]) -> Any:
+    """A hashable key that pins ``log_factor`` of an item: its fields (equal fields, equal factors); a death,
+    its bins as tuples when they are plain lists of ints (else None: not kept)."""
+    if it["k"] != E.DEATH:
+        return tuple(it.items())
+    bins = it["bins"]
+    if type(bins) is not dict or not all(
+        type(row) is list and all(type(b) is int for b in row) for row in bins.values()
+    ):
+        return None
+    return E.DEATH, bool(it.get("uniform")), tuple((m, tuple(row)) for m, row in bins.items())
+
+
 def marginals(post: dict[frozenset[str], float], players: list[str]) -> dict[str, float]:
     """P(imposter) of each player: the posterior mass of the hypotheses that contain it."""
     return {n: sum(w for h, w in post.items() if n in h) for n in players}
 
 
 def beliefs(me: str, roster: list[str], candidates: list[str], k: int, items: list[dict[str, Any]],
-            p: Params) -> tuple[dict[str, float], bool]:
-    """P(imposter) of each candidate (the players ``me`` believes alive) and consistency."""
-    post, ok = posterior([n for n in roster if n != me], k, items, p)
+            p: Params, memo: PosteriorMemo | None = None) -> tuple[dict[str, float], bool]:
+    """P(imposter) of each candidate (the players ``me`` believes alive) and consistency; ``memo``: the
+    reader's ``PosteriorMemo`` (the same answer, sooner)."""
+    others = [n for n in roster if n != me]
+    if memo is not None:
+        return memo.beliefs(others, candidates, k, items, p)
+    post, ok = posterior(others, k, items, p)
     return {n: round(v, 6) for n, v in marginals(post, candidates).items()}, ok
 
 
