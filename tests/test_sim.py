@@ -284,3 +284,46 @@ def test_a_mission_completed_mid_step_ends_the_match_at_that_substep(world):
     world.step({})  # the first sub-step finds nothing to end; the second completes the mission
     assert world.state.outcome == MISSION_WIN
     assert world.state.tick == 2 * sub
+
+
+def test_observation_frame_cache_equals_a_fresh_frame_and_is_never_stale():
+    """observe reads the players through a frame shared by the observations of one moment (kept on the
+    vision): over played steps, after a restore and after players moved or died by hand at the same step,
+    every observation equals one built from a fresh frame, and changing an observation changes no other."""
+    w = make_world()
+    w.reset(3)
+    pols = {p.name: ScriptedPolicy(p.name, w.map, 3) for p in w.cfg.players}
+
+    def both(name: str) -> dict:
+        cached = w.observe(name)
+        w.vision.frame = None  # the plain computation: a frame built for this observation alone
+        assert w.observe(name) == cached
+        return cached
+
+    snap = None
+    for k in range(60):
+        st = w.state
+        if st.phase == "ended":
+            break
+        obs = {p.name: both(p.name) for p in st.players}
+        obs[st.players[0].name]["roster"][0]["name"] = "changed"  # an agent may change its own observation
+        obs[st.players[0].name]["position"].append(0)
+        assert both(st.players[1].name)["roster"][0]["name"] == st.players[0].name
+        if k == 20:
+            snap = w.snapshot()
+        w.step({p.name: pols[p.name].act(obs[p.name]) for p in st.players if p.active})
+    w.restore(snap)
+    for p in w.state.players:
+        both(p.name)
+    # moved, turned and killed by hand, no step between: the next observation sees it
+    park_everyone(w)
+    a, b = [p for p in w.state.players if p.active][:2]
+    place(w, a.name, 84.5, 72.5, yaw_deg=0)
+    place(w, b.name, 86.5, 72.5)
+    assert b.name in [q["name"] for q in both(a.name)["players_in_view"]]
+    place(w, a.name, 84.5, 72.5, yaw_deg=180)  # turned away
+    assert b.name not in [q["name"] for q in both(a.name)["players_in_view"]]
+    assert both(a.name)["yaw_deg"] == 180.0
+    place(w, a.name, 84.5, 72.5, yaw_deg=0)
+    b.alive = False
+    assert b.name not in [q["name"] for q in both(a.name)["players_in_view"]]

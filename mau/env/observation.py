@@ -78,12 +78,70 @@ def _station_points(gmap: Any) -> list[tuple[float, ...]]:
     return [tuple(_r(c) for c in point) for point in gmap.stations]
 
 
-def _line(t: dict[str, Any]) -> dict[str, Any]:
-    """A transcript line, copied (its claims too: an agent may change its observation, never the world's)."""
-    line = dict(t)
-    if F.CLAIMS in line:
-        line[F.CLAIMS] = [dict(c, near=list(c["near"])) if "near" in c else dict(c) for c in line[F.CLAIMS]]
-    return line
+@lru_cache(maxsize=8)
+def _stations(gmap: Any) -> list[tuple[str, tuple[float, ...]]]:
+    """Each station's room and position as observations write them."""
+    return list(zip(gmap.station_rooms, _station_points(gmap)))
+
+
+def _frame_key(players: list[PlayerState]) -> list[tuple[Any, ...]]:
+    """Everything of the players that ``Frame`` reads: two equal keys give equal frames."""
+    return [(p.name, p.color, p.x, p.z, p.yaw, p.alive, p.ejected) for p in players]
+
+
+class Frame:
+    """What the observations of one moment share, computed once: every observation of a step reads the same
+    players (each agent's own observation still builds fresh containers from it).
+
+    A pure function of ``key`` (``_frame_key``: every player's name, colour, position, yaw and life) and of
+    the world's map and vision, which never change: it holds values only, never a ``PlayerState``, so an equal
+    key after a reset, a restore or a test that moved a player by hand reuses it rightly, and any change to
+    what it reads gives another key."""
+
+    __slots__ = ("key", "roster", "active", "at", "seen")
+
+    def __init__(self, players: list[PlayerState], key: list[tuple[Any, ...]], gmap: Any, vision: Any):
+        self.key = key
+        # public: names and colours only (the templates each observation copies)
+        self.roster = tuple({"name": p.name, "color": p.color} for p in players)
+        active = [p for p in players if p.alive and not p.ejected]  # PlayerState.active, read once
+        self.active = tuple(p.name for p in active)
+        # each player's x, z (rounded), yaw in degrees and place, as observations write them
+        self.at = {p.name: (_r(p.x), _r(p.z), round(math.degrees(p.yaw) % 360, 1), gmap.place_name(p.x, p.z))
+                   for p in players}
+        # each active player's players_in_view: (name, colour, x, z, distance, room) of those it sees, in seat
+        # order (vision.sees(me, p.x, p.z), as the sight recorder found it)
+        view, at = vision.view(active), self.at
+        self.seen = {
+            me.name: tuple(
+                (p.name, p.color, at[p.name][0], at[p.name][1], _r(math.hypot(p.x - me.x, p.z - me.z)),
+                 at[p.name][3])
+                for p in active if p is not me and (me.name, p.name) in view
+            )
+            for me in active
+        }
+
+
+def _frame(world: ObservedWorld) -> Frame:
+    """The frame of the world's players now: the last one while nothing it reads changed (kept on the world's
+    vision, which lives as long as the world and outlives its resets and restores)."""
+    players = world.state.players
+    key = _frame_key(players)
+    frame = world.vision.frame
+    if frame is None or frame.key != key:
+        frame = world.vision.frame = Frame(players, key, world.map, world.vision)
+    return frame
+
+
+def _transcript(transcript: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A meeting's transcript, copied (claims too: an agent may change its observation, never the world's).
+    Each line is copied in C (``dict.copy``); only lines with claims need a deeper copy."""
+    lines = list(map(dict.copy, transcript))
+    for line in lines:
+        if F.CLAIMS in line:
+            line[F.CLAIMS] = [dict(c, near=list(c["near"])) if "near" in c else dict(c)
+                              for c in line[F.CLAIMS]]
+    return lines
 
 
 def observe(world: ObservedWorld, name: str, mode: str = "ego") -> F.Observation:
@@ -91,28 +149,33 @@ def observe(world: ObservedWorld, name: str, mode: str = "ego") -> F.Observation
         raise ValueError(f"state mode {mode!r}: use one of {STATE_MODES}")
     st, cfg, gmap, vision = world.state, world.cfg, world.map, world.vision
     me = st.player(name)
-    active = [p for p in st.players if p.alive and not p.ejected]  # PlayerState.active, read once
+    frame = _frame(world)
     me_active, imposter = me.alive and not me.ejected, me.is_imposter
     if me_active:
         me.sight = mode  # privileged sight also finds bodies around (the world's body sightings read it)
-    place = gmap.place_name(me.x, me.z)
+    x, z, yaw_deg, place = frame.at[name]
     obs: F.Observation = {
         "name": me.name, "color": me.color, "role": me.role, "alive": me_active, "state_mode": mode,
         "phase": st.phase, "step": st.step, "max_steps": cfg.max_steps, "tick": st.tick,
         "time_s": round(st.tick / TICKS_PER_SECOND, 2),
-        "position": [_r(me.x), gmap.floor_y, _r(me.z)], "yaw_deg": round(math.degrees(me.yaw) % 360, 1),
-        "room": place,
-        "roster": [{"name": p.name, "color": p.color} for p in st.players],  # public: names and colours only
+        "position": [x, gmap.floor_y, z], "yaw_deg": yaw_deg, "room": place,
+        "roster": list(map(dict.copy, frame.roster)),  # public: names and colours only
         "n_imposters": cfg.num_imposters,  # public: the rules say how many imposters there are
         "walk_speed": cfg.walk_speed, "view_distance": cfg.ego_view_distance,  # public: the rules of movement
     }
+    stations = _stations(gmap)
     if imposter:
         obs["teammates"] = [p.name for p in st.players if p.is_imposter and p is not me]
         obs["kill_cooldown_ticks"] = me.kill_cooldown
-    key = "fake_missions" if imposter else "missions"
-    rooms, points, crew = gmap.station_rooms, _station_points(gmap), not imposter
-    obs[key] = [{"station": s, "room": rooms[s], "position": list(points[s]), "done": bool(done) and crew}
-                for s, done in zip(me.missions, me.missions_done)]
+        obs["fake_missions"] = [  # a fake mission is never done
+            {"station": s, "room": stations[s][0], "position": [*stations[s][1]], "done": False}
+            for s, _ in zip(me.missions, me.missions_done)
+        ]
+    else:
+        obs["missions"] = [
+            {"station": s, "room": stations[s][0], "position": [*stations[s][1]], "done": bool(done)}
+            for s, done in zip(me.missions, me.missions_done)
+        ]
     obs["holding_station"] = me.holding_station
     obs["holding_ticks"] = me.holding_ticks
     obs["mission_hold_ticks"] = cfg.mission_hold_ticks
@@ -120,18 +183,8 @@ def observe(world: ObservedWorld, name: str, mode: str = "ego") -> F.Observation
     obs["button_lock_ticks"] = world.rules.button_lock_left(st)
     obs["at_button"] = math.hypot(me.x - bx, me.z - bz) <= cfg.button_range
 
-    seen = []
-    view = vision.view(active) if me_active else ()
-    for p in active:
-        if p is me:
-            continue
-        if (me.name, p.name) in view:  # vision.sees(me, p.x, p.z), as the sight recorder found it
-            seen.append(
-                {
-                    "name": p.name, "color": p.color, "position": [_r(p.x), _r(p.z)],
-                    "distance": _r(math.hypot(p.x - me.x, p.z - me.z)), "room": gmap.place_name(p.x, p.z),
-                }
-            )
+    seen = [{"name": n, "color": c, "position": [px, pz], "distance": d, "room": room}
+            for n, c, px, pz, d, room in frame.seen.get(name, ())] if me_active else []
     obs["players_in_view"] = seen
     if mode == "privileged":
         obs["players"] = _privileged_players(world, me, {q["name"] for q in seen})
@@ -145,15 +198,19 @@ def observe(world: ObservedWorld, name: str, mode: str = "ego") -> F.Observation
                            "distance": _r(math.hypot(b.x - me.x, b.z - me.z)), "room": b.room})
     obs["bodies_in_view"] = bodies
     obs["reportable_bodies"] = [b.victim for b in world.rules.bodies_in_range(st, me)
-                                if b.victim in me.seen_bodies] if me_active else []
+                                if b.victim in me.seen_bodies] if me_active and st.bodies else []
     if imposter and me_active:
-        obs["in_kill_reach"] = [p.name for p in active if not p.is_imposter
+        obs["in_kill_reach"] = [p.name for p in st.players if p.alive and not p.ejected and not p.is_imposter
                                 and math.hypot(p.x - me.x, p.z - me.z) <= cfg.kill_reach]
-    known_dead = list(st.public_dead) + [v for v in me.seen_bodies if v not in st.public_dead]
+    # (each list below built only when not empty: a comprehension costs a call even over nothing)
+    known_dead = list(st.public_dead)
+    if me.seen_bodies:
+        known_dead += [v for v in me.seen_bodies if v not in st.public_dead]
     obs["known_dead"] = known_dead
-    obs["ejections"] = [{"name": e["name"], "role": e["role"]} for e in st.ejections]
+    obs["ejections"] = [{"name": e["name"], "role": e["role"]} for e in st.ejections] if st.ejections else []
     # Every finished meeting as everyone saw it: who called it and why, each vote, the ejection.
-    obs["meetings_public"] = [dict(m, votes=dict(m["votes"])) for m in st.meeting_log]
+    log = st.meeting_log
+    obs["meetings_public"] = [dict(m, votes=dict(m["votes"])) for m in log] if log else []
     # Who killed whom is perceived through the frames only; in words only as a documented ablation.
     obs["witnessed_kills"] = [dict(w) for w in me.witnessed] if world.config.observation.witness_text else []
     last = world.last_results.get(name)
@@ -167,8 +224,8 @@ def observe(world: ObservedWorld, name: str, mode: str = "ego") -> F.Observation
             "rounds": cfg.meeting_rounds, "order": list(m.order),
             "speaker": m.speaker if st.phase == DISCUSSION else None,
             "your_turn": st.phase == DISCUSSION and m.speaker == name,
-            "voting": st.phase == VOTING, "transcript": [_line(t) for t in m.transcript],
-            "alive_players": [p.name for p in active],
+            "voting": st.phase == VOTING, "transcript": _transcript(m.transcript),
+            "alive_players": list(frame.active),
         }
     else:
         obs["meeting"] = None
