@@ -171,3 +171,55 @@ def test_pairs_on_the_frustums_edge_are_decided_as_pairs_in_view():
     assert [{(i, j) for i, j in np.argwhere(view).tolist()} for view in got] == expected
     edge = sum((0, j) in e for e in expected for j in range(1, len(st.players)))
     assert 0 < edge < 7 * len(expected)  # some on the edge are in view, some not
+
+
+def test_the_frustum_test_without_atan2_decides_as_the_plain_expression():
+    """``frustum_test`` (the sight batch's frustum without atan2) decides a pair only as the plain expression
+    (``in_frustum``) does, on random pairs and on pairs a hair either side of the frustum's edge (1e-15 to
+    1e-5 rad), at distances from 1e-6 to the cap, headings past +-pi and 2 pi and up to ``YAW_LIMIT``, and
+    radii 0, 0.3 and 0.5; it leaves undecided only pairs within a few margins of the edge. Lowering the margin
+    to 0 (or dropping the radius from the reach) makes it fail."""
+    import math
+
+    import numpy as np
+
+    from mau.env.vision import FRUSTUM_MARGIN, YAW_LIMIT, frustum_margin, frustum_test, in_frustum
+
+    half = SimWorld().vision.half_fov
+    rng = random.Random(17)
+    cases = []  # (dx, dz, yaw, radius)
+    for _ in range(20000):
+        cases.append((rng.uniform(-40, 40), rng.uniform(-40, 40), rng.uniform(-7, 7),
+                      rng.choice([0.0, 0.3, 0.5])))
+    edge_offsets = [0.0] + [s * e for e in (1e-15, 1e-12, 1e-9, 5e-7, 1e-6, 2e-6, 1e-5) for s in (1, -1)]
+    for _ in range(3000):
+        radius = rng.choice([0.0, 0.3, 0.5])
+        d = rng.choice([1e-6, 1e-3, 0.1, 0.3, rng.uniform(0.5, 36), 36.0])
+        yaw = rng.choice([rng.uniform(-7, 7), math.pi, -math.pi, 2 * math.pi, 0.0, rng.uniform(-YAW_LIMIT,
+                                                                                              YAW_LIMIT)])
+        angle = yaw + rng.choice([1, -1]) * (half + math.atan2(radius, d) + rng.choice(edge_offsets))
+        cases.append((d * math.cos(angle), d * math.sin(angle), yaw, radius))
+    for dx, dz in [(1.0, 0.0), (0.0, 1.0), (-1.0, 0.0), (0.0, -1.0), (1e-6, 0.0)]:
+        for yaw in [0.0, math.pi / 2, math.pi, -math.pi, half, -half, math.pi - half]:
+            cases.append((dx, dz, yaw, 0.3))
+    decided = near_edge = 0
+    for radius in (0.0, 0.3, 0.5):
+        sel = [c for c in cases if c[3] == radius]
+        dx, dz, yaw = (np.array([c[i] for c in sel]) for i in range(3))
+        d2 = dx * dx + dz * dz
+        g, m = frustum_test(dx, dz, d2, np.cos(yaw), np.sin(yaw), half, radius, frustum_margin(half, radius))
+        for e, (x, z, y, _) in enumerate(sel):
+            plain = in_frustum(x, z, math.sqrt(x * x + z * z), y, half, radius)
+            if g[e] > m[e]:
+                assert plain, (x, z, y, radius)
+                decided += 1
+            elif g[e] < -m[e]:
+                assert not plain, (x, z, y, radius)
+                decided += 1
+            else:
+                # undecided: within a few margins of the edge (the slope of cos is at least sin(off))
+                off = abs((math.atan2(z, x) - y + math.pi) % (2 * math.pi) - math.pi)
+                reach = half + math.atan2(radius, math.sqrt(x * x + z * z))
+                assert abs(off - reach) * max(math.sin(reach), 1e-3) < 4 * FRUSTUM_MARGIN, (x, z, y, radius)
+                near_edge += 1
+    assert decided > 20000 and 1000 < near_edge < 3000

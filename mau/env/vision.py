@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -16,11 +15,52 @@ TWO_PI = 2 * math.pi
 # Angles computed by numpy within this of the frustum's edge are computed again by math.atan2: a libm (or a
 # vectorised atan2) that differs in the last bit then cannot flip a pair.
 EDGE_RECHECK = 1e-9
+# The frustum test without atan2 (``frustum_test``) decides a pair only when it lies more than this (radians)
+# inside or outside the frustum's edge; the others are decided by the plain atan2 expression.
+FRUSTUM_MARGIN = 1e-6
+# Headings beyond this (radians) leave the plain expression's reduction modulo TWO_PI (not exactly 2 pi) an
+# error that is no longer negligible next to FRUSTUM_MARGIN: such viewers are decided by the plain expression
+# (their cos and sin are passed as NaN).
+YAW_LIMIT = 1e6
 
 
-@lru_cache(maxsize=16)
-def _pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
-    return np.triu_indices(n, 1)
+def in_frustum(dx: float, dz: float, d: float, yaw: float, half: float, radius: float) -> bool:
+    """The plain frustum test of ``Vision.sees``: (dx, dz), at distance d = sqrt(dx * dx + dz * dz), within
+    ``half`` of the heading ``yaw``, or an object of ``radius`` there partly so."""
+    return abs((math.atan2(dz, dx) - yaw + math.pi) % TWO_PI - math.pi) <= half + math.atan2(radius, d)
+
+
+def frustum_margin(half: float, radius: float) -> float:
+    """``FRUSTUM_MARGIN`` when ``frustum_test`` holds for a frustum of half-width ``half`` and objects of
+    ``radius`` (its reach, ``half + atan2(radius, d)``, stays within [0, pi] where cos is monotone); else
+    infinity, which leaves every pair undecided (the plain expression decides them all)."""
+    return FRUSTUM_MARGIN if 0.0 <= half < math.pi / 2 and radius >= 0.0 else math.inf
+
+
+def frustum_test(dx: Any, dz: Any, d2: Any, cos_yaw: Any, sin_yaw: Any, half: float, radius: float,
+                 margin: float) -> tuple[Any, Any]:
+    """The frustum test ``abs((atan2(dz, dx) - yaw + pi) % TWO_PI - pi) <= half + atan2(radius, sqrt(d2))``
+    (the plain expression of ``Vision.sees``) without atan2, for Python floats or numpy arrays alike: ``(g,
+    m)``, the pair in view for sure where ``g > m``, out of view for sure where ``g < -m``; otherwise (within
+    the margin, or NaN) the caller evaluates the plain expression.
+
+    Why: with d = sqrt(d2), s = sqrt(d2 + radius**2) and the angle ``off`` between the heading and (dx, dz),
+    ``dx * cos_yaw + dz * sin_yaw = d cos(off)`` and ``cos(half + atan2(radius, d)) = (d cos(half) -
+    radius sin(half)) / s``; so ``g = d s (cos(off) - cos(reach))`` and ``m = margin d s``. Both angles lie in
+    [0, pi] (``frustum_margin``), where cos is decreasing with a slope of at most 1: ``g > m`` means off <
+    reach - margin (up to rounding), ``g < -m`` off > reach + margin.
+
+    Rounding: g / (d s) is computed with an absolute error of a few 1e-16 (a handful of roundings of terms
+    at most d s, and libm's cos/sin within a few ulp); the plain expression's two sides are off from the real
+    angles by a few ulp of atan2, plus the reduction modulo TWO_PI, which is 2 pi less 2.4e-16: at most
+    |yaw| / 2 pi * 2.4e-16 + ulp(|yaw|) < 2e-10 rad for |yaw| <= YAW_LIMIT (the caller passes NaN for the
+    cos and sin of larger headings). Both errors together stay far below the margin of 1e-6 rad, so where
+    this test decides, the plain expression decides the same way; only pairs within ~1e-6 rad of the edge
+    (a handful a match) are left to it. ``tests/test_sights.py`` checks it on random and edge-of-frustum
+    pairs."""
+    d, s = np.sqrt(d2), np.sqrt(d2 + radius * radius)
+    g = (dx * cos_yaw + dz * sin_yaw) * s - d * (math.cos(half) * d - math.sin(half) * radius)
+    return g, margin * d * s
 
 
 class Vision:
@@ -128,42 +168,49 @@ class Vision:
         """``pairs_in_view`` of K samples of N players at once, as a K x N x N array: ``[k, i, j]`` when
         player i sees player j in sample k. ``x``, ``z``, ``yaw``, ``active`` (alive and not ejected),
         ``regions`` (``map.region_index``): K x N arrays. The same arithmetic in numpy (IEEE float64, as
-        Python's floats), the pairs near the frustum's edge decided by ``math.atan2`` as ``pairs_in_view``."""
+        Python's floats): the frustum by ``frustum_test``, the pairs it leaves (near the frustum's edge) by
+        ``pairs_in_view``'s expression, then line of sight."""
         n_samples, n = x.shape
-        first, second = _pairs(n)  # each unordered pair once: a = first, b = second
-        dx_all = x[:, second] - x[:, first]
-        dz_all = z[:, second] - z[:, first]
-        d2_all = dx_all * dx_all + dz_all * dz_all
-        k, q = np.nonzero(active[:, first] & active[:, second] & (d2_all <= self.max_dist2))
-        a, b = first[q], second[q]
-        dx, dz, d2 = dx_all[k, q], dz_all[k, q], d2_all[k, q]
-        pi, half = math.pi, self.half_fov
-        reach = half + np.arctan2(radius, np.sqrt(d2))
+        # every ordered pair at once, [k, i, j] = from i to j (broadcasting: no gathers); x_j - x_i is, bit
+        # for bit, minus x_i - x_j (IEEE rounding is symmetric), as pairs_in_view's (-dx, -dz) for its b
+        dx = x[:, None, :] - x[:, :, None]
+        dz = z[:, None, :] - z[:, :, None]
+        d2 = dx * dx + dz * dz
+        pairs = (d2 <= self.max_dist2) & active[:, :, None] & active[:, None, :] & ~np.eye(n, dtype=bool)
         near = d2 <= 1e-12  # one spot: no direction to test, as pairs_in_view
-        # a looking at b, then b at a (pairs_in_view's atan2(-dz, -dx): IEEE negation is exact)
-        off_ab = np.abs(np.remainder(np.arctan2(dz, dx) - yaw[k, a] + pi, TWO_PI) - pi)
-        off_ba = np.abs(np.remainder(np.arctan2(-dz, -dx) - yaw[k, b] + pi, TWO_PI) - pi)
-        kk = np.concatenate([k, k])
-        ii, jj = np.concatenate([a, b]), np.concatenate([b, a])
-        off, reach2, near2 = np.concatenate([off_ab, off_ba]), np.concatenate([reach, reach]), np.concatenate(
-            [near, near])
-        seen = near2 | (off <= reach2)
-        for e in np.flatnonzero(~near2 & (np.abs(off - reach2) < EDGE_RECHECK)).tolist():
-            s, i, j = int(kk[e]), int(ii[e]), int(jj[e])
-            ddx, ddz = float(x[s, j]) - float(x[s, i]), float(z[s, j]) - float(z[s, i])
-            d = math.sqrt(ddx * ddx + ddz * ddz)
-            seen[e] = abs((math.atan2(ddz, ddx) - float(yaw[s, i]) + pi) % TWO_PI - pi) <= half + math.atan2(
-                radius, d)
-        kk, ii, jj = kk[seen], ii[seen], jj[seen]
-        ri, rj = regions[kk, ii], regions[kk, jj]
-        across = np.flatnonzero((ri < 0) | (ri != rj))  # regions are convex: within one, nothing blocks
+        half = self.half_fov
+        with np.errstate(invalid="ignore"):  # an infinite yaw, or an infinite margin at d = 0: NaN, undecided
+            ok = np.abs(yaw) <= YAW_LIMIT  # larger headings (and NaN): undecided, see frustum_test
+            cos_yaw = np.where(ok, np.cos(yaw), np.nan)[:, :, None]
+            sin_yaw = np.where(ok, np.sin(yaw), np.nan)[:, :, None]
+            g, m = frustum_test(dx, dz, d2, cos_yaw, sin_yaw, half, radius, frustum_margin(half, radius))
+            sure_in = g > m
+            undecided = np.flatnonzero(pairs & ~near & ~sure_in & ~(g < -m))  # flat indices into K x N x N
+        seen = pairs & (near | sure_in)  # a fresh C-ordered array: ravel() below is a view of it
+        if len(undecided):
+            seen.ravel()[undecided] = self._in_frustum_batch(
+                dx.ravel()[undecided], dz.ravel()[undecided], d2.ravel()[undecided],
+                yaw.ravel()[undecided // n], radius)  # the viewer's yaw: flat index k * n + i
+        # regions are convex: within one, nothing blocks
+        ri, rj = regions[:, :, None], regions[:, None, :]
+        across = np.flatnonzero(seen & ((ri < 0) | (ri != rj)))
         if len(across):
-            ka, ia, ja = kk[across], ii[across], jj[across]
-            blocked = ~self.map.lines_of_sight_across(
-                x[ka, ia], z[ka, ia], x[ka, ja], z[ka, ja], ri[across], rj[across])
-            keep = np.ones(len(kk), dtype=bool)
-            keep[across[blocked]] = False
-            kk, ii, jj = kk[keep], ii[keep], jj[keep]
-        out = np.zeros((n_samples, n, n), dtype=bool)
-        out[kk, ii, jj] = True
-        return out
+            # flat indices of the viewer (k * n + i) and the seen (k * n + j) into the K x N arrays: 1-D takes
+            vi, si = across // n, across // (n * n) * n + across % n
+            xf, zf, rf = x.ravel(), z.ravel(), regions.ravel()
+            blocked = ~self.map.lines_of_sight_across(xf[vi], zf[vi], xf[si], zf[si], rf[vi], rf[si])
+            seen.ravel()[across[blocked]] = False
+        return seen
+
+    def _in_frustum_batch(self, dx: np.ndarray, dz: np.ndarray, d2: np.ndarray, yaw: np.ndarray,
+                          radius: float) -> np.ndarray:
+        """``in_frustum`` of each pair (1-D arrays): numpy's arctan2, the pairs within ``EDGE_RECHECK`` of the
+        frustum's edge decided again by ``math.atan2`` (a vectorised atan2 may differ in the last bit)."""
+        pi, half = math.pi, self.half_fov
+        off = np.abs(np.remainder(np.arctan2(dz, dx) - yaw + pi, TWO_PI) - pi)
+        reach = half + np.arctan2(radius, np.sqrt(d2))
+        seen = off <= reach
+        for e in np.flatnonzero(np.abs(off - reach) < EDGE_RECHECK).tolist():
+            seen[e] = in_frustum(float(dx[e]), float(dz[e]), math.sqrt(float(d2[e])), float(yaw[e]), half,
+                                 radius)
+        return seen
