@@ -171,36 +171,42 @@ class Vision:
         Python's floats): the frustum by ``frustum_test``, the pairs it leaves (near the frustum's edge) by
         ``pairs_in_view``'s expression, then line of sight."""
         n_samples, n = x.shape
-        # every ordered pair at once, [k, i, j] = from i to j (broadcasting: no gathers); x_j - x_i is, bit
-        # for bit, minus x_i - x_j (IEEE rounding is symmetric), as pairs_in_view's (-dx, -dz) for its b
-        dx = x[:, None, :] - x[:, :, None]
-        dz = z[:, None, :] - z[:, :, None]
+        # every ordered pair at once by broadcasting (no gathers), laid out [i, j, k] = from i to j in sample
+        # k: the samples innermost, so each numpy loop runs over K elements, not over N. x_j - x_i is, bit for
+        # bit, minus x_i - x_j (IEEE rounding is symmetric), as pairs_in_view's (-dx, -dz) for a pair's b
+        xt, zt, yt, rt = x.T.copy(), z.T.copy(), yaw.T.copy(), regions.T.copy()  # N x K
+        dx = xt[None, :, :] - xt[:, None, :]
+        dz = zt[None, :, :] - zt[:, None, :]
         d2 = dx * dx + dz * dz
-        pairs = (d2 <= self.max_dist2) & active[:, :, None] & active[:, None, :] & ~np.eye(n, dtype=bool)
+        act = active.T
+        other = ~np.eye(n, dtype=bool)[:, :, None]
+        pairs = (d2 <= self.max_dist2) & act[None, :, :] & act[:, None, :] & other
         near = d2 <= 1e-12  # one spot: no direction to test, as pairs_in_view
         half = self.half_fov
         with np.errstate(invalid="ignore"):  # an infinite yaw, or an infinite margin at d = 0: NaN, undecided
-            ok = np.abs(yaw) <= YAW_LIMIT  # larger headings (and NaN): undecided, see frustum_test
-            cos_yaw = np.where(ok, np.cos(yaw), np.nan)[:, :, None]
-            sin_yaw = np.where(ok, np.sin(yaw), np.nan)[:, :, None]
+            ok = np.abs(yt) <= YAW_LIMIT  # larger headings (and NaN): undecided, see frustum_test
+            cos_yaw = np.where(ok, np.cos(yt), np.nan)[:, None, :]
+            sin_yaw = np.where(ok, np.sin(yt), np.nan)[:, None, :]
             g, m = frustum_test(dx, dz, d2, cos_yaw, sin_yaw, half, radius, frustum_margin(half, radius))
             sure_in = g > m
-            undecided = np.flatnonzero(pairs & ~near & ~sure_in & ~(g < -m))  # flat indices into K x N x N
+            undecided = np.flatnonzero(pairs & ~near & ~sure_in & ~(g < -m))  # flat indices into N x N x K
         seen = pairs & (near | sure_in)  # a fresh C-ordered array: ravel() below is a view of it
+        # a flat index e = (i * n + j) * K + k of N x N x K is the viewer's i * K + k and the seen's j * K + k
+        # in the N x K arrays
+        block = n * n_samples
         if len(undecided):
             seen.ravel()[undecided] = self._in_frustum_batch(
                 dx.ravel()[undecided], dz.ravel()[undecided], d2.ravel()[undecided],
-                yaw.ravel()[undecided // n], radius)  # the viewer's yaw: flat index k * n + i
+                yt.ravel()[undecided // block * n_samples + undecided % n_samples], radius)
         # regions are convex: within one, nothing blocks
-        ri, rj = regions[:, :, None], regions[:, None, :]
+        ri, rj = rt[:, None, :], rt[None, :, :]
         across = np.flatnonzero(seen & ((ri < 0) | (ri != rj)))
         if len(across):
-            # flat indices of the viewer (k * n + i) and the seen (k * n + j) into the K x N arrays: 1-D takes
-            vi, si = across // n, across // (n * n) * n + across % n
-            xf, zf, rf = x.ravel(), z.ravel(), regions.ravel()
+            vi, si = across // block * n_samples + across % n_samples, across % block
+            xf, zf, rf = xt.ravel(), zt.ravel(), rt.ravel()
             blocked = ~self.map.lines_of_sight_across(xf[vi], zf[vi], xf[si], zf[si], rf[vi], rf[si])
             seen.ravel()[across[blocked]] = False
-        return seen
+        return seen.transpose(2, 0, 1)  # K x N x N (a view)
 
     def _in_frustum_batch(self, dx: np.ndarray, dz: np.ndarray, d2: np.ndarray, yaw: np.ndarray,
                           radius: float) -> np.ndarray:
