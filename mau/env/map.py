@@ -315,6 +315,7 @@ class GameMap:
         here are the same IEEE sums ``_through_doorways`` makes at each test."""
         n = len(self.regions)
         self._box_array = np.array(self._boxes + [(0.0, 0.0, 0.0, 0.0)])
+        self._box_columns = tuple(np.ascontiguousarray(c) for c in self._box_array.T)  # x0, x1, z0, z1
         self._grid_flat = self.region_grid.ravel().astype(np.int64)
         width = max(1, max(len(doors) for sides in self._doors for doors in sides))
         self._door_lo = np.full((n, 4, width), np.inf)
@@ -325,6 +326,8 @@ class GameMap:
                 for d, (lo, hi, j) in enumerate(doors):
                     self._door_lo[i, s, d], self._door_hi[i, s, d] = lo + DOOR_MARGIN, hi - DOOR_MARGIN
                     self._door_next[i, s, d] = j
+        self._door_lo_rows = self._door_lo.reshape(n * 4, width)
+        self._door_hi_rows = self._door_hi.reshape(n * 4, width)
 
     def _find_doors(self) -> list[list[list[tuple[float, float, int]]]]:
         """Per region, per side (x+, x-, z+, z-): (lo, hi, neighbour) for each edge shared with a neighbour,
@@ -381,9 +384,9 @@ class GameMap:
                                 ra: np.ndarray, rb: np.ndarray) -> np.ndarray:
         """``_through_doorways`` of each segment (``ra``, ``rb`` >= 0): the same tests, a region at a time for
         all segments still on their way (those that reach ``rb`` or fail drop out)."""
-        box, m = self._box_array, INSIDE_MARGIN
-        ax0, ax1, az0, az1 = box[ra].T
-        bx0, bx1, bz0, bz1 = box[rb].T
+        cols, m = self._box_columns, INSIDE_MARGIN  # 1-D takes, cheaper than rows of the box array
+        ax0, ax1, az0, az1 = (c[ra] for c in cols)
+        bx0, bx1, bz0, bz1 = (c[rb] for c in cols)
         ok = ((ax0 + m <= ax) & (ax <= ax1 - m) & (az0 + m <= az) & (az <= az1 - m)
               & (bx0 + m <= bx) & (bx <= bx1 - m) & (bz0 + m <= bz) & (bz <= bz1 - m))
         out = np.zeros(len(ax), dtype=bool)
@@ -398,7 +401,7 @@ class GameMap:
             if not len(go):
                 break
             live, ax, az, dx, dz, r, rb = live[go], ax[go], az[go], dx[go], dz[go], r[go], rb[go]
-            x0, x1, z0, z1 = box[r].T
+            x0, x1, z0, z1 = (c[r] for c in cols)
             with np.errstate(divide="ignore", invalid="ignore"):
                 tx = np.where(dx > 0, (x1 - ax) / dx, np.where(dx < 0, (x0 - ax) / dx, inf))
                 tz = np.where(dz > 0, (z1 - az) / dz, np.where(dz < 0, (z0 - az) / dz, inf))
@@ -407,7 +410,8 @@ class GameMap:
                 along = np.where(by_x, az + tx * dz, ax + tz * dx)[:, None]
             # the doorway it leaves by (at most one matches: a side's doorways do not overlap); through a
             # corner (tx == tz) proves nothing
-            hit = (self._door_lo[r, side] <= along) & (along <= self._door_hi[r, side])
+            row = r * 4 + side  # the rows of the tables as (region, side) x doorway: one index, not two
+            hit = (self._door_lo_rows[row] <= along) & (along <= self._door_hi_rows[row])
             door = hit.argmax(axis=1)
             on = np.flatnonzero(hit[np.arange(len(r)), door] & (by_x | (tz < tx)))
             live, ax, az, dx, dz, rb = live[on], ax[on], az[on], dx[on], dz[on], rb[on]
@@ -419,18 +423,22 @@ class GameMap:
         """``_wall_beyond`` of each segment, False where ``r`` is -1 (no region, no proof): operation for
         operation the scalar arithmetic (numpy's float64 ufuncs round as Python's floats do)."""
         # the box's far sides: rect x1 + 1.5 is box x1 + 0.5 exactly (whole numbers), as ``_wall_beyond`` adds
-        x0, x1, z0, z1 = self._box_array[r].T  # r = -1 reads the dummy last row; masked below
+        # r = -1 reads the dummy last row; masked below. A column at a time: 1-D takes, cheaper than rows
+        x0, x1, z0, z1 = (col[r] for col in self._box_columns)
         dx, dz = bx - ax, bz - az
         with np.errstate(divide="ignore", invalid="ignore"):
-            t = np.where(dx > 0, (x1 + 0.5 - ax) / dx, np.where(dx < 0, (x0 - 0.5 - ax) / dx, 1.0))
-            tz = np.where(dz > 0, (z1 + 0.5 - az) / dz, (z0 - 0.5 - az) / dz)
+            # the side's line picked first: (x1 + 0.5 - ax) / dx is the same IEEE operations either way
+            # (dx > 0) | (dx < 0), not dx != 0: a NaN gives 1.0, as in the scalar code
+            t = np.where((dx > 0) | (dx < 0), (np.where(dx > 0, x1 + 0.5, x0 - 0.5) - ax) / dx, 1.0)
+            tz = (np.where(dz > 0, z1 + 0.5, z0 - 0.5) - az) / dz
         t = np.where(dz != 0, np.minimum(t, tz), t)
         ok = (r >= 0) & (t > 0.0) & (t < 1.0)
         t = np.where(ok, t, 0.0)  # the points of the others are not looked up
         px, pz = ax + t * dx, az + t * dz
         ix, iz = np.floor(px), np.floor(pz)
-        cells = (ix - self.origin[0]).astype(np.int64), (iz - self.origin[1]).astype(np.int64)
-        wall = self.region_grid[cells] < 0
+        # whole numbers in float64: the flat cell index is exact (the others read cell 0, masked by ok)
+        cell = np.where(ok, (ix - self.origin[0]) * self._sz + (iz - self.origin[1]), 0.0).astype(np.int64)
+        wall = self._grid_flat[cell] < 0
         fx, fz = px - ix, pz - iz
         m = WALL_MARGIN
         return ok & wall & (fx > m) & (fx < 1.0 - m) & (fz > m) & (fz < 1.0 - m)
