@@ -327,3 +327,14 @@ def test_observation_frame_cache_equals_a_fresh_frame_and_is_never_stale():
     place(w, a.name, 84.5, 72.5, yaw_deg=0)
     b.alive = False
     assert b.name not in [q["name"] for q in both(a.name)["players_in_view"]]
+
+
+def test_observation_button_lock_follows_the_clock_and_the_last_meeting_on_one_frame():
+    """The frame keeps the button lock of its moment: a clock or a meeting end changed with no player moved
+    (the same frame) gives the rules' answer anew."""
+    w = make_world()
+    w.reset(3)
+    st, name = w.state, w.state.players[0].name
+    for tick, end in ((0, None), (5, None), (2500, None), (2500, 2000), (2500, 1000), (2600, 2000)):
+        st.tick, st.last_meeting_end_tick = tick, end
+        assert w.observe(name)["button_lock_ticks"] == w.rules.button_lock_left(st)

@@ -98,10 +98,13 @@ class Frame:
     key after a reset, a restore or a test that moved a player by hand reuses it rightly, and any change to
     what it reads gives another key."""
 
-    __slots__ = ("key", "roster", "active", "at", "seen")
+    __slots__ = ("key", "roster", "active", "at", "seen", "button")
 
     def __init__(self, players: list[PlayerState], key: list[tuple[Any, ...]], gmap: Any, vision: Any):
         self.key = key
+        # (rules, tick, last meeting's end tick, the rules' button_lock_left then): a value of the moment that
+        # is not of the players, kept for the other observations of the moment (see ``_button_lock``)
+        self.button: tuple[Any, int, int | None, int] | None = None
         # public: names and colours only (the templates each observation copies)
         self.roster = tuple({"name": p.name, "color": p.color} for p in players)
         active = [p for p in players if p.alive and not p.ejected]  # PlayerState.active, read once
@@ -131,6 +134,16 @@ def _frame(world: ObservedWorld) -> Frame:
     if frame is None or frame.key != key:
         frame = world.vision.frame = Frame(players, key, world.map, world.vision)
     return frame
+
+
+def _button_lock(world: ObservedWorld, frame: Frame) -> int:
+    """``world.rules.button_lock_left(state)``, asked once per moment: it reads only the state's tick and
+    last meeting's end (and the rules' own config), so the frame keeps the answer for those rules and both."""
+    st, rules = world.state, world.rules
+    memo = frame.button
+    if memo is None or memo[0] is not rules or memo[1] != st.tick or memo[2] != st.last_meeting_end_tick:
+        memo = frame.button = (rules, st.tick, st.last_meeting_end_tick, rules.button_lock_left(st))
+    return memo[3]
 
 
 def _transcript(transcript: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -180,7 +193,7 @@ def observe(world: ObservedWorld, name: str, mode: str = "ego") -> F.Observation
     obs["holding_ticks"] = me.holding_ticks
     obs["mission_hold_ticks"] = cfg.mission_hold_ticks
     bx, bz = gmap.button
-    obs["button_lock_ticks"] = world.rules.button_lock_left(st)
+    obs["button_lock_ticks"] = _button_lock(world, frame)
     obs["at_button"] = math.hypot(me.x - bx, me.z - bz) <= cfg.button_range
 
     seen = [{"name": n, "color": c, "position": [px, pz], "distance": d, "room": room}
