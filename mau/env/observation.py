@@ -15,6 +15,7 @@ from functools import lru_cache
 from typing import Any, Protocol
 
 from mau import schema as F
+from mau.env.actions import Action
 from mau.env.state import DISCUSSION, VOTING, GameState, PlayerState
 from mau.schema import TICKS_PER_SECOND
 
@@ -98,10 +99,14 @@ class Frame:
     key after a reset, a restore or a test that moved a player by hand reuses it rightly, and any change to
     what it reads gives another key."""
 
-    __slots__ = ("key", "roster", "active", "at", "seen", "button")
+    __slots__ = ("key", "roster", "active", "at", "seen", "button", "actions")
 
-    def __init__(self, players: list[PlayerState], key: list[tuple[Any, ...]], gmap: Any, vision: Any):
+    def __init__(self, players: list[PlayerState], key: list[tuple[Any, ...]], gmap: Any, vision: Any,
+                 actions: dict[str, tuple[Action, dict[str, Any]]] | None = None):
         self.key = key
+        # player -> (its running action, that action's to_dict): handed on from frame to frame, as an action
+        # runs for many steps (see ``_action_dict``)
+        self.actions = {} if actions is None else actions
         # (rules, tick, last meeting's end tick, the rules' button_lock_left then): a value of the moment that
         # is not of the players, kept for the other observations of the moment (see ``_button_lock``)
         self.button: tuple[Any, int, int | None, int] | None = None
@@ -132,8 +137,22 @@ def _frame(world: ObservedWorld) -> Frame:
     key = _frame_key(players)
     frame = world.vision.frame
     if frame is None or frame.key != key:
-        frame = world.vision.frame = Frame(players, key, world.map, world.vision)
+        frame = world.vision.frame = Frame(players, key, world.map, world.vision,
+                                           None if frame is None else frame.actions)
     return frame
+
+
+def _action_dict(frame: Frame, name: str, action: Action) -> dict[str, Any]:
+    """``action.to_dict()``, a fresh dict: a copy of the one kept for the player's running action (the same
+    ``Action`` object: frozen, so its dict never changes). to_dict's values are the action's own (a tuple is
+    its own copy) but for lists, which it copies: an action with a list is never kept."""
+    memo = frame.actions.get(name)
+    if memo is None or memo[0] is not action:
+        out = action.to_dict()
+        if any(isinstance(v, list) for v in out.values()):
+            return out
+        memo = frame.actions[name] = (action, out)
+    return memo[1].copy()
 
 
 def _button_lock(world: ObservedWorld, frame: Frame) -> int:
@@ -228,7 +247,8 @@ def observe(world: ObservedWorld, name: str, mode: str = "ego") -> F.Observation
     obs["witnessed_kills"] = [dict(w) for w in me.witnessed] if world.config.observation.witness_text else []
     last = world.last_results.get(name)
     run = world.runs.get(name)
-    obs["current_action"] = run.action.to_dict() if run is not None and run.status == "running" else None
+    running = run is not None and run.status == "running"
+    obs["current_action"] = _action_dict(frame, name, run.action) if running else None
     obs["last_action_result"] = dict(last) if last else None
     m = st.meeting
     if m is not None and st.phase in (DISCUSSION, VOTING):
