@@ -97,16 +97,17 @@ class Frame:
     A pure function of ``key`` (``_frame_key``: every player's name, colour, position, yaw and life) and of
     the world's map and vision, which never change: it holds values only, never a ``PlayerState``, so an equal
     key after a reset, a restore or a test that moved a player by hand reuses it rightly, and any change to
-    what it reads gives another key."""
+    what it reads gives another key. The frame before it (``prev``) lends only values of equal key rows, and
+    the running actions' dicts, which are keyed on the action itself."""
 
     __slots__ = ("key", "roster", "active", "at", "seen", "button", "actions")
 
     def __init__(self, players: list[PlayerState], key: list[tuple[Any, ...]], gmap: Any, vision: Any,
-                 actions: dict[str, tuple[Action, dict[str, Any]]] | None = None):
+                 prev: Frame | None = None):
         self.key = key
         # player -> (its running action, that action's to_dict): handed on from frame to frame, as an action
         # runs for many steps (see ``_action_dict``)
-        self.actions = {} if actions is None else actions
+        self.actions: dict[str, tuple[Action, dict[str, Any]]] = {} if prev is None else prev.actions
         # (rules, tick, last meeting's end tick, the rules' button_lock_left then): a value of the moment that
         # is not of the players, kept for the other observations of the moment (see ``_button_lock``)
         self.button: tuple[Any, int, int | None, int] | None = None
@@ -114,8 +115,14 @@ class Frame:
         self.roster = tuple({"name": p.name, "color": p.color} for p in players)
         active = [p for p in players if p.alive and not p.ejected]  # PlayerState.active, read once
         self.active = tuple(p.name for p in active)
-        # each player's x, z (rounded), yaw in degrees and place, as observations write them
-        self.at = {p.name: (_r(p.x), _r(p.z), round(math.degrees(p.yaw) % 360, 1), gmap.place_name(p.x, p.z))
+        # each player's x, z (rounded), yaw in degrees and place, as observations write them; a player whose
+        # key row (name, position, yaw, ...) is the previous frame's, at the same seat, has its entry there
+        # (players at a mission or waiting stand still for many steps)
+        kept = {} if prev is None else {
+            row[0]: prev.at[row[0]] for row, old in zip(key, prev.key) if row == old
+        }
+        self.at = {p.name: kept.get(p.name)
+                   or (_r(p.x), _r(p.z), round(math.degrees(p.yaw) % 360, 1), gmap.place_name(p.x, p.z))
                    for p in players}
         # each active player's players_in_view: (name, colour, x, z, distance, room) of those it sees, in seat
         # order (vision.sees(me, p.x, p.z), as the sight recorder found it)
@@ -137,8 +144,7 @@ def _frame(world: ObservedWorld) -> Frame:
     key = _frame_key(players)
     frame = world.vision.frame
     if frame is None or frame.key != key:
-        frame = world.vision.frame = Frame(players, key, world.map, world.vision,
-                                           None if frame is None else frame.actions)
+        frame = world.vision.frame = Frame(players, key, world.map, world.vision, frame)
     return frame
 
 
