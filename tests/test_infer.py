@@ -451,3 +451,53 @@ def test_claims_of_earlier_meetings_read_as_said_in_memory_only_when_asked():
     mem.claims_memory = True
     assert "Claims heard in earlier meetings:\n- " + said[0] in mem.render()
     assert not any(w in mem.render() for w in ("FALSE", "UNSUPPORTED", "UNVERIFIABLE", "verdict"))
+
+
+def test_the_evidence_items_with_kept_bins_equal_freshly_binned_ones():
+    """EvidenceLog keeps each death's bins until its window is filled again (a report names the reporter):
+    over played matches, every crewmate's items equal those of a copy binned afresh, and changing the items
+    read changes none read later."""
+    import copy
+
+    from mau.env.scripted import ScriptedPolicy
+    from mau.env.sim import SimWorld
+
+    w = SimWorld()
+    checked = 0
+    for seed in (1, 2):
+        w.reset(seed)
+        pols = {p.name: ScriptedPolicy(p.name, w.map, seed) for p in w.cfg.players}
+        while w.state.phase != "ended":
+            for pol in pols.values():
+                if pol.ev is None or not pol.ev.deaths:
+                    continue
+                fresh = copy.deepcopy(pol.ev)
+                for d in fresh.deaths.values():
+                    d.binned = None
+                got = pol.ev.items()
+                assert got == fresh.items()
+                for it in got:
+                    if it["k"] == DEATH:
+                        checked += 1
+                        for row in it["bins"].values():
+                            row.append(99)
+                assert pol.ev.items() == fresh.items()
+            acts = {}
+            for p in w.state.players:
+                if p.active:
+                    pols[p.name].perceive(p.witnessed)
+                    acts[p.name] = pols[p.name].act(w.observe(p.name))
+            w.step(acts)
+    assert checked > 20
+    # a death known before its meeting, whose reporter was by the body at the last step ends: the report fills
+    # the window again (the reporter's walk to the body counts for nothing), and the items follow
+    log = EvidenceLog("Me", ROSTER)
+    far = (200.0, 200.0)
+    log.observe(_obs(100, {"A": (10, 10), "B": (50, 50), "C": far, "D": (30, 30)}))
+    log.observe(_obs(200, {"A": (12, 10), "B": (40, 40), "C": far, "D": (31, 30)}))
+    log.observe(_obs(300, {"A": (32, 30), "B": (36, 30), "C": far, "D": (31, 30)}))
+    log.observe(_obs(400, {"A": (60, 60), "B": (45, 30), "C": (29, 30), "D": (31, 30)}, known_dead=["D"]))
+    assert next(it for it in log.items() if it["k"] == DEATH)["bins"]["C"] == [3, 3, 0]
+    log.observe(_obs(500, {}, known_dead=["D"],
+                     meeting={"caller": "C", "reason": "report", "body": "D", "transcript": []}))
+    assert next(it for it in log.items() if it["k"] == DEATH)["bins"]["C"] == [3, 3, 3]

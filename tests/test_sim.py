@@ -327,3 +327,46 @@ def test_observation_frame_cache_equals_a_fresh_frame_and_is_never_stale():
     place(w, a.name, 84.5, 72.5, yaw_deg=0)
     b.alive = False
     assert b.name not in [q["name"] for q in both(a.name)["players_in_view"]]
+
+
+def test_observation_button_lock_follows_the_clock_and_the_last_meeting_on_one_frame():
+    """The frame keeps the button lock of its moment: a clock or a meeting end changed with no player moved
+    (the same frame) gives the rules' answer anew."""
+    w = make_world()
+    w.reset(3)
+    st, name = w.state, w.state.players[0].name
+    for tick, end in ((0, None), (5, None), (2500, None), (2500, 2000), (2500, 1000), (2600, 2000)):
+        st.tick, st.last_meeting_end_tick = tick, end
+        assert w.observe(name)["button_lock_ticks"] == w.rules.button_lock_left(st)
+
+
+def test_observation_current_action_is_the_running_actions_dict_fresh_each_time():
+    """The running action's dict is kept between observations (frame to frame); each observation still gets
+    a fresh one, equal to ``to_dict`` of the action running now."""
+    from mau.env.actions import Action
+
+    w = make_world()
+    w.reset(3)
+    pols = {p.name: ScriptedPolicy(p.name, w.map, 3) for p in w.cfg.players}
+    seen = 0
+    for _ in range(40):
+        st = w.state
+        if st.phase == "ended":
+            break
+        obs = {p.name: w.observe(p.name) for p in st.players if p.active}
+        for name, o in obs.items():
+            run = w.runs.get(name)
+            want = run.action.to_dict() if run is not None and run.status == "running" else None
+            assert o["current_action"] == want
+            if want is not None:
+                seen += 1
+                o["current_action"]["kind"] = "changed"  # an agent may change its own observation
+                assert w.observe(name)["current_action"] == want
+        w.step({name: pols[name].act(o) for name, o in obs.items()})
+    assert seen > 50
+    # an action with a list is never kept (its dict's list is a copy of the action's, each time)
+    name = next(n for n, r in w.runs.items() if r is not None and r.status == "running")
+    w.runs[name].action = Action("goto", point=[1.0, 2.0])  # type: ignore[arg-type]
+    first = w.observe(name)["current_action"]
+    first["point"].append(3.0)
+    assert w.observe(name)["current_action"] == {"kind": "goto", "point": [1.0, 2.0]}

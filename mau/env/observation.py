@@ -15,6 +15,7 @@ from functools import lru_cache
 from typing import Any, Protocol
 
 from mau import schema as F
+from mau.env.actions import Action
 from mau.env.state import DISCUSSION, VOTING, GameState, PlayerState
 from mau.schema import TICKS_PER_SECOND
 
@@ -96,18 +97,32 @@ class Frame:
     A pure function of ``key`` (``_frame_key``: every player's name, colour, position, yaw and life) and of
     the world's map and vision, which never change: it holds values only, never a ``PlayerState``, so an equal
     key after a reset, a restore or a test that moved a player by hand reuses it rightly, and any change to
-    what it reads gives another key."""
+    what it reads gives another key. The frame before it (``prev``) lends only values of equal key rows, and
+    the running actions' dicts, which are keyed on the action itself."""
 
-    __slots__ = ("key", "roster", "active", "at", "seen")
+    __slots__ = ("key", "roster", "active", "at", "seen", "button", "actions")
 
-    def __init__(self, players: list[PlayerState], key: list[tuple[Any, ...]], gmap: Any, vision: Any):
+    def __init__(self, players: list[PlayerState], key: list[tuple[Any, ...]], gmap: Any, vision: Any,
+                 prev: Frame | None = None):
         self.key = key
+        # player -> (its running action, that action's to_dict): handed on from frame to frame, as an action
+        # runs for many steps (see ``_action_dict``)
+        self.actions: dict[str, tuple[Action, dict[str, Any]]] = {} if prev is None else prev.actions
+        # (rules, tick, last meeting's end tick, the rules' button_lock_left then): a value of the moment that
+        # is not of the players, kept for the other observations of the moment (see ``_button_lock``)
+        self.button: tuple[Any, int, int | None, int] | None = None
         # public: names and colours only (the templates each observation copies)
         self.roster = tuple({"name": p.name, "color": p.color} for p in players)
         active = [p for p in players if p.alive and not p.ejected]  # PlayerState.active, read once
         self.active = tuple(p.name for p in active)
-        # each player's x, z (rounded), yaw in degrees and place, as observations write them
-        self.at = {p.name: (_r(p.x), _r(p.z), round(math.degrees(p.yaw) % 360, 1), gmap.place_name(p.x, p.z))
+        # each player's x, z (rounded), yaw in degrees and place, as observations write them; a player whose
+        # key row (name, position, yaw, ...) is the previous frame's, at the same seat, has its entry there
+        # (players at a mission or waiting stand still for many steps)
+        kept = {} if prev is None else {
+            row[0]: prev.at[row[0]] for row, old in zip(key, prev.key) if row == old
+        }
+        self.at = {p.name: kept.get(p.name)
+                   or (_r(p.x), _r(p.z), round(math.degrees(p.yaw) % 360, 1), gmap.place_name(p.x, p.z))
                    for p in players}
         # each active player's players_in_view: (name, colour, x, z, distance, room) of those it sees, in seat
         # order (vision.sees(me, p.x, p.z), as the sight recorder found it)
@@ -129,8 +144,31 @@ def _frame(world: ObservedWorld) -> Frame:
     key = _frame_key(players)
     frame = world.vision.frame
     if frame is None or frame.key != key:
-        frame = world.vision.frame = Frame(players, key, world.map, world.vision)
+        frame = world.vision.frame = Frame(players, key, world.map, world.vision, frame)
     return frame
+
+
+def _action_dict(frame: Frame, name: str, action: Action) -> dict[str, Any]:
+    """``action.to_dict()``, a fresh dict: a copy of the one kept for the player's running action (the same
+    ``Action`` object: frozen, so its dict never changes). to_dict's values are the action's own (a tuple is
+    its own copy) but for lists, which it copies: an action with a list is never kept."""
+    memo = frame.actions.get(name)
+    if memo is None or memo[0] is not action:
+        out = action.to_dict()
+        if any(isinstance(v, list) for v in out.values()):
+            return out
+        memo = frame.actions[name] = (action, out)
+    return memo[1].copy()
+
+
+def _button_lock(world: ObservedWorld, frame: Frame) -> int:
+    """``world.rules.button_lock_left(state)``, asked once per moment: it reads only the state's tick and
+    last meeting's end (and the rules' own config), so the frame keeps the answer for those rules and both."""
+    st, rules = world.state, world.rules
+    memo = frame.button
+    if memo is None or memo[0] is not rules or memo[1] != st.tick or memo[2] != st.last_meeting_end_tick:
+        memo = frame.button = (rules, st.tick, st.last_meeting_end_tick, rules.button_lock_left(st))
+    return memo[3]
 
 
 def _transcript(transcript: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -180,7 +218,7 @@ def observe(world: ObservedWorld, name: str, mode: str = "ego") -> F.Observation
     obs["holding_ticks"] = me.holding_ticks
     obs["mission_hold_ticks"] = cfg.mission_hold_ticks
     bx, bz = gmap.button
-    obs["button_lock_ticks"] = world.rules.button_lock_left(st)
+    obs["button_lock_ticks"] = _button_lock(world, frame)
     obs["at_button"] = math.hypot(me.x - bx, me.z - bz) <= cfg.button_range
 
     seen = [{"name": n, "color": c, "position": [px, pz], "distance": d, "room": room}
@@ -215,7 +253,8 @@ def observe(world: ObservedWorld, name: str, mode: str = "ego") -> F.Observation
     obs["witnessed_kills"] = [dict(w) for w in me.witnessed] if world.config.observation.witness_text else []
     last = world.last_results.get(name)
     run = world.runs.get(name)
-    obs["current_action"] = run.action.to_dict() if run is not None and run.status == "running" else None
+    running = run is not None and run.status == "running"
+    obs["current_action"] = _action_dict(frame, name, run.action) if running else None
     obs["last_action_result"] = dict(last) if last else None
     m = st.meeting
     if m is not None and st.phase in (DISCUSSION, VOTING):

@@ -216,7 +216,9 @@ class ScriptedBrain:
             return {c: 0.0 for c in candidates}
         key = (self.ev.version, tuple(candidates))
         if self._posterior_cache[0] != key:
-            items = [it for it in self.ev.items() if self._attends(it)]
+            items = self.ev.items()
+            if self.t.attention < 1.0:  # (a full attention takes in every item: _attends says so)
+                items = [it for it in items if self._attends(it)]
             bel = infer.beliefs(self.name, self.ev.roster, candidates, self.n_imposters, items, self.params,
                                 self._memo)[0]
             self._posterior_cache = (key, bel)
@@ -429,6 +431,8 @@ class ScriptedBrain:
             self._read = len(meeting["transcript"])
             return
         self._imp(obs).observe(obs)
+        if len(meeting["transcript"]) == self._read:
+            return  # no new line (most meeting steps): nothing to count
         mates = set(obs.get("teammates", []))
         names = [p["name"] for p in obs["roster"]]
         for t in meeting["transcript"][self._read:]:

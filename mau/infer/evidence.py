@@ -70,6 +70,9 @@ class _Death:
     dists: dict[str, list[float | None]] = field(default_factory=dict)
     reporter: str | None = None
     uniform: bool = False  # never shown lying where it fell: when in the window it fell is unknown
+    # the distances' bins per player and whether any is near (items() reads them at every posterior): kept
+    # until _fill_window, the only writer of the window, sets it again (None: not binned yet)
+    binned: tuple[dict[str, list[int]], bool] | None = None
 
 
 class EvidenceLog:
@@ -294,7 +297,7 @@ class EvidenceLog:
     def _fill_window(self, d: _Death) -> None:
         """The step ends from the first one at which the victim lay where it fell (as far as I was shown)
         until the death was known; per other player, its distance to that spot at each (None: not shown)."""
-        d.ticks, d.dists = [], {}
+        d.ticks, d.dists, d.binned = [], {}, None
         if d.spot is None:
             return
         fx, fz = d.spot
@@ -348,8 +351,12 @@ class EvidenceLog:
         out += [{"k": EJECTED, "p": n, "role": r} for n, r in self.ejected.items()]
         out += [{"k": SAW_KILL, "p": k["killer"], "victim": k["victim"]} for k in self.kills_seen]
         for d in self.deaths.values():
-            bins = {n: [dist_bin(x) for x in row] for n, row in d.dists.items()}
-            if any(b != FAR for row in bins.values() for b in row):
+            if d.binned is None:
+                bins = {n: [dist_bin(x) for x in row] for n, row in d.dists.items()}
+                d.binned = bins, any(b != FAR for row in bins.values() for b in row)
+            bins, near = d.binned
+            if near:  # fresh lists each time: a reader may keep or change the items it got
+                bins = {n: list(row) for n, row in bins.items()}
                 out.append(
                     {"k": DEATH, "victim": d.victim, "bins": bins, **({"uniform": True} if d.uniform else {})}
                 )

@@ -295,7 +295,8 @@ def _column(it: dict[str, Any], hyps: list[frozenset[str]], p: Params,
         col = cols.get(key)
         if col is None:
             col = _factors(it, hyps, p)
-            if not all(-BIG <= f <= BIG or f == -math.inf for f in col):
+            # each distinct factor tested once (a column holds a few values, repeated across hypotheses)
+            if not all(-BIG <= f <= BIG or f == -math.inf for f in set(col)):
                 return None
             cols[key] = col
         return col
