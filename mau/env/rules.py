@@ -89,11 +89,13 @@ class Rules:
         for p in state.players:
             if not p.alive or p.ejected:  # PlayerState.active: this runs every substep
                 continue
-            if p.kill_cooldown > 0:
-                p.kill_cooldown = max(0, p.kill_cooldown - ticks)
+            cooldown = p.kill_cooldown
+            if cooldown > 0:
+                cooldown -= ticks  # max(0, cooldown - ticks) without the builtin's call
+                p.kill_cooldown = cooldown if cooldown > 0 else 0
             if p.holding_station is not None:
-                p.holding_ticks += ticks
-                if p.holding_ticks >= hold:
+                held = p.holding_ticks = p.holding_ticks + ticks
+                if held >= hold:
                     self._finish_mission(state, p)
 
     # -- missions ------------------------------------------------------------------------------------------
