@@ -220,7 +220,8 @@ def test_nothing_may_be_emitted_after_match_end():
 class _PlainWorld(SimWorld):
     """The sim without its shortcuts: every goto and mission resolves its goal at every sub-step, every look
     at a body and every track line is computed anew, the endings are checked after every sub-step (each
-    sub-step is a step's first), every running program is called, a held station's too."""
+    sub-step is a step's first, its active players listed anew), every running program is called, a held
+    station's too."""
 
     _skip_held = False
 

@@ -281,7 +281,11 @@ class SimWorld:
         st = self.state
         sub = self.cfg.substep_ticks
         end_tick = st.tick + ticks
-        players, runs, programs, running = st.players, self.runs, self._programs, A.RUNNING
+        runs, programs, running = self.runs, self._programs, A.RUNNING
+        # Who is active (alive, not ejected) changes in a sub-step only by a kill, and a kill ends its
+        # victim's running action (_run_kill): the active players are listed once a call, and a victim's
+        # program is then passed over by the test of its action's status.
+        active = [p for p in st.players if p.alive and not p.ejected]
         # The sub-step hooks are empty in the sim: called only where a subclass (a backend) overrides them.
         cls = type(self)
         begin = self._substep_begin if cls._substep_begin is not SimWorld._substep_begin else None
@@ -297,9 +301,7 @@ class SimWorld:
                 dt = sub
             if begin is not None:
                 begin()
-            for p in players:
-                if not p.alive or p.ejected:
-                    continue
+            for p in active:
                 run = runs.get(p.name)
                 if run is None or run.status != running:
                     continue
