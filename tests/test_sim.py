@@ -220,7 +220,10 @@ def test_nothing_may_be_emitted_after_match_end():
 class _PlainWorld(SimWorld):
     """The sim without its shortcuts: every goto and mission resolves its goal at every sub-step, every look
     at a body and every track line is computed anew, the endings are checked after every sub-step (each
-    sub-step is a step's first)."""
+    sub-step is a step's first, its active players listed anew), every running program is called, a held
+    station's too."""
+
+    _skip_held = False
 
     def _advance(self, ticks):
         st = self.state
@@ -253,6 +256,22 @@ def test_shortcuts_give_the_plain_computation():
         assert fast.tracks == plain.tracks
         assert fast.positions == plain.positions
         assert fast.sights.lines == plain.sights.lines
+
+
+def test_substep_hooks_run_where_a_backend_overrides_them():
+    calls = Counter()
+
+    class Hooked(SimWorld):
+        def _substep_begin(self):
+            calls["begin"] += 1
+
+        def _substep_move(self, ticks):
+            calls["move"] += ticks
+
+    w = Hooked()
+    w.reset(1)
+    w.step({})
+    assert calls == {"begin": w.state.tick // w.cfg.substep_ticks, "move": w.state.tick}
 
 
 def test_goal_that_cannot_move_is_resolved_once_a_player_each_substep(world):

@@ -500,23 +500,28 @@ class GameMap:
                         di[j] = dik + dk[j]
                         ni[j] = ni[k]
         self._pdist, self._pnext = dist, nxt
+        # each region's doorways as (index, x, z): what path() reads for every plan
+        self._region_doors: list[list[tuple[int, float, float]]] = [
+            [(k, *self.portals[k].point) for k in plist] for plist in self.region_portals
+        ]
 
     def path(self, ax: float, az: float, bx: float, bz: float) -> list[tuple[float, float]]:
         """Waypoints from a to b (b last), through doorway midpoints; [] if a == b's region and a == b."""
         ra, rb = self.region_index(ax, az), self.region_index(bx, bz)
         if ra < 0 or rb < 0 or ra == rb:
             return [(bx, bz)]
-        best, pair = float("inf"), (-1, -1)
-        for i in self.region_portals[ra]:
-            pi = self.portals[i].point
-            d0 = math.hypot(pi[0] - ax, pi[1] - az)
-            row = self._pdist[i]
-            for j in self.region_portals[rb]:
-                pj = self.portals[j].point
-                d = d0 + row[j] + math.hypot(bx - pj[0], bz - pj[1])
+        hypot, pdist = math.hypot, self._pdist
+        # the last doorway's distance to b, once for each first doorway (the same float sums, in order)
+        ends = [(j, hypot(bx - px, bz - pz)) for j, px, pz in self._region_doors[rb]]
+        best, i0, j0 = float("inf"), -1, -1
+        for i, px, pz in self._region_doors[ra]:
+            d0 = hypot(px - ax, pz - az)
+            row = pdist[i]
+            for j, tail in ends:
+                d = d0 + row[j] + tail
                 if d < best:
-                    best, pair = d, (i, j)
-        i, j = pair
+                    best, i0, j0 = d, i, j
+        i, j = i0, j0
         if i < 0:
             return [(bx, bz)]
         points = [self.portals[i].point]

@@ -86,14 +86,15 @@ class Rules:
         """Count down cooldowns and count up held missions; complete missions that reach the hold time."""
         state.tick += ticks
         hold = self.cfg.mission_hold_ticks
+        # This runs every sub-step: the activity test (PlayerState.active, inline) is made only for a player
+        # with a cooldown or a held station (about half of them).
         for p in state.players:
-            if not p.alive or p.ejected:  # PlayerState.active: this runs every substep
-                continue
-            if p.kill_cooldown > 0:
-                p.kill_cooldown = max(0, p.kill_cooldown - ticks)
-            if p.holding_station is not None:
-                p.holding_ticks += ticks
-                if p.holding_ticks >= hold:
+            if p.kill_cooldown > 0 and p.alive and not p.ejected:
+                cooldown = p.kill_cooldown - ticks  # max(0, cooldown - ticks) without the builtin's call
+                p.kill_cooldown = cooldown if cooldown > 0 else 0
+            if p.holding_station is not None and p.alive and not p.ejected:
+                held = p.holding_ticks = p.holding_ticks + ticks
+                if held >= hold:
                     self._finish_mission(state, p)
 
     # -- missions ------------------------------------------------------------------------------------------

@@ -39,6 +39,10 @@ def play_match(world, policies: dict[str, Policy], seed: int, state_mode: str = 
     t0 = time.perf_counter()
     world.reset(seed)
     st = world.state
+    # Each policy's methods, looked up once a match instead of at every step of every player: a scripted
+    # reader of frames also has ``perceive``, to be told the kills they showed.
+    by_name = {name: (pol.act, getattr(pol, "perceive", None)) for name, pol in policies.items()}
+    observe = world.observe
     while st.phase != ENDED:
         if writer is not None and st.phase == ROAM and (frames or topdown):
             from mau.env.render import save_png
@@ -52,12 +56,12 @@ def play_match(world, policies: dict[str, Policy], seed: int, state_mode: str = 
                 save_png(world.topdown(), writer.frame_path(f"{tag}_topdown.png"))
         actions = {}
         for p in st.players:
-            if p.active:
-                pol = policies[p.name]
-                perceive = getattr(pol, "perceive", None)
-                if perceive is not None:  # a scripted reader of frames is told the kills they showed
+            if p.alive and not p.ejected:  # PlayerState.active
+                name = p.name
+                act, perceive = by_name[name]
+                if perceive is not None:
                     perceive(p.witnessed)
-                actions[p.name] = pol.act(world.observe(p.name, state_mode))
+                actions[name] = act(observe(name, state_mode))
         world.step(actions)
         st = world.state
         if on_step is not None:
