@@ -221,3 +221,28 @@ def test_nearest_room_of_a_corridor_point_is_a_room_a_move_can_name():
         assert m.place_name(x, z).startswith("corridor ") and m.nearest_room(x, z) in m.room_names
     cx, cz = m.room_centers["Admin"]
     assert m.nearest_room(cx, cz) == "Admin"
+
+
+def test_batched_wall_probe_is_the_scalar_one():
+    """``_walls_beyond`` (the sight batch's wall probe) answers as ``_wall_beyond`` for segments leaving every
+    region in every direction: short and long, axis-aligned, and ending a hair either side of the probe's
+    half block beyond the region."""
+    m = load_map("skeld")
+    rng = random.Random(11)
+    segs = []
+    for r, region in enumerate(m.regions):
+        x0, x1, z0, z1 = region.rect
+        for _ in range(300):
+            ax, az = rng.uniform(x0, x1 + 1), rng.uniform(z0, z1 + 1)
+            angle, length = rng.uniform(-math.pi, math.pi), rng.choice([1.0, 3.0, 8.0, 20.0, 40.0])
+            segs.append((ax, az, ax + length * math.cos(angle), az + length * math.sin(angle), r))
+            # straight across one side, ending just short of / just past the probe line
+            bx = rng.choice([x0 - 0.5, x1 + 1.5]) + rng.choice([-1e-9, 0.0, 1e-9, 2.0])
+            segs.append((ax, az, bx, az, r))
+            bz = rng.choice([z0 - 0.5, z1 + 1.5]) + rng.choice([-1e-9, 0.0, 1e-9, 2.0])
+            segs.append((ax, az, ax, bz, r))
+    ax, az, bx, bz, rr = (np.array(c) for c in zip(*segs))
+    batched = m._walls_beyond(ax, az, bx, bz, rr.astype(np.int64)).tolist()
+    scalar = [m._wall_beyond(*s) for s in segs]
+    assert batched == scalar
+    assert 0 < sum(scalar) < len(scalar)  # both answers occur
