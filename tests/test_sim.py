@@ -307,7 +307,7 @@ def test_a_mission_completed_mid_step_ends_the_match_at_that_substep(world):
 
 def test_observation_frame_cache_equals_a_fresh_frame_and_is_never_stale():
     """observe reads the players through a frame shared by the observations of one moment (kept on the
-    vision): over played steps, after a restore and after players moved or died by hand at the same step,
+    world): over played steps, after a restore and after players moved or died by hand at the same step,
     every observation equals one built from a fresh frame, and changing an observation changes no other."""
     w = make_world()
     w.reset(3)
@@ -315,7 +315,7 @@ def test_observation_frame_cache_equals_a_fresh_frame_and_is_never_stale():
 
     def both(name: str) -> dict:
         cached = w.observe(name)
-        w.vision.frame = None  # the plain computation: a frame built for this observation alone
+        w.observation_frame = None  # the plain computation: a frame built for this observation alone
         assert w.observe(name) == cached
         return cached
 

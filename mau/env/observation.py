@@ -32,6 +32,7 @@ class ObservedWorld(Protocol):
     rules: Any
     runs: dict[str, Any]
     last_results: dict[str, Any]
+    observation_frame: Any  # the last Frame (this module's; the world only keeps it)
 
     def privileged_sees(self, viewer: PlayerState, p: PlayerState) -> bool: ...
 
@@ -138,13 +139,13 @@ class Frame:
 
 
 def _frame(world: ObservedWorld) -> Frame:
-    """The frame of the world's players now: the last one while nothing it reads changed (kept on the world's
-    vision, which lives as long as the world and outlives its resets and restores)."""
+    """The frame of the world's players now: the last one while nothing it reads changed (kept on the world,
+    whose resets and restores it outlives)."""
     players = world.state.players
     key = _frame_key(players)
-    frame = world.vision.frame
+    frame = world.observation_frame
     if frame is None or frame.key != key:
-        frame = world.vision.frame = Frame(players, key, world.map, world.vision, frame)
+        frame = world.observation_frame = Frame(players, key, world.map, world.vision, frame)
     return frame
 
 

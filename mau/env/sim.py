@@ -61,6 +61,9 @@ class SimWorld:
         self.positions: list[tuple[int, tuple[tuple[float, float, bool, bool], ...]]] = []
         # places and views at the sub-step rate (sights.jsonl)
         self.sights = SightRecorder(self.map, self.vision)
+        # the observations' frame of the last moment observed (mau.env.observation.Frame): a pure function of
+        # its key, so it outlives resets and restores without going stale
+        self.observation_frame: Any = None
         # Memos of pure functions of values (right in any match, across restores; cleared at reset only to
         # stay small). Floats compare 0.0 == -0.0, so a value with a zero in it is computed anew.
         # (viewer, victim, looks around, privileged radius) -> (x, z, yaw, body x, body z) of the viewer's

@@ -72,9 +72,6 @@ class Vision:
         self._last: dict[str, tuple[float, float, float]] = {}  # each player's (x, z, yaw) at the last view
         self._view: set[tuple[str, str]] = set()
         self._key: list[tuple[str, float, float, float]] = []  # (name, x, z, yaw) of each, at the last view
-        # the observations' frame of the last moment observed (mau.env.observation.Frame: kept here, as the
-        # view, because it lives as long as the world); a pure function of its key, so never stale
-        self.frame: Any = None
 
     def sees(
         self, viewer: PlayerState, x: float, z: float, radius: float = 0.3, yaw: float | None = None
