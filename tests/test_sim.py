@@ -389,3 +389,48 @@ def test_observation_current_action_is_the_running_actions_dict_fresh_each_time(
     first = w.observe(name)["current_action"]
     first["point"].append(3.0)
     assert w.observe(name)["current_action"] == {"kind": "goto", "point": [1.0, 2.0]}
+
+
+class _Listening(ScriptedPolicy):
+    """The scripted policy asked at every discussion step, as play_match asks a policy that listens."""
+
+    listens = True
+
+
+def test_scripted_policies_play_the_same_games_without_listening_to_each_line():
+    """play_match asks a ScriptedPolicy only on its turn while others speak (it reads the lines said since on
+    its turn or at the vote): every game is the one it plays when it hears each line, over temperaments,
+    imposter rungs, claims modes and both state modes."""
+    from mau.claims.config import ClaimsConfig
+    from mau.env.config import WorldConfig
+    from mau.env.scripted import TEMPERAMENTS
+
+    grid = [("ego", "off", "expert"), ("privileged", "off", "quiet"), ("ego", "structured", "framer"),
+            ("ego", "free", "adversarial"), ("privileged", "structured", "cautious")]
+    heard = spoken = 0
+    for mode, claims, rung in grid:
+        cfg = WorldConfig()
+        cfg.claims = ClaimsConfig(mode=claims)
+        for seed in (3, 11):
+            games = []
+            for cls in (ScriptedPolicy, _Listening):
+                world = SimWorld(cfg)
+                world.reset(seed)
+                imposters = {p.name for p in world.state.players if p.is_imposter}
+                temperaments = list(TEMPERAMENTS)
+                pols = {p.name: cls(p.name, world.map, seed,
+                                    rung if p.name in imposters else temperaments[i % len(temperaments)],
+                                    claims=cfg.claims)
+                        for i, p in enumerate(world.cfg.players)}
+                asked = []  # one entry per observation built (one per act)
+                observe = world.observe
+                world.observe = lambda *a, observe=observe, asked=asked: asked.append(a) or observe(*a)
+                play_match(world, pols, seed, mode)
+                games.append((world.state.events, world.tracks, world.sights.lines, len(asked)))
+            (ev, tracks, sights, n_quiet), (ev_l, tracks_l, sights_l, n_listening) = games
+            assert ev == ev_l, (mode, claims, rung, seed)
+            assert tracks == tracks_l and sights == sights_l
+            spoken += any(e["type"] == "utterance" for e in ev)
+            heard += n_listening - n_quiet
+    assert spoken >= len(grid)  # most matches held meetings: lines were said and heard
+    assert heard > 0  # the listeners were asked at the lines the quiet policies skipped

@@ -11,12 +11,15 @@ from typing import Any, Callable, Protocol
 from mau import schema as F
 from mau.config import dump_yaml
 from mau.env.actions import Action
-from mau.env.state import ENDED, ROAM
+from mau.env.state import DISCUSSION, ENDED, ROAM
 from mau.matchdir import MatchWriter
 from mau.schema import TICKS_PER_SECOND
 
 
 class Policy(Protocol):
+    """One seat's decisions: ``act(obs)``, an Action or None (keep the running one). Optional: ``perceive``
+    (the kills a scripted reader of frames is told) and ``listens`` (see ``play_match``)."""
+
     def act(self, obs: dict[str, Any]) -> Action | None: ...
 
 
@@ -35,13 +38,21 @@ def play_match(world, policies: dict[str, Policy], seed: int, state_mode: str = 
                writer: MatchWriter | None = None, frames: bool = False, topdown: bool = False,
                on_step: Callable[[Any], None] | None = None) -> MatchResult:
     """Reset ``world`` to ``seed`` and play until an ending. With ``frames``, every active player's
-    first-person frame at each roam decision point is written to the match folder."""
+    first-person frame at each roam decision point is written to the match folder.
+
+    Every active player is observed and asked to act at every step, but in a discussion step a policy whose
+    ``listens`` is False is asked only on its turn: a listener's action is refused anyway (it is not its turn
+    to speak), and such a policy reads every line said since it last acted when it next acts (its turn, the
+    vote). The scripted policy is one (``ScriptedPolicy.listens``): its games are the same either way
+    (tests/test_sim.py), and the listeners' observations were a fifth of a scripted match's CPU time. A policy
+    without the attribute listens (is asked at every step), as ARIA's listeners take in each line."""
     t0 = time.perf_counter()
     world.reset(seed)
     st = world.state
     # Each policy's methods, looked up once a match instead of at every step of every player: a scripted
     # reader of frames also has ``perceive``, to be told the kills they showed.
-    by_name = {name: (pol.act, getattr(pol, "perceive", None)) for name, pol in policies.items()}
+    by_name = {name: (pol.act, getattr(pol, "perceive", None), getattr(pol, "listens", True))
+               for name, pol in policies.items()}
     observe = world.observe
     while st.phase != ENDED:
         if writer is not None and st.phase == ROAM and (frames or topdown):
@@ -55,10 +66,13 @@ def play_match(world, policies: dict[str, Policy], seed: int, state_mode: str = 
             if topdown:
                 save_png(world.topdown(), writer.frame_path(f"{tag}_topdown.png"))
         actions = {}
+        speaker = st.meeting.speaker if st.phase == DISCUSSION else None  # None: every policy is asked
         for p in st.players:
             if p.alive and not p.ejected:  # PlayerState.active
                 name = p.name
-                act, perceive = by_name[name]
+                act, perceive, listens = by_name[name]
+                if speaker is not None and name != speaker and not listens:
+                    continue
                 if perceive is not None:
                     perceive(p.witnessed)
                 actions[name] = act(observe(name, state_mode))

@@ -619,6 +619,11 @@ class ScriptedPolicy(ScriptedBrain):
     """The brain's decisions as one action per step (no harness). ``act(obs)``: an Action, or None to keep
     the running one."""
 
+    # Not asked while others speak (mau.env.runner.play_match): read_transcript takes in every line said since
+    # it last read, on its turn or at the vote, as it would have line by line (the evidence log and the
+    # imposters' counts read a transcript's lines in order, once each).
+    listens = False
+
     def act(self, obs: dict[str, Any]) -> Action | None:
         if not obs["alive"]:
             return None
