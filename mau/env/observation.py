@@ -116,26 +116,34 @@ class Frame:
         self.roster = tuple({"name": p.name, "color": p.color} for p in players)
         active = [p for p in players if p.alive and not p.ejected]  # PlayerState.active, read once
         self.active = tuple(p.name for p in active)
-        # each player's x, z (rounded), yaw in degrees and place, as observations write them; a player whose
-        # key row (name, position, yaw, ...) is the previous frame's, at the same seat, has its entry there
-        # (players at a mission or waiting stand still for many steps)
-        kept = {} if prev is None else {
-            row[0]: prev.at[row[0]] for row, old in zip(key, prev.key) if row == old
+        # each player's x, z (rounded), yaw in degrees and place, as observations write them, read from the
+        # key's rows (a pure function of x, z and yaw); a player whose row is the previous frame's, at the same
+        # seat, has its entry there (players at a mission or waiting stand still for many steps)
+        old = prev.key if prev is not None and len(prev.key) == len(key) else [None] * len(key)
+        prev_at = prev.at if prev is not None else {}
+        self.at = at = {
+            row[0]: prev_at[row[0]] if row == was
+            else (_r(row[2]), _r(row[3]), round(math.degrees(row[4]) % 360, 1), gmap.place_name(row[2], row[3]))
+            for row, was in zip(key, old)
         }
-        self.at = {p.name: kept.get(p.name)
-                   or (_r(p.x), _r(p.z), round(math.degrees(p.yaw) % 360, 1), gmap.place_name(p.x, p.z))
-                   for p in players}
         # each active player's players_in_view: (name, colour, x, z, distance, room) of those it sees, in seat
-        # order (vision.sees(me, p.x, p.z), as the sight recorder found it)
-        view, at = vision.view(active), self.at
-        self.seen = {
-            me.name: tuple(
-                (p.name, p.color, at[p.name][0], at[p.name][1], _r(math.hypot(p.x - me.x, p.z - me.z)),
-                 at[p.name][3])
-                for p in active if p is not me and (me.name, p.name) in view
+        # order (vision.sees(me, p.x, p.z), as the sight recorder found it). Built from the view's pairs, few
+        # of the active players' n * (n - 1): each viewer's seen sorted by seat, a viewer who sees nobody left
+        # out (observe reads ``seen.get(name, ())``)
+        order = {p.name: i for i, p in enumerate(active)}
+        mine: dict[str, list[str]] = {}
+        for a, b in vision.view(active):
+            if a != b and a in order and b in order:  # (the view's pairs are of these players; kept exact)
+                mine.setdefault(a, []).append(b)
+        rows = {row[0]: row for row in key}
+        self.seen = {}
+        for a, names in mine.items():
+            names.sort(key=order.__getitem__)
+            ax, az = rows[a][2], rows[a][3]
+            self.seen[a] = tuple(
+                (b, rows[b][1], at[b][0], at[b][1], _r(math.hypot(rows[b][2] - ax, rows[b][3] - az)), at[b][3])
+                for b in names
             )
-            for me in active
-        }
 
 
 def _frame(world: ObservedWorld) -> Frame:
