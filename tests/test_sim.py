@@ -13,6 +13,7 @@ from mau.env.runner import play_match
 from mau.env.scripted import ScriptedPolicy
 from mau.env.sim import SimWorld
 from mau.env.state import MISSION_WIN, OUTCOMES, ROAM
+from mau.schema import TICKS_PER_SECOND
 from tests.helpers import make_world, park_everyone, place
 
 
@@ -349,14 +350,17 @@ def test_observation_frame_cache_equals_a_fresh_frame_and_is_never_stale():
 
 
 def test_observation_button_lock_follows_the_clock_and_the_last_meeting_on_one_frame():
-    """The frame keeps the button lock of its moment: a clock or a meeting end changed with no player moved
-    (the same frame) gives the rules' answer anew."""
+    """The frame keeps the button lock and the time of its moment: a clock or a meeting end changed with no
+    player moved (the same frame) gives the rules' answer and the time anew."""
     w = make_world()
     w.reset(3)
     st, name = w.state, w.state.players[0].name
-    for tick, end in ((0, None), (5, None), (2500, None), (2500, 2000), (2500, 1000), (2600, 2000)):
+    moments = ((0, None), (5, None), (2500, None), (2500, 2000), (2500, 1000), (2600, 2000), (2613, 2000))
+    for tick, end in moments:
         st.tick, st.last_meeting_end_tick = tick, end
-        assert w.observe(name)["button_lock_ticks"] == w.rules.button_lock_left(st)
+        obs = w.observe(name)
+        assert obs["button_lock_ticks"] == w.rules.button_lock_left(st)
+        assert obs["time_s"] == round(tick / TICKS_PER_SECOND, 2)  # kept with the lock for the moment's tick
 
 
 def test_observation_current_action_is_the_running_actions_dict_fresh_each_time():
