@@ -438,3 +438,52 @@ def test_scripted_policies_play_the_same_games_without_listening_to_each_line():
             heard += n_listening - n_quiet
     assert spoken >= len(grid)  # most matches held meetings: lines were said and heard
     assert heard > 0  # the listeners were asked at the lines the quiet policies skipped
+
+
+def test_observation_rounding_is_round_itself():
+    """observe's ``_r`` (a cheaper round for positions, distances and headings) gives round's float, bit for
+    bit, near halves, at zero, for negative, huge and non-finite values."""
+    import math
+    import random
+
+    from mau.env.observation import _r
+
+    rng = random.Random(7)
+    values = [0.0, -0.0, 1e-9, 0.005, 0.015, 0.125, 1.005, 2.675, 72.5, 359.95, 999999.995, 1e6, 1e300,
+              -3.14159, -0.004, math.inf, -math.inf]
+    values += [rng.uniform(0, 200) for _ in range(20000)]
+    nudges = (0.0, 1e-12, -1e-12, 5e-5, -5e-5)  # halves (and near them) of the second and first digit
+    values += [rng.randint(0, 40000) / 200 + rng.choice(nudges) for _ in range(20000)]
+    for v in values:
+        for scale, digits in ((100.0, 2), (10.0, 1)):
+            assert repr(_r(v, scale, digits)) == repr(round(v, digits)), (v, digits)
+    assert math.isnan(_r(math.nan))
+
+
+def test_observation_matches_the_plain_reading_of_the_players():
+    """The frame's positions, headings, places and players_in_view (kept from frame to frame, built from the
+    view's pairs) equal the plain reading of each player over played steps: round, vision.sees, seat order."""
+    import math
+
+    w = make_world()
+    w.reset(5)
+    pols = {p.name: ScriptedPolicy(p.name, w.map, 5) for p in w.cfg.players}
+    seen = 0
+    for _ in range(80):
+        st = w.state
+        if st.phase == "ended":
+            break
+        obs = {p.name: w.observe(p.name) for p in st.players}
+        for me in st.players:
+            o = obs[me.name]
+            assert o["position"] == [round(me.x, 2), w.map.floor_y, round(me.z, 2)]
+            assert repr(o["yaw_deg"]) == repr(round(math.degrees(me.yaw) % 360, 1))
+            assert o["room"] == w.map.place_name(me.x, me.z)
+            plain = [{"name": p.name, "color": p.color, "position": [round(p.x, 2), round(p.z, 2)],
+                      "distance": round(math.hypot(p.x - me.x, p.z - me.z), 2),
+                      "room": w.map.place_name(p.x, p.z)}
+                     for p in st.players if p.active and p is not me and w.vision.sees(me, p.x, p.z)]
+            assert o["players_in_view"] == (plain if me.active else [])
+            seen += len(plain)
+        w.step({n: pols[n].act(o) for n, o in obs.items() if st.player(n).active})
+    assert seen > 30
