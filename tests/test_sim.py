@@ -13,6 +13,7 @@ from mau.env.runner import play_match
 from mau.env.scripted import ScriptedPolicy
 from mau.env.sim import SimWorld
 from mau.env.state import MISSION_WIN, OUTCOMES, ROAM
+from mau.schema import TICKS_PER_SECOND
 from tests.helpers import make_world, park_everyone, place
 
 
@@ -349,14 +350,17 @@ def test_observation_frame_cache_equals_a_fresh_frame_and_is_never_stale():
 
 
 def test_observation_button_lock_follows_the_clock_and_the_last_meeting_on_one_frame():
-    """The frame keeps the button lock of its moment: a clock or a meeting end changed with no player moved
-    (the same frame) gives the rules' answer anew."""
+    """The frame keeps the button lock and the time of its moment: a clock or a meeting end changed with no
+    player moved (the same frame) gives the rules' answer and the time anew."""
     w = make_world()
     w.reset(3)
     st, name = w.state, w.state.players[0].name
-    for tick, end in ((0, None), (5, None), (2500, None), (2500, 2000), (2500, 1000), (2600, 2000)):
+    moments = ((0, None), (5, None), (2500, None), (2500, 2000), (2500, 1000), (2600, 2000), (2613, 2000))
+    for tick, end in moments:
         st.tick, st.last_meeting_end_tick = tick, end
-        assert w.observe(name)["button_lock_ticks"] == w.rules.button_lock_left(st)
+        obs = w.observe(name)
+        assert obs["button_lock_ticks"] == w.rules.button_lock_left(st)
+        assert obs["time_s"] == round(tick / TICKS_PER_SECOND, 2)  # kept with the lock for the moment's tick
 
 
 def test_observation_current_action_is_the_running_actions_dict_fresh_each_time():
@@ -434,3 +438,52 @@ def test_scripted_policies_play_the_same_games_without_listening_to_each_line():
             heard += n_listening - n_quiet
     assert spoken >= len(grid)  # most matches held meetings: lines were said and heard
     assert heard > 0  # the listeners were asked at the lines the quiet policies skipped
+
+
+def test_observation_rounding_is_round_itself():
+    """observe's ``_r`` (a cheaper round for positions, distances and headings) gives round's float, bit for
+    bit, near halves, at zero, for negative, huge and non-finite values."""
+    import math
+    import random
+
+    from mau.env.observation import _r
+
+    rng = random.Random(7)
+    values = [0.0, -0.0, 1e-9, 0.005, 0.015, 0.125, 1.005, 2.675, 72.5, 359.95, 999999.995, 1e6, 1e300,
+              -3.14159, -0.004, math.inf, -math.inf]
+    values += [rng.uniform(0, 200) for _ in range(20000)]
+    nudges = (0.0, 1e-12, -1e-12, 5e-5, -5e-5)  # halves (and near them) of the second and first digit
+    values += [rng.randint(0, 40000) / 200 + rng.choice(nudges) for _ in range(20000)]
+    for v in values:
+        for scale, digits in ((100.0, 2), (10.0, 1)):
+            assert repr(_r(v, scale, digits)) == repr(round(v, digits)), (v, digits)
+    assert math.isnan(_r(math.nan))
+
+
+def test_observation_matches_the_plain_reading_of_the_players():
+    """The frame's positions, headings, places and players_in_view (kept from frame to frame, built from the
+    view's pairs) equal the plain reading of each player over played steps: round, vision.sees, seat order."""
+    import math
+
+    w = make_world()
+    w.reset(5)
+    pols = {p.name: ScriptedPolicy(p.name, w.map, 5) for p in w.cfg.players}
+    seen = 0
+    for _ in range(80):
+        st = w.state
+        if st.phase == "ended":
+            break
+        obs = {p.name: w.observe(p.name) for p in st.players}
+        for me in st.players:
+            o = obs[me.name]
+            assert o["position"] == [round(me.x, 2), w.map.floor_y, round(me.z, 2)]
+            assert repr(o["yaw_deg"]) == repr(round(math.degrees(me.yaw) % 360, 1))
+            assert o["room"] == w.map.place_name(me.x, me.z)
+            plain = [{"name": p.name, "color": p.color, "position": [round(p.x, 2), round(p.z, 2)],
+                      "distance": round(math.hypot(p.x - me.x, p.z - me.z), 2),
+                      "room": w.map.place_name(p.x, p.z)}
+                     for p in st.players if p.active and p is not me and w.vision.sees(me, p.x, p.z)]
+            assert o["players_in_view"] == (plain if me.active else [])
+            seen += len(plain)
+        w.step({n: pols[n].act(o) for n, o in obs.items() if st.player(n).active})
+    assert seen > 30

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from mau import schema as F
 from mau.env.actions import Action
 from mau.env.state import DISCUSSION, VOTING, GameState, PlayerState
-from mau.schema import TICKS_PER_SECOND
+from mau.schema import IMPOSTER, TICKS_PER_SECOND
 
 
 class ObservedWorld(Protocol):
@@ -41,8 +41,20 @@ class ObservedWorld(Protocol):
 STATE_MODES = ("ego", "privileged")
 
 
-def _r(v: float) -> float:
-    return round(v, 2)
+def _r(v: float, scale: float = 100.0, digits: int = 2) -> float:
+    """``round(v, digits)`` (``scale`` is 10 ** digits), the same float at two thirds of its cost for the
+    values observations round (positions, distances, headings): round goes through v's exact decimal digits.
+    For 0 < v < 1e6, y = v * scale is within 1e-8 of the exact v * scale, and f = y % 1.0 and y - f are exact;
+    so while f is not within 1e-4 of a half, the integer nearest the exact v * scale is y - f, or one more
+    above a half (never a tie, where round's half-even would decide), and that integer (a double exactly)
+    divided by scale is the nearest float to the decimal, as round's conversion back gives. Anything else (a
+    near half, zero, a negative or huge value, NaN) goes to round itself (tests/test_sim.py compares both)."""
+    if 0.0 < v < 1e6:
+        y = v * scale
+        f = y % 1.0
+        if not 0.4999 < f < 0.5001:
+            return (y - f + (f > 0.5)) / scale
+    return round(v, digits)
 
 
 def _privileged_players(world: ObservedWorld, me: PlayerState, in_view: set[str]) -> list[dict[str, Any]]:
@@ -109,33 +121,45 @@ class Frame:
         # player -> (its running action, that action's to_dict): handed on from frame to frame, as an action
         # runs for many steps (see ``_action_dict``)
         self.actions: dict[str, tuple[Action, dict[str, Any]]] = {} if prev is None else prev.actions
-        # (rules, tick, last meeting's end tick, the rules' button_lock_left then): a value of the moment that
-        # is not of the players, kept for the other observations of the moment (see ``_button_lock``)
-        self.button: tuple[Any, int, int | None, int] | None = None
+        # (rules, tick, last meeting's end tick, the rules' button_lock_left then, time_s): values of the
+        # moment that are not of the players, kept for the other observations of the moment (see ``_clock``)
+        self.button: tuple[Any, int, int | None, int, float] | None = None
         # public: names and colours only (the templates each observation copies)
         self.roster = tuple({"name": p.name, "color": p.color} for p in players)
         active = [p for p in players if p.alive and not p.ejected]  # PlayerState.active, read once
         self.active = tuple(p.name for p in active)
-        # each player's x, z (rounded), yaw in degrees and place, as observations write them; a player whose
-        # key row (name, position, yaw, ...) is the previous frame's, at the same seat, has its entry there
-        # (players at a mission or waiting stand still for many steps)
-        kept = {} if prev is None else {
-            row[0]: prev.at[row[0]] for row, old in zip(key, prev.key) if row == old
-        }
-        self.at = {p.name: kept.get(p.name)
-                   or (_r(p.x), _r(p.z), round(math.degrees(p.yaw) % 360, 1), gmap.place_name(p.x, p.z))
-                   for p in players}
-        # each active player's players_in_view: (name, colour, x, z, distance, room) of those it sees, in seat
-        # order (vision.sees(me, p.x, p.z), as the sight recorder found it)
-        view, at = vision.view(active), self.at
-        self.seen = {
-            me.name: tuple(
-                (p.name, p.color, at[p.name][0], at[p.name][1], _r(math.hypot(p.x - me.x, p.z - me.z)),
-                 at[p.name][3])
-                for p in active if p is not me and (me.name, p.name) in view
+        # each player's x, z (rounded), yaw in degrees and place, as observations write them, read from the
+        # key's rows (a pure function of x, z and yaw); a player whose row is the previous frame's, at the
+        # same seat, has its entry there (players at a mission or waiting stand still for many steps)
+        old = prev.key if prev is not None and len(prev.key) == len(key) else [None] * len(key)
+        prev_at = prev.at if prev is not None else {}
+        self.at: dict[str, tuple[float, float, float, str]] = {}
+        at = self.at
+        for row, was in zip(key, old):
+            name, _, x, z, yaw, _, _ = row
+            at[name] = prev_at[name] if row == was else (
+                _r(x), _r(z), _r(math.degrees(yaw) % 360, 10.0, 1), gmap.place_name(x, z)
             )
-            for me in active
-        }
+        # each active player's players_in_view: (name, colour, x, z, distance, room) of those it sees, in seat
+        # order (vision.sees(me, p.x, p.z), as the sight recorder found it). Built from the view's pairs, few
+        # of the active players' n * (n - 1): each viewer's seen sorted by seat, a viewer who sees nobody left
+        # out (observe reads ``seen.get(name, ())``)
+        order = {p.name: i for i, p in enumerate(active)}
+        mine: dict[str, list[str]] = {}
+        for a, b in vision.view(active):
+            if a != b and a in order and b in order:  # (the view's pairs are of these players; kept exact)
+                mine.setdefault(a, []).append(b)
+        rows = {row[0]: row for row in key}
+        self.seen: dict[str, tuple[tuple[Any, ...], ...]] = {}
+        for a, names in mine.items():
+            names.sort(key=order.__getitem__)
+            _, _, ax, az, *_ = rows[a]
+            out = []
+            for b in names:
+                _, color, bx, bz, *_ = rows[b]
+                bx_r, bz_r, _, room = at[b]
+                out.append((b, color, bx_r, bz_r, _r(math.hypot(bx - ax, bz - az)), room))
+            self.seen[a] = tuple(out)
 
 
 def _frame(world: ObservedWorld) -> Frame:
@@ -162,14 +186,16 @@ def _action_dict(frame: Frame, name: str, action: Action) -> dict[str, Any]:
     return memo[1].copy()
 
 
-def _button_lock(world: ObservedWorld, frame: Frame) -> int:
-    """``world.rules.button_lock_left(state)``, asked once per moment: it reads only the state's tick and
-    last meeting's end (and the rules' own config), so the frame keeps the answer for those rules and both."""
+def _clock(world: ObservedWorld, frame: Frame) -> tuple[int, float]:
+    """``world.rules.button_lock_left(state)`` and the time in seconds (a float's round costs), asked once per
+    moment: they read only the state's tick and last meeting's end (and the rules' own config), so the frame
+    keeps both answers for those rules and values."""
     st, rules = world.state, world.rules
     memo = frame.button
     if memo is None or memo[0] is not rules or memo[1] != st.tick or memo[2] != st.last_meeting_end_tick:
-        memo = frame.button = (rules, st.tick, st.last_meeting_end_tick, rules.button_lock_left(st))
-    return memo[3]
+        memo = frame.button = (rules, st.tick, st.last_meeting_end_tick, rules.button_lock_left(st),
+                               round(st.tick / TICKS_PER_SECOND, 2))
+    return memo[3], memo[4]
 
 
 def _transcript(transcript: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -189,14 +215,15 @@ def observe(world: ObservedWorld, name: str, mode: str = "ego") -> F.Observation
     st, cfg, gmap, vision = world.state, world.cfg, world.map, world.vision
     me = st.player(name)
     frame = _frame(world)
-    me_active, imposter = me.alive and not me.ejected, me.is_imposter
+    me_active, imposter = me.alive and not me.ejected, me.role == IMPOSTER  # (the properties, read inline)
     if me_active:
         me.sight = mode  # privileged sight also finds bodies around (the world's body sightings read it)
     x, z, yaw_deg, place = frame.at[name]
+    button_lock, time_s = _clock(world, frame)
     obs: F.Observation = {
         "name": me.name, "color": me.color, "role": me.role, "alive": me_active, "state_mode": mode,
         "phase": st.phase, "step": st.step, "max_steps": cfg.max_steps, "tick": st.tick,
-        "time_s": round(st.tick / TICKS_PER_SECOND, 2),
+        "time_s": time_s,
         "position": [x, gmap.floor_y, z], "yaw_deg": yaw_deg, "room": place,
         "roster": list(map(dict.copy, frame.roster)),  # public: names and colours only
         "n_imposters": cfg.num_imposters,  # public: the rules say how many imposters there are
@@ -204,7 +231,7 @@ def observe(world: ObservedWorld, name: str, mode: str = "ego") -> F.Observation
     }
     stations = _stations(gmap)
     if imposter:
-        obs["teammates"] = [p.name for p in st.players if p.is_imposter and p is not me]
+        obs["teammates"] = [p.name for p in st.players if p.role == IMPOSTER and p is not me]
         obs["kill_cooldown_ticks"] = me.kill_cooldown
         obs["fake_missions"] = [  # a fake mission is never done
             {"station": s, "room": stations[s][0], "position": [*stations[s][1]], "done": False}
@@ -219,7 +246,7 @@ def observe(world: ObservedWorld, name: str, mode: str = "ego") -> F.Observation
     obs["holding_ticks"] = me.holding_ticks
     obs["mission_hold_ticks"] = cfg.mission_hold_ticks
     bx, bz = gmap.button
-    obs["button_lock_ticks"] = _button_lock(world, frame)
+    obs["button_lock_ticks"] = button_lock
     obs["at_button"] = math.hypot(me.x - bx, me.z - bz) <= cfg.button_range
 
     seen = [{"name": n, "color": c, "position": [px, pz], "distance": d, "room": room}
@@ -239,8 +266,9 @@ def observe(world: ObservedWorld, name: str, mode: str = "ego") -> F.Observation
     obs["reportable_bodies"] = [b.victim for b in world.rules.bodies_in_range(st, me)
                                 if b.victim in me.seen_bodies] if me_active and st.bodies else []
     if imposter and me_active:
-        obs["in_kill_reach"] = [p.name for p in st.players if p.alive and not p.ejected and not p.is_imposter
-                                and math.hypot(p.x - me.x, p.z - me.z) <= cfg.kill_reach]
+        mx, mz, reach, hypot = me.x, me.z, cfg.kill_reach, math.hypot
+        obs["in_kill_reach"] = [p.name for p in st.players if p.alive and not p.ejected and p.role != IMPOSTER
+                                and hypot(p.x - mx, p.z - mz) <= reach]
     # (each list below built only when not empty: a comprehension costs a call even over nothing)
     known_dead = list(st.public_dead)
     if me.seen_bodies:
