@@ -92,7 +92,8 @@ def test_line_of_sight_proofs_agree_with_the_cell_walk():
     both also batched in numpy for the sight recorder) answer as the plain cell walk does: on random segments,
     on segments along block edges, and on segments aimed a hair either side of every doorway's end, region
     corner and block corner where the wall probe looks (issue 32: sights.jsonl must not change by a byte).
-    A doorway margin below zero, or a doorway cell taken for wall, makes this fail."""
+    A doorway margin below zero, a doorway cell taken for wall, or a wall probe that is not strictly inside
+    its cell makes this fail."""
     m = load_map("skeld")
     rng = random.Random(11)
     segments = []
@@ -108,6 +109,19 @@ def test_line_of_sight_proofs_agree_with_the_cell_walk():
         s = rng.uniform(1.05, 4)
         bx, bz = ax + (cx - ax) * s, az + (cz - az) * s
         if m.is_floor(bx, bz):
+            segments.append((ax, az, bx, bz))
+    # along a block edge, one ulp off its line: the wall probe's point rounds onto the edge while the segment
+    # runs beside it (a probe that is not strictly inside its cell takes the wrong cell for the segment's)
+    while len(segments) < 24000:
+        ax, az = _floor_point(m, rng)
+        bx, bz = _floor_point(m, rng)
+        if rng.random() < 0.5:
+            az = float(round(az))
+            bz = math.nextafter(az, rng.choice([-math.inf, math.inf]))
+        else:
+            ax = float(round(ax))
+            bx = math.nextafter(ax, rng.choice([-math.inf, math.inf]))
+        if m.is_floor(ax, az) and m.is_floor(bx, bz):
             segments.append((ax, az, bx, bz))
     walked, proved, batch_in = [], [], []
     for ax, az, bx, bz in segments:
@@ -166,10 +180,15 @@ def test_batched_doorway_proofs_are_the_scalar_ones():
     cols = list(zip(*segments))
     arrays = [np.array(c, dtype=np.float64) for c in cols[:4]]
     arrays += [np.array(c, dtype=np.int64) for c in cols[4:]]
-    assert m._through_doorways_batch(*arrays).tolist() == scalar
+    clear, blocked = m._through_doorways_batch(*arrays)
+    assert [True if c else False if b else None for c, b in zip(clear.tolist(), blocked.tolist())] == scalar
     neighbours = [{j for doors in sides for _, _, j in doors} for sides in m._doors]
-    hops = sum(ok and seg[5] not in neighbours[seg[4]] for ok, seg in zip(scalar, segments))
-    assert 300 < sum(scalar) < len(scalar) - 300 and hops > 50  # both answers, many times; many doorways too
+    hops = sum(ok is True and seg[5] not in neighbours[seg[4]] for ok, seg in zip(scalar, segments))
+    n_clear, n_blocked = scalar.count(True), scalar.count(False)
+    # all three answers, many times; many doorways too
+    assert n_clear > 300 and n_blocked > 300 and len(scalar) - n_clear - n_blocked > 300 and hops > 50
+    # each wall proof is the plain walk's answer (a probe beyond a region a's segment only passes through)
+    assert all(not m.line_of_sight_across(*seg[:4]) for ok, seg in zip(scalar, segments) if ok is False)
 
 
 def _write(tmp_path, data) -> str:

@@ -221,13 +221,15 @@ class GameMap:
     def line_of_sight_across(self, ax: float, az: float, bx: float, bz: float, ra: int = -1,
                              rb: int = -1) -> bool:
         """``line_of_sight`` without its shortcut for two points of one region (the caller knows they are
-        not); ``ra``, ``rb``: the regions of a and b when the caller knows them (``_wall_beyond`` then
-        answers most walled-off pairs without the traversal)."""
+        not); ``ra``, ``rb``: the regions of a and b when the caller knows them (``_wall_beyond`` and
+        ``_through_doorways`` then answer most pairs without the traversal)."""
         if (ra >= 0 and self._wall_beyond(ax, az, bx, bz, ra)) or (
                 rb >= 0 and self._wall_beyond(bx, bz, ax, az, rb)):
             return False
-        if ra >= 0 and rb >= 0 and self._through_doorways(ax, az, bx, bz, ra, rb):
-            return True
+        if ra >= 0 and rb >= 0:
+            proof = self._through_doorways(ax, az, bx, bz, ra, rb)
+            if proof is not None:
+                return proof
         # Amanatides-Woo grid traversal.
         ix, iz = math.floor(ax), math.floor(az)
         tx, tz = math.floor(bx), math.floor(bz)
@@ -276,21 +278,25 @@ class GameMap:
         fx, fz = px - ix, pz - iz
         return WALL_MARGIN < fx < 1.0 - WALL_MARGIN and WALL_MARGIN < fz < 1.0 - WALL_MARGIN
 
-    def _through_doorways(self, ax: float, az: float, bx: float, bz: float, ra: int, rb: int) -> bool:
-        """True when the segment from a (inside region ``ra``) to b (inside ``rb``) leaves each region it
-        crosses through a doorway into the next, until ``rb``: then it crosses only floor, and
-        ``line_of_sight``'s cell walk finds every cell floor (docs/game.md, "Line of sight"). False: no proof
-        here (walk the cells). A region at a time: a few steps where the walk takes one per cell."""
+    def _through_doorways(self, ax: float, az: float, bx: float, bz: float, ra: int,
+                          rb: int) -> bool | None:
+        """Follow the segment from a (in region ``ra``) to b (in ``rb``) region by region, through the
+        doorway it leaves each one by. True when it reaches ``rb`` that way and a and b lie inside their
+        regions: then it crosses only floor, and ``line_of_sight``'s cell walk finds every cell floor. False
+        when it leaves a region beyond ``ra`` through a wall and ``_wall_beyond`` of that region proves it
+        blocked (docs/game.md, "Line of sight"). None: no proof here (walk the cells). A region at a time: a
+        few steps where the walk takes one per cell."""
         boxes, m = self._boxes, INSIDE_MARGIN
+        inside = True  # a and b inside their boxes: needed for the path's proof, not for the wall probe's
         for px, pz, r in ((ax, az, ra), (bx, bz, rb)):
             x0, x1, z0, z1 = boxes[r]
             if not (x0 + m <= px <= x1 - m and z0 + m <= pz <= z1 - m):
-                return False  # on (or next to) a wall: the walk decides
+                inside = False  # on (or next to) a wall: the walk decides
         dx, dz = bx - ax, bz - az
         inf, r = float("inf"), ra
         for _ in range(len(boxes)):
             if r == rb:
-                return True
+                return True if inside else None
             x0, x1, z0, z1 = boxes[r]
             tx = (x1 - ax) / dx if dx > 0 else (x0 - ax) / dx if dx < 0 else inf
             tz = (z1 - az) / dz if dz > 0 else (z0 - az) / dz if dz < 0 else inf
@@ -299,14 +305,16 @@ class GameMap:
             elif tz < tx:
                 side, along = (2 if dz > 0 else 3), ax + tz * dx
             else:
-                return False  # through a corner
+                return None  # through a corner
             for lo, hi, nxt in self._doors[r][side]:
                 if lo + DOOR_MARGIN <= along <= hi - DOOR_MARGIN:
                     r = nxt
                     break
             else:
-                return False  # into a wall, or too near a doorway's end
-        return False
+                # into a wall, or too near a doorway's end: the wall probe of this region (the caller probed
+                # ra's already); it holds for any region the segment crosses, not only a's
+                return False if r != ra and self._wall_beyond(ax, az, bx, bz, r) else None
+        return None
 
     def _door_tables(self) -> None:
         """numpy copies for the batched lookups: the region grid flat, the boxes (a last dummy row for region
@@ -369,8 +377,10 @@ class GameMap:
         proven = np.zeros(m, dtype=bool)
         todo = np.flatnonzero(out & (ra >= 0) & (rb >= 0))
         if len(todo):
-            proven[todo] = self._through_doorways_batch(ax[todo], az[todo], bx[todo], bz[todo], ra[todo],
-                                                        rb[todo])
+            clear, blocked = self._through_doorways_batch(ax[todo], az[todo], bx[todo], bz[todo], ra[todo],
+                                                          rb[todo])
+            proven[todo] = clear | blocked
+            out[todo[blocked]] = False
         # the cell walk in Python: a few hundred segments a match, each a few dozen cells (numpy's per-call
         # cost made a vectorised walk, a call per cell step, no cheaper)
         walk = self.line_of_sight_across  # no regions given: the walk alone
@@ -381,42 +391,52 @@ class GameMap:
         return out
 
     def _through_doorways_batch(self, ax: np.ndarray, az: np.ndarray, bx: np.ndarray, bz: np.ndarray,
-                                ra: np.ndarray, rb: np.ndarray) -> np.ndarray:
-        """``_through_doorways`` of each segment (``ra``, ``rb`` >= 0): the same tests, a region at a time for
-        all segments still on their way (those that reach ``rb`` or fail drop out)."""
+                                ra: np.ndarray, rb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``_through_doorways`` of each segment (``ra``, ``rb`` >= 0) as two masks, (True, False): the same
+        tests, a region at a time for all segments still on their way (those that reach ``rb`` or stop drop
+        out), then the wall probe of the regions where segments stopped at a wall."""
         cols, m = self._box_columns, INSIDE_MARGIN  # 1-D takes, cheaper than rows of the box array
         ax0, ax1, az0, az1 = (c[ra] for c in cols)
         bx0, bx1, bz0, bz1 = (c[rb] for c in cols)
-        ok = ((ax0 + m <= ax) & (ax <= ax1 - m) & (az0 + m <= az) & (az <= az1 - m)
-              & (bx0 + m <= bx) & (bx <= bx1 - m) & (bz0 + m <= bz) & (bz <= bz1 - m))
-        out = np.zeros(len(ax), dtype=bool)
-        live = np.flatnonzero(ok)  # the segments on their way, in region r
-        ax, az, r, rb = ax[live], az[live], ra[live], rb[live]
-        dx, dz = bx[live] - ax, bz[live] - az
+        inside = ((ax0 + m <= ax) & (ax <= ax1 - m) & (az0 + m <= az) & (az <= az1 - m)
+                  & (bx0 + m <= bx) & (bx <= bx1 - m) & (bz0 + m <= bz) & (bz <= bz1 - m))
+        arrived = np.zeros(len(ax), dtype=bool)
+        stopped = np.full(len(ax), -1)  # the region a segment left through a wall (-1: none)
+        live = np.arange(len(ax))  # the segments on their way, in region r
+        x, z, r, rb_live = ax, az, ra, rb
+        dx, dz = bx - ax, bz - az
         inf = float("inf")
         for _ in range(len(self._boxes)):
-            arrived = r == rb
-            out[live[arrived]] = True
-            go = np.flatnonzero(~arrived)
+            there = r == rb_live
+            arrived[live[there]] = True
+            go = np.flatnonzero(~there)
             if not len(go):
                 break
-            live, ax, az, dx, dz, r, rb = live[go], ax[go], az[go], dx[go], dz[go], r[go], rb[go]
+            live, x, z, dx, dz, r, rb_live = live[go], x[go], z[go], dx[go], dz[go], r[go], rb_live[go]
             x0, x1, z0, z1 = (c[r] for c in cols)
             with np.errstate(divide="ignore", invalid="ignore"):
-                tx = np.where(dx > 0, (x1 - ax) / dx, np.where(dx < 0, (x0 - ax) / dx, inf))
-                tz = np.where(dz > 0, (z1 - az) / dz, np.where(dz < 0, (z0 - az) / dz, inf))
+                tx = np.where(dx > 0, (x1 - x) / dx, np.where(dx < 0, (x0 - x) / dx, inf))
+                tz = np.where(dz > 0, (z1 - z) / dz, np.where(dz < 0, (z0 - z) / dz, inf))
                 by_x = tx < tz
                 side = np.where(by_x, np.where(dx > 0, 0, 1), np.where(dz > 0, 2, 3))
-                along = np.where(by_x, az + tx * dz, ax + tz * dx)[:, None]
+                along = np.where(by_x, z + tx * dz, x + tz * dx)[:, None]
             # the doorway it leaves by (at most one matches: a side's doorways do not overlap); through a
             # corner (tx == tz) proves nothing
             row = r * 4 + side  # the rows of the tables as (region, side) x doorway: one index, not two
             hit = (self._door_lo_rows[row] <= along) & (along <= self._door_hi_rows[row])
             door = hit.argmax(axis=1)
-            on = np.flatnonzero(hit[np.arange(len(r)), door] & (by_x | (tz < tx)))
-            live, ax, az, dx, dz, rb = live[on], ax[on], az[on], dx[on], dz[on], rb[on]
+            through = hit[np.arange(len(r)), door]
+            by_side = by_x | (tz < tx)
+            wall = np.flatnonzero(by_side & ~through)
+            stopped[live[wall]] = r[wall]
+            on = np.flatnonzero(through & by_side)
+            live, x, z, dx, dz, rb_live = live[on], x[on], z[on], dx[on], dz[on], rb_live[on]
             r = self._door_next[r[on], side[on], door[on]]
-        return out
+        blocked = np.zeros(len(ax), dtype=bool)
+        probe = np.flatnonzero((stopped >= 0) & (stopped != ra))  # ra's probe: the caller's
+        if len(probe):
+            blocked[probe] = self._walls_beyond(ax[probe], az[probe], bx[probe], bz[probe], stopped[probe])
+        return arrived & inside, blocked
 
     def _walls_beyond(self, ax: np.ndarray, az: np.ndarray, bx: np.ndarray, bz: np.ndarray,
                       r: np.ndarray) -> np.ndarray:
