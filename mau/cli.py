@@ -41,6 +41,10 @@ VERBS = {
     "quickstart": ("mau.commands.quickstart", "the whole loop on the embedded default, on a CPU, in minutes"),
 }
 
+# The verbs whose process plays matches: the collector walks their short-lived containers less often
+# (mau.gc_tuning).
+PLAYS_MATCHES = frozenset({"play", "bench", "collect", "eval", "replay", "fork", "rl", "quickstart"})
+
 
 def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     from mau import __version__
@@ -69,6 +73,10 @@ def main(argv: list[str] | None = None) -> int:
     from mau.commands.common import config_for, options
 
     module = importlib.import_module(args._module)
+    if args.verb in PLAYS_MATCHES:
+        from mau.gc_tuning import collect_young_garbage_less_often
+
+        collect_young_garbage_less_often()
     try:
         cfg = config_for(module, args)
         return int(module.main(cfg, options(args, module.FLAGS)) or 0)

@@ -151,7 +151,10 @@ def worker_main(wid: int, tasks: Any, results: Any, in_flight: int, engine: Engi
     """A worker process: pull (k, item) from ``tasks`` (None: no more) while fewer than ``in_flight`` are
     running, play them in one event loop, send ("done", wid, k, result, error text) and ("meter", wid,
     totals)."""
+    from mau.gc_tuning import collect_young_garbage_less_often
+
     _ignore_sigint()
+    collect_young_garbage_less_often()  # a spawned process starts with CPython's default
     play, close, meter = engine.get("play"), engine.get("close"), engine.get("meter")
 
     async def play_pair(pair: tuple[int, Any]) -> Any:

@@ -131,3 +131,31 @@ def test_every_verb_takes_a_typed_config(verb, tmp_path):
     args = build_parser(verb).parse_args(argv)
     cfg = config_for(importlib.import_module(VERBS[verb][0]), args)
     assert isinstance(cfg, Model) and type(cfg).__doc__
+
+
+@pytest.fixture
+def default_gc_threshold():
+    import gc
+
+    old = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
+    yield
+    gc.set_threshold(*old)
+
+
+def test_verbs_that_play_matches_collect_young_garbage_less_often(tmp_path, capsys, default_gc_threshold):
+    import gc
+
+    from mau.gc_tuning import MATCH_GC_THRESHOLD, collect_young_garbage_less_often
+
+    assert main(["info"]) == 0
+    assert gc.get_threshold() == (700, 10, 10)  # a verb that plays no match keeps the default
+    out = str(tmp_path / "m")
+    assert main(["play", "--config", "configs/play/scripted.yaml", "--seed", "3", "--out", out]) == 0
+    assert gc.get_threshold() == (MATCH_GC_THRESHOLD, 10, 10)  # the older generations' thresholds kept
+    gc.set_threshold(50_000, 5, 5)
+    collect_young_garbage_less_often()
+    assert gc.get_threshold() == (50_000, 5, 5)  # never made more eager
+    gc.set_threshold(0)
+    collect_young_garbage_less_often()
+    assert gc.get_threshold()[0] == 0  # a collector that is off stays off
