@@ -86,10 +86,14 @@ def test_help_is_fast_and_lists_verbs():
 
 
 def test_bench_env_prints_one_json_object(capsys):
+    import gc
+
     from mau.commands.bench import bench_env
 
     r = bench_env(matches=2, frames=5, seed=0)
     assert r["game_seconds_per_wall_second"] > 0 and r["frame_ms_640x360"] > 0 and r["agents"] == 8
+    assert r["gc_young_threshold"] == gc.get_threshold()[0] and 0 <= r["gc_seconds"] < 10
+    assert all(cb.__name__ != "_tick" for cb in gc.callbacks)  # the collector's clock is taken off again
 
 
 def test_bench_harness_prints_its_figures():

@@ -363,20 +363,28 @@ def test_observation_button_lock_follows_the_clock_and_the_last_meeting_on_one_f
         assert obs["time_s"] == round(tick / TICKS_PER_SECOND, 2)  # kept with the lock for the moment's tick
 
 
+def _observed_steps(seed: int, steps: int):
+    """(world, every player's observation) at each of up to ``steps`` steps of a scripted match of ``seed``;
+    once the caller has read them, the active players' actions on them step the world."""
+    w = make_world()
+    w.reset(seed)
+    pols = {p.name: ScriptedPolicy(p.name, w.map, seed) for p in w.cfg.players}
+    for _ in range(steps):
+        st = w.state
+        if st.phase == "ended":
+            return
+        obs = {p.name: w.observe(p.name) for p in st.players}
+        yield w, obs
+        w.step({n: pols[n].act(o) for n, o in obs.items() if st.player(n).active})
+
+
 def test_observation_current_action_is_the_running_actions_dict_fresh_each_time():
     """The running action's dict is kept between observations (frame to frame); each observation still gets
     a fresh one, equal to ``to_dict`` of the action running now."""
     from mau.env.actions import Action
 
-    w = make_world()
-    w.reset(3)
-    pols = {p.name: ScriptedPolicy(p.name, w.map, 3) for p in w.cfg.players}
     seen = 0
-    for _ in range(40):
-        st = w.state
-        if st.phase == "ended":
-            break
-        obs = {p.name: w.observe(p.name) for p in st.players if p.active}
+    for w, obs in _observed_steps(3, 40):
         for name, o in obs.items():
             run = w.runs.get(name)
             want = run.action.to_dict() if run is not None and run.status == "running" else None
@@ -385,7 +393,6 @@ def test_observation_current_action_is_the_running_actions_dict_fresh_each_time(
                 seen += 1
                 o["current_action"]["kind"] = "changed"  # an agent may change its own observation
                 assert w.observe(name)["current_action"] == want
-        w.step({name: pols[name].act(o) for name, o in obs.items()})
     assert seen > 50
     # an action with a list is never kept (its dict's list is a copy of the action's, each time)
     name = next(n for n, r in w.runs.items() if r is not None and r.status == "running")
@@ -465,15 +472,9 @@ def test_observation_matches_the_plain_reading_of_the_players():
     view's pairs) equal the plain reading of each player over played steps: round, vision.sees, seat order."""
     import math
 
-    w = make_world()
-    w.reset(5)
-    pols = {p.name: ScriptedPolicy(p.name, w.map, 5) for p in w.cfg.players}
     seen = 0
-    for _ in range(80):
+    for w, obs in _observed_steps(5, 80):
         st = w.state
-        if st.phase == "ended":
-            break
-        obs = {p.name: w.observe(p.name) for p in st.players}
         for me in st.players:
             o = obs[me.name]
             assert o["position"] == [round(me.x, 2), w.map.floor_y, round(me.z, 2)]
@@ -485,5 +486,4 @@ def test_observation_matches_the_plain_reading_of_the_players():
                      for p in st.players if p.active and p is not me and w.vision.sees(me, p.x, p.z)]
             assert o["players_in_view"] == (plain if me.active else [])
             seen += len(plain)
-        w.step({n: pols[n].act(o) for n, o in obs.items() if st.player(n).active})
     assert seen > 30

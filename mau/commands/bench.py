@@ -4,7 +4,8 @@ Speed figures, printed as one JSON object. Runs pinned to one core; these machin
 medians and ratios.
 
 ``env``: game seconds simulated per wall second by whole matches of 8 scripted agents without frames (total
-over matches, and the median over matches), and the median time of one 640x360 first-person frame.
+over matches, and the median over matches), the garbage collector's seconds within the matches and the young
+threshold it ran at (``mau.gc_tuning``), and the median time of one 640x360 first-person frame.
 ``mau bench env --backend minecraft --matches 3``: the same on the minecraft backend (installed with
 ``make minecraft``), with every active agent's frame rendered at every step (``--frames 0``: none); the
 matches share one host, as a collect or eval worker's do (mau/env/minecraft/bench.py).
@@ -140,7 +141,35 @@ def _one_core() -> None:
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 
 
+class _CollectorClock:
+    """Wall seconds the garbage collector spends while the block runs (``gc.callbacks``)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._start = 0.0
+
+    def _tick(self, phase: str, info: dict[str, Any]) -> None:
+        import time
+
+        if phase == "start":
+            self._start = time.perf_counter()
+        else:
+            self.seconds += time.perf_counter() - self._start
+
+    def __enter__(self) -> _CollectorClock:
+        import gc
+
+        gc.callbacks.append(self._tick)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        import gc
+
+        gc.callbacks.remove(self._tick)
+
+
 def bench_env(matches: int, frames: int, seed: int) -> dict[str, Any]:
+    import gc
     import statistics
     import time
 
@@ -151,10 +180,12 @@ def bench_env(matches: int, frames: int, seed: int) -> dict[str, Any]:
 
     world = SimWorld()
     rates, game_s, wall_s, cpu_s, outcomes = [], 0.0, 0.0, 0.0, {}
+    collector = _CollectorClock()
     for s in range(seed, seed + matches):
         policies = {p.name: ScriptedPolicy(p.name, world.map, s) for p in world.cfg.players}
         t0, c0 = time.perf_counter(), time.process_time()
-        r = play_match(world, policies, s)
+        with collector:
+            r = play_match(world, policies, s)
         dt = time.perf_counter() - t0
         cpu_s += time.process_time() - c0
         rates.append(r.ticks / TICKS_PER_SECOND / dt)
@@ -170,6 +201,8 @@ def bench_env(matches: int, frames: int, seed: int) -> dict[str, Any]:
         # figures include waiting for the core)
         "game_seconds_per_cpu_second": round(game_s / cpu_s, 1),
         "mean_game_seconds_per_match": round(game_s / matches, 1), "outcomes": dict(sorted(outcomes.items())),
+        # the garbage collector's time within the matches, and its young threshold (mau.gc_tuning)
+        "gc_seconds": round(collector.seconds, 4), "gc_young_threshold": gc.get_threshold()[0],
         f"frame_ms_{w}x{h}": round(bench_frame_ms(w, h, n=frames), 3), "frames": frames, "cores": 1,
     }
 

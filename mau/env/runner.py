@@ -44,8 +44,9 @@ def play_match(world, policies: dict[str, Policy], seed: int, state_mode: str = 
     ``listens`` is False is asked only on its turn: a listener's action is refused anyway (it is not its turn
     to speak), and such a policy reads every line said since it last acted when it next acts (its turn, the
     vote). The scripted policy is one (``ScriptedPolicy.listens``): its games are the same either way
-    (tests/test_sim.py), and the listeners' observations were a fifth of a scripted match's CPU time. A policy
-    without the attribute listens (is asked at every step), as ARIA's listeners take in each line."""
+    (tests/test_sim.py), and the listeners' turns were 12 % of a scripted match's instructions
+    (docs/collect.md). A policy without the attribute listens (is asked at every step), as ARIA's listeners
+    take in each line."""
     t0 = time.perf_counter()
     world.reset(seed)
     st = world.state
