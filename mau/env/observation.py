@@ -113,7 +113,7 @@ class Frame:
     what it reads gives another key. The frame before it (``prev``) lends only values of equal key rows, and
     the running actions' dicts, which are keyed on the action itself."""
 
-    __slots__ = ("key", "roster", "active", "at", "seen", "button", "actions")
+    __slots__ = ("key", "roster", "active", "at", "seen", "clock", "actions")
 
     def __init__(self, players: list[PlayerState], key: list[tuple[Any, ...]], gmap: Any, vision: Any,
                  prev: Frame | None = None):
@@ -123,7 +123,7 @@ class Frame:
         self.actions: dict[str, tuple[Action, dict[str, Any]]] = {} if prev is None else prev.actions
         # (rules, tick, last meeting's end tick, the rules' button_lock_left then, time_s): values of the
         # moment that are not of the players, kept for the other observations of the moment (see ``_clock``)
-        self.button: tuple[Any, int, int | None, int, float] | None = None
+        self.clock: tuple[Any, int, int | None, int, float] | None = None
         # public: names and colours only (the templates each observation copies)
         self.roster = tuple({"name": p.name, "color": p.color} for p in players)
         active = [p for p in players if p.alive and not p.ejected]  # PlayerState.active, read once
@@ -191,9 +191,9 @@ def _clock(world: ObservedWorld, frame: Frame) -> tuple[int, float]:
     moment: they read only the state's tick and last meeting's end (and the rules' own config), so the frame
     keeps both answers for those rules and values."""
     st, rules = world.state, world.rules
-    memo = frame.button
+    memo = frame.clock
     if memo is None or memo[0] is not rules or memo[1] != st.tick or memo[2] != st.last_meeting_end_tick:
-        memo = frame.button = (rules, st.tick, st.last_meeting_end_tick, rules.button_lock_left(st),
+        memo = frame.clock = (rules, st.tick, st.last_meeting_end_tick, rules.button_lock_left(st),
                                round(st.tick / TICKS_PER_SECOND, 2))
     return memo[3], memo[4]
 
