@@ -28,6 +28,8 @@ VERBS = {
     "rl": ("mau.commands.rl", "decision-level GRPO of the crewmate (TRL), rewards from forks of the sim"),
     "student-train": ("mau.commands.student_train", "train the CPU student's VOTE over its candidates on a "
                                                     "BC dataset"),
+    "student-curve": ("mau.commands.student_curve", "the CPU student's learning curve: nested subsets x "
+                                                    "objectives, scored on held-out VOTE prompts"),
     "student-rl": ("mau.commands.student_rl", "GRPO of the CPU student's VOTE over its candidates (vote "
                                               "rewards)"),
     "view": ("mau.commands.view", "a self-contained browser viewer of a match, collect or eval folder "

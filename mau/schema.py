@@ -157,9 +157,9 @@ CASE = "case"
 REP = "rep"
 SHARD = "shard"
 
-# -- behaviour-cloning dataset folder (format version 1; docs/datasets.md) ---------------------------------
+# -- behaviour-cloning dataset folder (format version 2; docs/datasets.md) ---------------------------------
 DATASET_FORMAT = "mau.dataset"
-DATASET_FORMAT_VERSION = 1
+DATASET_FORMAT_VERSION = 2  # 2: the beliefs_json column
 DATASET_HEADER = "dataset.json"  # format, version, filter, counts, splits' matches, provenance
 DATASET_CARD = "README.md"  # the dataset card (counts, lengths, sources, filter definition)
 DATASET_SPLITS = ("train", "validation", "test")
@@ -176,6 +176,9 @@ DS_PARSED_JSON = "parsed_json"  # the checked answer, as a JSON string
 DS_RECORD_JSON = "record_json"  # the whole call record except its messages, as a JSON string
 DS_FILTERS = "filters"  # the filters of the registry that selected this example (e.g. ["bcwin", "bcvote"])
 DS_N_IMAGES = "n_images"
+# the expert's belief over the VOTE's candidates and skip (sums to 1; mau.datasets.beliefs), as a JSON string;
+# null where the expert recorded none
+DS_BELIEFS_JSON = "beliefs_json"
 # fields of the match folder that the dataset builder reads (docs/formats.md)
 EJECTED = "ejected"  # ejection event: the ejected player (or null)
 SPEAKER = "speaker"  # utterance event
@@ -185,6 +188,8 @@ UTTERANCE_TEXT = "text"  # utterance event
 PHASE = "phase"  # call record
 IMAGE_PATH = "path"  # image part of a recorded user message: "frames/..."
 VOTE_TARGET = "vote_target"  # VOTE answer
+# VOTE answer, optional: {living other: P(imposter)} (the scripted teacher's posterior)
+VOTE_BELIEFS = "beliefs"
 
 # -- eval run folder (format version 1; docs/formats.md, docs/evaluation.md) ---------------------------------
 # run.json (with this format), config.yaml, provenance.json, grid.jsonl and matches/ as in a collect run,

@@ -212,18 +212,21 @@ def test_the_linear_baseline_never_scores_a_match_with_a_fit_that_saw_it(monkeyp
         return orig(x, y, **kw)
 
     monkeypatch.setattr(baselines, "fit_logistic", spy)
-    mk = {}
+    mk, seeds = {}, {}
     for i in range(12):  # each match's strong accusations of A a distinct count, to tell the rows apart
         ev = [{"k": "accuse", "p": "C", "target": "A", "s": "strong"}] * (i + 1)
         mk[f"m{i}"] = ([_ideal(1, 1, "before_vote", ev, {"A": 0.5, "B": 0.5, "C": 0.5, "D": 0.5})],
                        {"X": "crewmate", "A": "imposter", "B": "imposter", "C": "crewmate", "D": "crewmate"})
-    out = baselines.linear_rows(mk)
+        seeds[f"m{i}"] = 100 + i // 2  # twin matches: two arms played each seed
+    out = baselines.linear_rows(mk, seeds)
     assert set(out) == set(mk) and len(seen) == 2
     import math
-    assert {baselines.fold_of(m) for m in mk} == {0, 1}
+    assert {baselines.fold_of(s) for s in seeds.values()} == {0, 1}
     for mid in mk:  # the fit that scores a fold-f match (the f-th fit) trained on the other fold's rows only
-        mine = round(math.log1p(int(mid[1:]) + 1), 9)
-        assert mine not in seen[baselines.fold_of(mid)] and mine in seen[1 - baselines.fold_of(mid)]
+        mine, twin = (round(math.log1p(j + 1), 9) for j in (int(mid[1:]), int(mid[1:]) ^ 1))
+        f = baselines.fold_of(seeds[mid])
+        assert mine not in seen[f] and mine in seen[1 - f]
+        assert twin not in seen[f]  # nor its twin: the other arm's match on the same seed
 
 
 def test_by_moment_groups_probes_by_meeting_and_moment(tmp_path):

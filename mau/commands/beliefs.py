@@ -51,6 +51,8 @@ FLAGS = [
          key="ablate"),
     Flag("--without", "with --fit: log likelihood ratios held at 0, comma-separated, or the groups speech, "
                       "positions, claims (an observer that ignores those kinds of evidence)", key="without"),
+    Flag("--bc-rows", "a BC dataset (mau dataset): add the 'linear (BC rows)' row, the linear reader of the "
+                      "compact VOTE prompt fitted on its training rows", key="bc_rows"),
     Flag("--leave-one-out", "fit the observer on every imposter model but one and score it on that one, for "
                             "each (writes leave_one_out.md/.json and the fits under fits/<imposter>/)",
          key="leave_one_out", type=bool),
@@ -131,8 +133,13 @@ def main(cfg: BeliefsConfig, opts: RunOptions = RunOptions()) -> int:
         atomic_write(out / "ablation.md", (md + "\n").encode())
         print(md)
         return 0
+    bc = None
+    if cfg.bc_rows:
+        from mau.eval.config import BCRowsSection
+
+        bc = BCRowsSection(dataset=cfg.bc_rows)
     r = write_detection_report(cfg.runs, out, cfg.baseline, cfg.resamples, cfg.seed,
-                               Path(cfg.match) if cfg.match else None, cfg.params)
+                               Path(cfg.match) if cfg.match else None, cfg.params, bc)
     print(r["markdown"])
     print(f"beliefs: {r['matches']} matches -> {out}/{{{','.join(r['files'])}}}")
     return 0

@@ -18,6 +18,7 @@ from typing import Any, Callable, NamedTuple
 
 from mau import schema as F
 from mau.datasets.audit import Auditor, input_text
+from mau.datasets.beliefs import row_beliefs
 from mau.datasets.card import MAX_LISTED_PROBLEMS, BuildStats, render_card
 from mau.datasets.config import DatasetConfig
 from mau.datasets.filters import VOTE_MODULE, definition, is_expert_example, parse_spec, select
@@ -44,7 +45,7 @@ def features():
         F.CALL_ID: s, F.DS_RUN: s, F.SEED: i64, F.STEP: i64, F.TICK: i64, F.PHASE: s, F.MODULE: s, F.AGENT: s,
         F.ROLE: s, F.MODEL: s, F.BACKEND: s, F.OUTCOME: s, F.DS_CREW_WON: Value("bool"),
         **{axis: s for axis in F.DS_HARNESS_AXES}, F.DS_FILTERS: List(s), F.DS_N_IMAGES: Value("int32"),
-        F.DS_PARSED_JSON: s, F.DS_RECORD_JSON: s,
+        F.DS_PARSED_JSON: s, F.DS_RECORD_JSON: s, F.DS_BELIEFS_JSON: s,
     }
     return Features(cols)
 
@@ -114,6 +115,7 @@ def make_row(call: dict[str, Any], match: MatchInfo, tags: list[str], messages: 
         **{axis: harness.get(axis) for axis in F.DS_HARNESS_AXES},
         F.DS_FILTERS: tags, F.DS_N_IMAGES: len(images),
         F.DS_PARSED_JSON: json.dumps(call.get(F.PARSED)), F.DS_RECORD_JSON: json.dumps(record),
+        F.DS_BELIEFS_JSON: row_beliefs(call),
     }
 
 
@@ -335,8 +337,10 @@ def _emit(call, match, tags, split, auditor, writer, feats, stats, tokens, cfg, 
         stats.skipped["missing_images"] += 1
         return
     # The row is already in Arrow storage form (images as {bytes, path}), so no Features.encode_example pass.
-    writer.write(make_row(call, match, tags, messages, images))
-    stats.add_example(split, tags, str(call[F.MODULE]), str(call.get(F.MODEL)), len(images))
+    row = make_row(call, match, tags, messages, images)
+    writer.write(row)
+    stats.add_example(split, tags, str(call[F.MODULE]), str(call.get(F.MODEL)), len(images),
+                      row[F.DS_BELIEFS_JSON] is not None)
     s_text, y_text = input_text(call[F.MESSAGES]), call[F.RAW_OUTPUT]
     stats.input_chars.add(len(s_text))
     stats.output_chars.add(len(y_text))

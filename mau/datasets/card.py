@@ -54,6 +54,7 @@ class BuildStats:
     token_unit: str  # "tokens (<tokenizer>)" or "whitespace-separated words (estimate of tokens)"
     examples: Counter = field(default_factory=Counter)  # split -> n
     matches: Counter = field(default_factory=Counter)  # split -> n matches
+    with_beliefs: Counter = field(default_factory=Counter)  # split -> examples whose expert recorded beliefs
     by: dict[str, Counter] = field(default_factory=lambda: {k: Counter() for k in ("filter", "module",
                                                                                    "model", "images")})
     skipped: Counter = field(
@@ -75,8 +76,10 @@ class BuildStats:
     input_tokens: LengthStats = field(default_factory=LengthStats)
     output_tokens: LengthStats = field(default_factory=LengthStats)
 
-    def add_example(self, split: str, filters: list[str], module: str, model: str, n_images: int) -> None:
+    def add_example(self, split: str, filters: list[str], module: str, model: str, n_images: int,
+                    beliefs: bool = False) -> None:
         self.examples[split] += 1
+        self.with_beliefs[split] += beliefs
         for f in filters:
             self.by["filter"][(split, f)] += 1
         self.by["module"][(split, module)] += 1
@@ -92,7 +95,9 @@ class BuildStats:
     def summary(self) -> dict[str, Any]:
         return {
             "examples": {s: self.examples[s] for s in F.DATASET_SPLITS},
-            "matches": {s: self.matches[s] for s in F.DATASET_SPLITS}, "by_filter": self.table("filter"),
+            "matches": {s: self.matches[s] for s in F.DATASET_SPLITS},
+            "with_beliefs": {s: self.with_beliefs[s] for s in F.DATASET_SPLITS},
+            "by_filter": self.table("filter"),
             "by_module": self.table("module"), "by_model": self.table("model"),
             "by_images": self.table("images"), "skipped": dict(self.skipped), "problems": self.n_problems,
             "matches_without_calls": self.matches_without_calls,
@@ -148,6 +153,10 @@ def render_card(header: dict[str, Any], stats: BuildStats) -> str:
         "Splits are by match (a hash of the split seed and the match id), never by row.", "", "## Counts", "",
         "Examples: " + ", ".join(f"{k} {v}" for k, v in ex.items()) + f" (total {sum(ex.values())}), from "
         + ", ".join(f"{k} {v}" for k, v in s["matches"].items()) + " matches.", "",
+        "Examples whose expert recorded its beliefs (the `beliefs_json` column: its belief over the VOTE's "
+        "candidates and skip, docs/datasets.md): "
+        + ", ".join(f"{k} {v}" for k, v in s["with_beliefs"].items())
+        + f" (total {sum(s['with_beliefs'].values())}).", "",
         *_learnability(header.get("vote_learnability")),
         "### Per filter (an example of a union counts under each filter that keeps it)", "",
         *_md_table(s["by_filter"], "filter"), "",

@@ -56,6 +56,7 @@ from mau.env.speech import (
     accused_by,
     realise,
 )
+from mau.infer import explain
 from mau.infer import model as infer
 from mau.infer.evidence import EvidenceLog
 from mau.infer.hearsay import STRONG, accusations
@@ -216,13 +217,31 @@ class ScriptedBrain:
             return {c: 0.0 for c in candidates}
         key = (self.ev.version, tuple(candidates))
         if self._posterior_cache[0] != key:
-            items = self.ev.items()
-            if self.t.attention < 1.0:  # (a full attention takes in every item: _attends says so)
-                items = [it for it in items if self._attends(it)]
-            bel = infer.beliefs(self.name, self.ev.roster, candidates, self.n_imposters, items, self.params,
-                                self._memo)[0]
+            bel = infer.beliefs(self.name, self.ev.roster, candidates, self.n_imposters, self._taken_in(),
+                                self.params, self._memo)[0]
             self._posterior_cache = (key, bel)
         return dict(self._posterior_cache[1])
+
+    def _taken_in(self) -> list[dict[str, Any]]:
+        """The evidence items I took in (all of them at full attention): what my posterior reads."""
+        items = self.ev.items() if self.ev is not None else []
+        if self.t.attention < 1.0:  # (a full attention takes in every item: _attends says so)
+            items = [it for it in items if self._attends(it)]
+        return items
+
+    def reasons(self, target: str, n: int = 3) -> list[str]:
+        """The ``n`` evidence items that moved my P(imposter) of ``target`` most, in words
+        (``mau.infer.explain``); no random draw, so asking never changes a decision."""
+        if self.ev is None:
+            return []
+        return explain.reasons(self.name, self.ev.roster, self.n_imposters, self._taken_in(), self.params,
+                               target, self.ev, n, self._memo)
+
+    def explained(self, target: str, bel: dict[str, float]) -> str:
+        """'<target> at <P>: <reasons>.': my belief of ``target`` and why."""
+        why = self.reasons(target)
+        head = f"{target}, P(imposter) {bel.get(target, 0.0):.2f}"
+        return head + (f": {'; '.join(why)}." if why else ": no evidence either way.")
 
     def beliefs(self, candidates: list[str]) -> dict[str, float]:
         """``posterior``, kept as my suspicion (what BELIEF and REFLECT pass on)."""
@@ -576,6 +595,36 @@ class ScriptedBrain:
             return self._imp(obs).vote(obs)
         top, p = self._decide(alive)
         return top if top is not None and p >= self.t.vote_threshold else SKIP
+
+    def vote_answer(self, obs: dict[str, Any]) -> dict[str, Any]:
+        """VOTE as an answer in the paper's format (``vote_target``, ``reasoning``) with my P(imposter) of
+        every candidate (``beliefs``, the posterior that decided it, 3 decimals) and, in words, the evidence
+        that moved it most (docs/detection.md, "The teacher's reasons"). An imposter gives only its vote."""
+        target = self.vote(obs)
+        if obs["role"] == IMPOSTER:
+            return {"vote_target": target, "reasoning": "the evidence"}
+        alive = [n for n in obs["meeting"]["alive_players"] if n != self.name]
+        bel = self.posterior(alive)
+        if not bel:
+            return {"vote_target": target, "reasoning": "nobody to vote for"}
+        if target == SKIP:
+            top = max(sorted(bel), key=lambda n: bel[n])
+            text = (f"Not sure enough to vote (I vote at {self.t.vote_threshold:.2f}); my top suspect is "
+                    f"{self.explained(top, bel)}")
+        else:
+            text = self.explained(target, bel)
+        return {"vote_target": target, "reasoning": text, "beliefs": {n: round(bel[n], 3) for n in alive}}
+
+    def suspicion_reasoning(self, obs: dict[str, Any], on: str = NONE) -> str:
+        """Why I say what I say (MEETING) or believe what I believe (BELIEF): my P(imposter) of ``on`` (else
+        of my top suspect) and the evidence that moved it most."""
+        if obs["role"] == IMPOSTER or self.ev is None:
+            return "say what I know"
+        bel = self.posterior(self._alive_others(obs))
+        if not bel:
+            return "nobody left to suspect"
+        focus = on if on in bel else max(sorted(bel), key=lambda n: bel[n])
+        return ("" if on in bel else "My top suspect is ") + self.explained(focus, bel)
 
     def _changes(self, obs: dict[str, Any]) -> list[dict[str, Any]]:
         """What changed in my suspicions since I last passed them on (BELIEF or REFLECT)."""

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from mau import schema as F
+from mau.config import Model
 from mau.env.config import WorldConfig
 from mau.harness.backends.base import ModelConfig
 from mau.harness.config import AriaConfig, SeatConfig, known_modules
@@ -47,6 +48,18 @@ def _named_models(v: Any, what: str) -> Any:
     return v
 
 
+class BCRowsSection(Model):
+    """The linear peer of a BC student (``mau.eval.baselines``, "linear (BC rows)"): the linear reader of the
+    compact VOTE prompt fitted on a BC dataset's training rows with the student's objective."""
+
+    dataset: str = Field(description="The BC dataset folder (mau dataset) the student was trained on.")
+    vote_weight: float = Field(1.0, ge=0, description="Weight of the expert's vote in the fit (as the "
+                                                     "student's training.vote_weight).")
+    belief_weight: float = Field(1.0, ge=0, description="Weight of the expert's belief in the fit (as the "
+                                                       "student's training.belief_weight).")
+    max_rows: int | None = Field(None, ge=1, description="Fit on the first N training rows only.")
+
+
 class EvalConfig(RunConfig):
     """``mau eval``: crewmate arms against fixed imposter models on one list of seeds shared by every arm."""
 
@@ -73,6 +86,9 @@ class EvalConfig(RunConfig):
     n_seeds: int | None = Field(None, ge=1, description="Without seeds: play seeds seed, seed+1, ..., "
                                                         "seed+n_seeds-1.")
     seed: int = Field(0, description="Base seed when seeds is not given.")
+    arm_seeds: dict[str, int] = Field(default_factory=dict, description="Arm -> play only the first N seeds "
+                                      "of the list (a row that needs fewer matches; pairs with other arms "
+                                      "are those seeds). Unlisted arms play every seed.")
     crewmate_aria: AriaConfig = Field(default_factory=AriaConfig,
                                       description="The crewmates' ARIA axes (default: the paper's crewmate "
                                                   "setting 1).")
@@ -93,6 +109,8 @@ class EvalConfig(RunConfig):
                                 "as the baseline (its adapter is not active; mau.eval.guard).")
     logging: WandbLogging = Field(default_factory=WandbLogging, description="Where the results tables also "
                                   "go (wandb, in mau train's project).")
+    bc_rows: BCRowsSection | None = Field(None, description="Add the 'linear (BC rows)' baseline: the linear "
+                                          "reader fitted on the BC rows of a student (None: not shown).")
 
     @field_validator("arms", "imposters", mode="before")
     @classmethod
@@ -112,6 +130,11 @@ class EvalConfig(RunConfig):
         bad = [a for a in self.probe_arms or [] if a not in self.arms]
         if bad:
             raise ValueError(f"probe_arms: {bad[0]!r} is not an arm (arms: {', '.join(self.arms)})")
+        bad = [a for a in self.arm_seeds if a not in self.arms]
+        if bad:
+            raise ValueError(f"arm_seeds: {bad[0]!r} is not an arm (arms: {', '.join(self.arms)})")
+        if any(n < 1 for n in self.arm_seeds.values()):
+            raise ValueError("arm_seeds: give each listed arm at least 1 seed")
         if self.baseline is not None and self.baseline not in self.arms:
             raise ValueError(f"baseline: {self.baseline!r} is not an arm (arms: {', '.join(self.arms)})")
         if self.seeds is None and self.n_seeds is None:
@@ -146,6 +169,8 @@ class EvalConfig(RunConfig):
         d["imposters"] = {name: m.identity() for name, m in self.imposters.items()}
         d["arm_rest_model"] = self.arm_rest_model.identity()
         d["seeds"] = self.seed_list()
+        if self.arm_seeds:
+            d["arm_seeds"] = dict(self.arm_seeds)
         return d
 
 
@@ -178,6 +203,8 @@ def plan(cfg: EvalConfig) -> list[EvalMatch]:
     for rep, seed in enumerate(cfg.seed_list()):
         for imp in cfg.imposters:
             for arm in cfg.arms:
+                if rep >= cfg.arm_seeds.get(arm, rep + 1):
+                    continue
                 k = len(out)
                 out.append(EvalMatch(k, f"{k:05d}_A-{arm}_I-{imp}_s{seed}", seed, rep, arm, imp))
     return out

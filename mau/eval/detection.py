@@ -29,13 +29,16 @@ from mau.errors import MauError
 from mau.eval.baselines import (
     ACCUSED_ROW,
     BASELINE_ROWS,
+    LINEAR_BC_ROW,
     LINEAR_ROW,
     NO_SPEECH_ROW,
     PUBLIC_ROW,
+    bc_linear_beliefs,
     linear_rows,
     most_accused,
     no_speech,
     public_only,
+    vote_prompts,
 )
 from mau.infer.model import Params, knows_nothing
 from mau.matchdir import finished_matches, iter_events, read_header
@@ -127,10 +130,12 @@ def match_group(h: dict[str, Any]) -> tuple[str, str]:
     return str(arm), str(g.get(F.EVAL_IMPOSTER) or g.get(F.IMPOSTER_MODEL) or "-")
 
 
-def match_beliefs(folder: str | Path, params: Any = None, baselines: bool = True) -> dict[str, Any]:
+def match_beliefs(folder: str | Path, params: Any = None, baselines: bool = True,
+                  bc_reader: Any = None) -> dict[str, Any]:
     """{"model": ..., "ideal": ..., "knows_nothing": ..., and the baselines' rows} for a match folder (only
     the sources it has); ``params``: re-score the ideal observer (and its baselines) from its recorded
-    evidence with these likelihoods (``mau.eval.rescore``)."""
+    evidence with these likelihoods (``mau.eval.rescore``); ``bc_reader``: the linear reader fitted on BC rows
+    (``mau.infer.compact_reader.LinearReader``) whose row is read from the VOTE prompts."""
     h = read_header(folder)
     roles = h[F.ROLES]
     ticks = max(1, int(h.get(F.TICKS) or 1))
@@ -176,6 +181,12 @@ def match_beliefs(folder: str | Path, params: Any = None, baselines: bool = True
                     mb, NO_SPEECH_ROW, ev, [no_speech(r, names, p) for r in ev], roles
                 )
                 out[_EVIDENCE] = (ev, roles)  # type: ignore[assignment]  # for the linear row (load_run)
+            if bc_reader is not None and baselines:
+                prompts = vote_prompts(folder)
+                at = [(r, prompts[(r[F.AGENT], int(r[F.TICK]))]) for r in ok
+                      if (r[F.AGENT], int(r[F.TICK])) in prompts]
+                out[LINEAR_BC_ROW] = _derived(mb, LINEAR_BC_ROW, [r for r, _ in at],
+                                              [bc_linear_beliefs(bc_reader, r, pr) for r, pr in at], roles)
     return out
 
 
@@ -427,20 +438,22 @@ def paired_diff(a: dict[Any, MatchBeliefs], b: dict[Any, MatchBeliefs], metric: 
             "method": "paired_bootstrap"}
 
 
-def load_run(run: str | Path, params: Any = None, baselines: bool = True) -> list[MatchBeliefs]:
+def load_run(run: str | Path, params: Any = None, baselines: bool = True,
+             bc_reader: Any = None) -> list[MatchBeliefs]:
     """Every source of every finished match of a run folder (or of one match folder) and the baselines' rows
-    (``mau.eval.baselines``; the linear one fitted two-fold over the run's matches); ``params``: see
-    ``match_beliefs``."""
+    (``mau.eval.baselines``; the linear one fitted two-fold by seed over the run's matches); ``params``,
+    ``bc_reader``: see ``match_beliefs``."""
     out: list[MatchBeliefs] = []
     evidence: dict[str, tuple[list[dict[str, Any]], dict[str, str]]] = {}
     ideal: dict[str, MatchBeliefs] = {}
     for f in finished_matches(run):
-        got = match_beliefs(f, params, baselines)
+        got = match_beliefs(f, params, baselines, bc_reader)
         if _EVIDENCE in got:
             ideal[got[SOURCE_IDEAL].match_id] = got[SOURCE_IDEAL]
             evidence[got[SOURCE_IDEAL].match_id] = got.pop(_EVIDENCE)
         out += list(got.values())
-    for mid, bel in linear_rows(evidence).items():
+    seeds = {mid: m.seed for mid, m in ideal.items()}
+    for mid, bel in linear_rows(evidence, seeds).items():
         out.append(_derived(ideal[mid], LINEAR_ROW, evidence[mid][0], bel, evidence[mid][1]))
     return out
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from mau import schema as F
 from mau.eval import detection as D
-from mau.eval.baselines import ACCUSED_ROW, LINEAR_ROW, NO_SPEECH_ROW, PUBLIC_ROW
+from mau.eval.baselines import ACCUSED_ROW, LINEAR_BC_ROW, LINEAR_ROW, NO_SPEECH_ROW, PUBLIC_ROW
 from mau.eval.config import POOLED, EvalConfig
 from mau.eval.detection import (
     DETECTION_METRICS,
@@ -50,7 +50,9 @@ def compute(cfg: EvalConfig, out: Path, planned: int) -> dict[str, Any]:
     models = {"arms": {k: _describe(v) for k, v in cfg.arms.items()},
               "imposters": {k: _describe(v) for k, v in cfg.imposters.items()}}
     health = arm_health(ms, cfg.max_fallback_share)
-    detection = D.evaluate(D.load_run(out), cfg.baseline_arm, cfg.bootstrap_resamples, cfg.bootstrap_seed,
+    reader = bc_reader(cfg.bc_rows) if cfg.bc_rows is not None else None
+    detection = D.evaluate(D.load_run(out, bc_reader=reader), cfg.baseline_arm, cfg.bootstrap_resamples,
+                           cfg.bootstrap_seed,
                            pooled=POOLED, rows=list(cfg.arms), imposters=list(cfg.imposters))
     cost = D.probe_cost(finished_matches(out))
     from mau.eval.claims_report import run_claims
@@ -60,6 +62,15 @@ def compute(cfg: EvalConfig, out: Path, planned: int) -> dict[str, Any]:
             "seeds": cfg.seed_list(), "models": models, "max_fallback_share": cfg.max_fallback_share,
             "arm_health": health, **res, "detection": detection, "probe_cost": cost,
             **({"claims": claims} if claims is not None else {})}
+
+
+def bc_reader(section: Any) -> Any:
+    """The linear reader fitted on the BC rows of ``section`` (``BCRowsSection``)."""
+    from mau.datasets.vote_rows import dataset_rows
+    from mau.infer.compact_reader import LinearReader
+
+    rows = dataset_rows(section.dataset, section.max_rows)
+    return LinearReader.fit_rows(rows, section.vote_weight, section.belief_weight)
 
 
 def _describe(model) -> str:
@@ -85,8 +96,8 @@ def write_report(cfg: EvalConfig, out: Path, planned: int) -> dict[str, Any]:
 
 
 def write_detection_report(runs: list[str], out: Path, baseline: str | None = None, resamples: int = 1000,
-                           seed: int = 0, curves_of: Path | None = None, params_from: str | None = None
-                           ) -> dict[str, Any]:
+                           seed: int = 0, curves_of: Path | None = None, params_from: str | None = None,
+                           bc_rows: Any = None) -> dict[str, Any]:
     """``mau beliefs``: the detection tables of ``runs`` (run or match folders) as beliefs.md, beliefs.json,
     beliefs.csv, calibration.png and belief_curves.png (of ``curves_of``, default the first match with model
     probes) in ``out``; returns the numbers with "markdown" and the "files" written. ``params_from``: an
@@ -98,7 +109,8 @@ def write_detection_report(runs: list[str], out: Path, baseline: str | None = No
         from mau.eval.observer_fit import read_fit
 
         params = read_fit(params_from)
-    ms = [mb for r in runs for mb in D.load_run(r, params)]
+    reader = bc_reader(bc_rows) if bc_rows is not None else None
+    ms = [mb for r in runs for mb in D.load_run(r, params, bc_reader=reader)]
     det = D.evaluate(ms, baseline, resamples, seed)
     if params_from is not None:
         det["observer_params"] = {"from": str(params_from), **params.to_dict()}
@@ -308,8 +320,10 @@ def detection_markdown(det: dict[str, Any], title: str = "## Detection (belief "
              f"the belief probe), the {IDEAL_ROW} (the exact posterior from what each crewmate perceived, "
              f"same moments), simple detectors at the same probes that a figure must beat ({PUBLIC_ROW}: the "
              f"observer on public evidence alone; {ACCUSED_ROW}: accusations and votes received; "
-             f"{LINEAR_ROW}: a logistic model on counts of the evidence, fitted on the other half of the "
-             f"matches; {NO_SPEECH_ROW}: the "
+             f"{LINEAR_ROW}: a logistic model on counts of the evidence, fitted on the truth of the other "
+             f"half of the seeds (an upper reference); {LINEAR_BC_ROW}, where shown: a linear reader of the "
+             f"compact VOTE prompt fitted on a student's BC rows with its target (its peer); "
+             f"{NO_SPEECH_ROW}: the "
              "observer with accusations and votes counting for nothing) and the reference that "
              f"{KNOWS_NOTHING_ROW.split(' (')[0]} (k/n for each of the n candidates, k living imposters). "
              f"Quote the "

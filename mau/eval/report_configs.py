@@ -35,6 +35,9 @@ class BeliefsConfig(Model):
                                       "groups).")
     leave_one_out: bool = Field(False, description="Fit on every imposter model but one, score on that one, "
                                 "for each.")
+    bc_rows: str | None = Field(None, description="A BC dataset: add the 'linear (BC rows)' row, the linear "
+                                "reader of the compact VOTE prompt fitted on its training rows (vote and "
+                                "belief, weights 1 and 1).")
 
 
 class ClaimsConfig(Model):

@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, NamedTuple
 
+from mau import schema as F
 from mau.schema import IMPOSTER, NONE, SKIP
 
 WANDER = "wander"
@@ -308,8 +309,30 @@ def fallback_meeting(c: Context) -> dict[str, Any]:
 
 
 def parse_vote(d: dict[str, Any], c: Context) -> dict[str, Any]:
-    return {"vote_target": checked_name(d.get("vote_target"), "vote_target", c.alive, (SKIP,)),
-            "reasoning": _reasoning(d)}
+    """The vote (checked), its reasoning, and the expert's ``beliefs`` when it gave a usable set (optional:
+    ``vote_beliefs``)."""
+    out = {"vote_target": checked_name(d.get("vote_target"), "vote_target", c.alive, (SKIP,)),
+           "reasoning": _reasoning(d)}
+    bel = vote_beliefs(d.get(F.VOTE_BELIEFS), [n for n in c.alive if n != c.me])
+    if bel is not None:
+        out[F.VOTE_BELIEFS] = bel
+    return out
+
+
+def vote_beliefs(value: Any, candidates: list[str]) -> dict[str, float] | None:
+    """A VOTE answer's ``beliefs`` (P(imposter) of each living other, docs/harness.md) when usable: an object
+    that gives every candidate a number in [0, 1] (names matched without case; other keys ignored). None
+    otherwise: beliefs are optional and a bad set never costs the vote."""
+    if not isinstance(value, dict) or not candidates:
+        return None
+    lower = {str(k).strip().lower(): v for k, v in value.items()}
+    out = {}
+    for n in candidates:
+        v = lower.get(n.lower())
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not 0 <= v <= 1:
+            return None
+        out[n] = float(v)
+    return out
 
 
 def fallback_vote(c: Context) -> dict[str, Any]:

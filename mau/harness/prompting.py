@@ -18,6 +18,7 @@ from mau.claims.config import ClaimsConfig
 from mau.env.config import GameConfig
 from mau.env.map import GameMap
 from mau.harness.config import AriaConfig
+from mau.infer.compact_reader import compact_candidates as compact_candidates  # re-exported
 from mau.schema import IMPOSTER, SKIP, TICKS_PER_SECOND
 
 PROMPTS_DIR = Path(__file__).parent / "prompts"
@@ -48,16 +49,6 @@ def _compact() -> tuple[Template, dict[str, Template]]:
 # meeting its latest words within them, so the whole prompt stays near 300 tokens (docs/harness.md).
 COMPACT_EVIDENCE_CHARS = 380
 COMPACT_CHAT_CHARS = 230
-CANDIDATES_LINE = "Candidates: "
-
-
-def compact_candidates(text: str) -> list[str]:
-    """The candidates named by a compact prompt's user text (its ``Candidates:`` line); [] when there is
-    none."""
-    for line in reversed(text.split("\n")):
-        if line.startswith(CANDIDATES_LINE):
-            return [c.strip() for c in line[len(CANDIDATES_LINE):].rstrip(".").split(",") if c.strip()]
-    return []
 
 
 def _newest(lines: list[str], budget: int) -> list[str]:

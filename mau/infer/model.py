@@ -240,6 +240,27 @@ class PosteriorMemo:
         # marginals(): each candidate's weights summed in the hypotheses' order (sum of none: the int 0)
         return {n: round(sum([w[i] for i in members.get(n, ())]), 6) for n in candidates}, ok
 
+    def columns(self, others: list[str], k: int, items: list[dict[str, Any]],
+                p: Params) -> list[list[float]] | None:
+        """Each item's log factors over ``hypotheses(others, k)`` (the kept columns; computed and kept where
+        missing), or None when one item cannot be kept (then ask ``log_factor`` item by item)."""
+        vec = tuple(vars(p).values())
+        if vec != self._params:
+            self._params, self._cols = vec, {}
+        where = (tuple(others), k)
+        if where not in self._hyps:
+            hs = hypotheses(others, k)
+            self._hyps[where] = hs, {n: [i for i, h in enumerate(hs) if n in h] for n in others}
+        hyps = self._hyps[where][0]
+        cols = self._cols.setdefault(where, {})
+        out = []
+        for it in items:
+            col = _column(it, hyps, p, cols)
+            if col is None:
+                return None
+            out.append(col)
+        return out
+
     def _weights(self, others: list[str], k: int, items: list[dict[str, Any]],
                  p: Params) -> tuple[list[frozenset[str]], dict[str, list[int]], list[float], bool]:
         """(hypotheses, each player's indices among them, posterior's weight of each, consistent)."""

@@ -6,7 +6,7 @@ anything heavy loads."""
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from mau.config import Model
 from mau.replay.decisions import DecisionsSection
@@ -31,6 +31,15 @@ class CandidateTraining(OptimSection):
     """The candidate objective: the cross-entropy of the expert's choice among the VOTE candidates (AdamW)."""
 
     train_last_layers: int = Field(4, ge=1, description=TRAIN_LAST_LAYERS)
+    vote_weight: float = Field(1.0, ge=0, description="Weight of the vote objective: the cross-entropy of "
+                               "the expert's choice among the candidates.")
+    belief_weight: float = Field(0.0, ge=0, description="Weight of the belief objective: the KL divergence "
+                                 "from the expert's belief over the candidates and skip (the dataset's "
+                                 "beliefs_json) to the student's softmax over them; rows without a belief "
+                                 "count for the vote objective only.")
+    feature_cache: str | None = Field(None, description="A features.pt shared by several runs over the same "
+                                      "student and cut (read where it holds a prompt, extended with what it "
+                                      "lacks and saved back); unset: the run folder's own features.pt.")
     per_device_batch_size: int = Field(1, ge=1, description="Examples per forward pass.")
     gradient_accumulation_steps: int = Field(8, ge=1, description="Forward passes per optimizer step.")
     seed: int = Field(0, description="Seed of the data order.")
@@ -45,6 +54,16 @@ class StudentOutput(Model):
                             "name> (student-rl: runs/student-rl/...).")
 
 
+class HeldoutSection(Model):
+    """Held-out matches scored after training (mau.student.score): the detection reading of docs/student.md's
+    learning curve."""
+
+    runs: list[str] = Field(default_factory=list, description="Run or match folders of held-out matches "
+                            "(compact VOTE prompts); empty: none scored.")
+    exclude_seeds: list[int] = Field(default_factory=list, description="Matches with these seeds are left "
+                                     "out.")
+
+
 class StudentTrainConfig(Model):
     """``mau student-train``: the student learns the expert's VOTE as a choice among the candidates."""
 
@@ -54,7 +73,16 @@ class StudentTrainConfig(Model):
     data: DataSection = Field(default_factory=DataSection, description="The BC dataset (compact VOTE "
                                                                        "prompts).")
     training: CandidateTraining = Field(default_factory=CandidateTraining, description="Optimisation.")
+    heldout: HeldoutSection = Field(default_factory=HeldoutSection, description="Held-out matches scored "
+                                    "after training (heldout.json).")
     output: StudentOutput = Field(default_factory=StudentOutput, description="The run folder.")
+
+    @model_validator(mode="after")
+    def _some_objective(self) -> "StudentTrainConfig":
+        if self.training.vote_weight == 0 and self.training.belief_weight == 0:
+            raise ValueError("training.vote_weight and training.belief_weight are both 0: nothing to learn; "
+                             "set one of them > 0")
+        return self
 
 
 class CandidateGRPO(GroupSection):
@@ -83,3 +111,54 @@ class StudentRLConfig(Model):
                                  "match terms must be 0: nothing is forked).")
     grpo: CandidateGRPO = Field(default_factory=CandidateGRPO, description="GRPO settings.")
     output: StudentOutput = Field(default_factory=StudentOutput, description="The run folder.")
+
+
+class Objective(Model):
+    """One objective of the learning curve: the weights of the vote and belief terms."""
+
+    vote_weight: float = Field(1.0, ge=0, description="Weight of the vote cross-entropy.")
+    belief_weight: float = Field(0.0, ge=0, description="Weight of the belief KL.")
+
+
+def _default_objectives() -> dict[str, Objective]:
+    return {"vote": Objective(vote_weight=1.0, belief_weight=0.0),
+            "vote+belief": Objective(vote_weight=1.0, belief_weight=1.0)}
+
+
+class StudentCurveConfig(Model):
+    """``mau student-curve``: the student trained on nested subsets of a BC dataset under each objective,
+    every point scored on the same held-out VOTE prompts, beside the linear reader of the same rows."""
+
+    resume: bool = Field(False, description="Keep the finished points of an unfinished curve in output.dir "
+                                            "(each point is a file) and compute the rest.")
+    model: StudentModelSection = Field(default_factory=StudentModelSection, description="The student.")
+    data: DataSection = Field(default_factory=DataSection, description="The BC dataset (compact VOTE "
+                                                                       "prompts).")
+    heldout: HeldoutSection = Field(default_factory=HeldoutSection, description="Held-out matches every "
+                                    "point is scored on (required).")
+    training: CandidateTraining = Field(default_factory=CandidateTraining, description="Optimisation of "
+                                        "every point (its vote_weight and belief_weight are the "
+                                        "objective's).")
+    sizes: list[int] = Field(default_factory=lambda: [250, 1000, 3000, 7000], description="Training "
+                             "examples of each point: the first N rows of the training split with its "
+                             "matches in a seeded random order (nested subsets); a size above the split is "
+                             "the whole split.")
+    objectives: dict[str, Objective] = Field(default_factory=_default_objectives, description="Name -> the "
+                                             "weights of the vote and belief terms.")
+    subset_seed: int = Field(0, description="Seed of the matches' order for the nested subsets.")
+    linear: bool = Field(True, description="Also fit the linear reader of the compact prompt "
+                         "(mau.infer.compact_reader) on each point's rows with its objective, and score it.")
+    output: StudentOutput = Field(default_factory=StudentOutput, description="The run folder (default "
+                                  "runs/student-curve/...).")
+
+    @model_validator(mode="after")
+    def _check(self) -> "StudentCurveConfig":
+        if not self.heldout.runs:
+            raise ValueError("heldout.runs is empty: every point of the curve is scored on held-out matches; "
+                             "give collect runs (configs/collect/heldout_ladder.yaml)")
+        if not self.sizes or any(n < 1 for n in self.sizes):
+            raise ValueError("sizes: give one or more positive numbers of training examples")
+        for name, o in self.objectives.items():
+            if o.vote_weight == 0 and o.belief_weight == 0:
+                raise ValueError(f"objectives.{name}: vote_weight and belief_weight are both 0; set one > 0")
+        return self

@@ -5,6 +5,7 @@ exactly as the ``lm`` backend renders it at play time."""
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +26,8 @@ class CandidateExample:
     tokens: list[int]  # first answer token of each candidate (distinct)
     target: int | None  # index of the expert's choice (None: not among the candidates)
     meta: dict[str, Any] = field(default_factory=dict)
+    # the expert's belief over the candidates (same order, skip last; sums to 1), where it recorded one
+    soft: list[float] | None = None
 
 
 def render(tokenizer: Any, messages: list[dict[str, Any]]) -> str:
@@ -33,8 +36,11 @@ def render(tokenizer: Any, messages: list[dict[str, Any]]) -> str:
 
 
 def make_example(tokenizer: Any, key: str, messages: list[dict[str, Any]], choice: str | None,
-                 meta: dict[str, Any] | None = None) -> CandidateExample:
-    """One example from prompt messages (system, user; no answer) and the expert's vote target."""
+                 meta: dict[str, Any] | None = None,
+                 belief: dict[str, float] | None = None) -> CandidateExample:
+    """One example from prompt messages (system, user; no answer), the expert's vote target and its belief
+    over the candidates (``mau.datasets.beliefs``; kept only when it names exactly the prompt's
+    candidates)."""
     user = next((m for m in messages if m["role"] == "user"), None)
     text = user["content"] if user and isinstance(user["content"], str) else \
         "\n".join(str(p.get("text") or "") for p in (user or {}).get("content", []))
@@ -49,7 +55,20 @@ def make_example(tokenizer: Any, key: str, messages: list[dict[str, Any]], choic
                        f"objective "
                        "needs distinct first tokens")
     target = cands.index(choice) if choice in cands else None
-    return CandidateExample(key, ids, cands, toks, target, dict(meta or {}))
+    return CandidateExample(key, ids, cands, toks, target, {**(meta or {}), "text": text},
+                            soft_target(belief, cands))
+
+
+def soft_target(belief: dict[str, float] | None, candidates: list[str]) -> list[float] | None:
+    """The belief as a list over ``candidates`` (renormalised to 1), or None when it does not name exactly
+    those candidates with finite non-negative numbers."""
+    if not belief or set(belief) != set(candidates):
+        return None
+    vals = [belief[c] for c in candidates]
+    if not all(isinstance(v, (int, float)) and math.isfinite(v) and v >= 0 for v in vals) or sum(vals) <= 0:
+        return None
+    total = sum(vals)
+    return [v / total for v in vals]
 
 
 def from_dataset_rows(tokenizer: Any, rows: Any) -> list[CandidateExample]:
@@ -60,7 +79,10 @@ def from_dataset_rows(tokenizer: Any, rows: Any) -> list[CandidateExample]:
         msgs = to_prompt(row[F.DS_MESSAGES])
         if msgs and msgs[-1]["role"] == "assistant":
             msgs = msgs[:-1]
-        out.append(make_example(tokenizer, str(row[F.CALL_ID]), msgs, parsed.get("vote_target")))
+        belief = json.loads(row.get(F.DS_BELIEFS_JSON) or "null")
+        meta = {F.MATCH: row[F.MATCH]} if F.MATCH in row else {}
+        out.append(make_example(tokenizer, str(row[F.CALL_ID]), msgs, parsed.get("vote_target"), meta,
+                                belief if isinstance(belief, dict) else None))
     return out
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from mau.config import dump_yaml
 from mau.errors import MauError
-from mau.rundir import RunDir
+from mau.rundir import RunDir, atomic_write
 from mau.student.config import StudentTrainConfig
 from mau.student.examples import CandidateExample
 
@@ -115,20 +115,67 @@ def candidate_logprobs(split: Any, features: Any, e: CandidateExample) -> Any:
     return torch.log_softmax(split.upper(features, e.tokens), dim=-1)
 
 
-def evaluate(split: Any, cache: FeatureCache, examples: list[CandidateExample]) -> dict[str, float]:
-    """Mean cross-entropy of the expert's choice and the share of examples whose argmax is that choice."""
+def belief_kl(logprobs: Any, soft: list[float]) -> Any:
+    """KL(q || p) of the expert's belief q (over the candidates, skip last) from the student's softmax p,
+    given as log-probabilities: sum q (log q - log p), with 0 log 0 = 0. Zero when p equals q."""
     import torch
 
+    q = torch.tensor(soft, dtype=logprobs.dtype, device=logprobs.device)
+    return (torch.xlogy(q, q) - q * logprobs).sum()
+
+
+def example_loss(logprobs: Any, e: CandidateExample, vote_weight: float, belief_weight: float) -> Any:
+    """The objective of one example: ``vote_weight`` x the cross-entropy of the expert's choice plus
+    ``belief_weight`` x ``belief_kl`` (each term only where the example has its target)."""
+    loss = logprobs.new_zeros(())
+    if vote_weight and e.target is not None:
+        loss = loss - vote_weight * logprobs[e.target]
+    if belief_weight and e.soft is not None:
+        loss = loss + belief_weight * belief_kl(logprobs, e.soft)
+    return loss
+
+
+def student_probs(split: Any, cache: Any, examples: list[Any]) -> list[list[float]]:
+    """The student's softmax over each example's candidates (from the cached lower-layer features)."""
+    import torch
+
+    out = []
+    with torch.inference_mode():
+        for e in examples:
+            out.append([float(x) for x in candidate_logprobs(split, cache.get(e), e).exp()])
+    return out
+
+
+def usable(e: CandidateExample, vote_weight: float, belief_weight: float) -> bool:
+    """Whether the objective has a target in this example."""
+    return bool((vote_weight and e.target is not None) or (belief_weight and e.soft is not None))
+
+
+def evaluate(split: Any, cache: FeatureCache, examples: list[CandidateExample]) -> dict[str, float]:
+    """Mean cross-entropy of the expert's choice, the share of examples whose argmax is that choice, and the
+    mean KL from the expert's belief (over the examples that have one)."""
+    import torch
+
+    voted = [e for e in examples if e.target is not None]
     if not examples:
         return {}
-    ce, hits = 0.0, 0
+    ce, hits, kl, n_soft = 0.0, 0, 0.0, 0
     with torch.inference_mode():
         for e in examples:
             lp = candidate_logprobs(split, cache.get(e), e)
-            ce -= float(lp[e.target])
-            hits += int(int(lp.argmax()) == e.target)
-    return {"ce": ce / len(examples), "acc": hits / len(examples), "n": float(len(examples)),
-            "chance_ce": sum(math.log(len(e.candidates)) for e in examples) / len(examples)}
+            if e.target is not None:
+                ce -= float(lp[e.target])
+                hits += int(int(lp.argmax()) == e.target)
+            if e.soft is not None:
+                kl += float(belief_kl(lp, e.soft))
+                n_soft += 1
+    out = {"n": float(len(examples))}
+    if voted:
+        out.update({"ce": ce / len(voted), "acc": hits / len(voted),
+                    "chance_ce": sum(math.log(len(e.candidates)) for e in voted) / len(voted)})
+    if n_soft:
+        out.update({"kl": kl / n_soft, "n_beliefs": float(n_soft)})
+    return out
 
 
 def train_candidates(cfg: StudentTrainConfig, out: Path) -> CandidateResult:
@@ -142,7 +189,8 @@ def train_candidates(cfg: StudentTrainConfig, out: Path) -> CandidateResult:
     out = Path(out)
     if (out / SUMMARY).is_file() and not cfg.resume:
         raise MauError(f"{out} holds a finished training run; choose another --out (or --resume to keep it)")
-    if (out / FEATURES).is_file() and not (out / SUMMARY).is_file() and not cfg.resume:
+    if ((out / FEATURES).is_file() or (out / LOG).is_file()) and not (out / SUMMARY).is_file() \
+            and not cfg.resume:
         raise MauError(f"{out} holds an unfinished training run; pass --resume to continue it (its feature "
                        "cache is reused, training starts over), or choose another --out")
     if (out / SUMMARY).is_file():
@@ -154,7 +202,8 @@ def train_candidates(cfg: StudentTrainConfig, out: Path) -> CandidateResult:
     from mau import schema as F
     from mau.train.data import load_bc_data
 
-    data = load_bc_data(cfg.data, [F.DS_MESSAGES, F.DS_PARSED_JSON, F.CALL_ID])  # what an example is made of
+    # what an example is made of
+    data = load_bc_data(cfg.data, [F.DS_MESSAGES, F.DS_PARSED_JSON, F.CALL_ID, F.MATCH, F.DS_BELIEFS_JSON])
     train_rows, eval_rows, header = data.train, data.eval, data.header
     base = cfg.model.path
     if not (Path(base) / "config.json").is_file():
@@ -164,32 +213,49 @@ def train_candidates(cfg: StudentTrainConfig, out: Path) -> CandidateResult:
     model.train()
     split = SplitLM(model, t.train_last_layers)
     split.freeze_lower()
-    train = [e for e in from_dataset_rows(tokenizer, train_rows) if e.target is not None]
-    evals = [e for e in from_dataset_rows(tokenizer, eval_rows) if e.target is not None] if eval_rows else []
+    vw, bw = t.vote_weight, t.belief_weight
+    train = [e for e in from_dataset_rows(tokenizer, train_rows) if usable(e, vw, bw)]
+    evals = [e for e in from_dataset_rows(tokenizer, eval_rows) if usable(e, vw, bw)] if eval_rows else []
     if not train:
-        raise MauError(f"{cfg.data.dataset}: no training example names one of its candidates")
+        what = ("names one of its candidates" if not bw else
+                "has a target (a vote among its candidates or the expert's beliefs_json)")
+        raise MauError(f"{cfg.data.dataset}: no training example {what}; for the belief objective, build the "
+                       "dataset from matches whose expert recorded beliefs (the scripted teacher)")
     out.mkdir(parents=True, exist_ok=True)
     RunDir(out, "training run").write_config(dump_yaml(cfg), base_model=str(base),
                                              dataset=str(Path(cfg.data.dataset).resolve()),
                                              dataset_filter=header.get("filter"), resumed_from=None)
-    cache = FeatureCache(split, out / FEATURES)
-    cache.fill(split, train + evals)
-    cache.save(out / FEATURES)
+    heldout = None
+    if cfg.heldout.runs:
+        from mau.student.score import examples_of, read_probes
+
+        probes = read_probes(cfg.heldout.runs, set(cfg.heldout.exclude_seeds))
+        heldout = (probes, examples_of(tokenizer, probes))
+    cache_path = Path(t.feature_cache) if t.feature_cache else out / FEATURES
+    cache = FeatureCache(split, cache_path)
+    if cache.fill(split, train + evals + (heldout[1] if heldout else [])) or not cache_path.is_file():
+        cache_path.parent.mkdir(parents=True, exist_ok=True)
+        cache.save(cache_path)
     before = evaluate(split, cache, evals)
     steps, last_loss = _optimise(split, cache, train, evals, t, out / LOG)
     model.eval()
     after = evaluate(split, cache, evals)
     fit = evaluate(split, cache, train[:TRAIN_SAMPLE])  # the same on training examples: under-, over-fitting
+    if heldout is not None:
+        from mau.student.score import HELDOUT, score
+
+        atomic_write(out / HELDOUT, json.dumps({"runs": cfg.heldout.runs, "student": score(
+            heldout[0], student_probs(split, cache, heldout[1]))}, indent=1) + "\n")
     saved = out / FULL_MODEL
     model.save_pretrained(saved)
     tokenizer.save_pretrained(saved)
     n_trainable = sum(p.numel() for p in split.trainable())
     wall = time.perf_counter() - t0
     result = CandidateResult(out, steps, last_loss, before, after, n_trainable, saved, wall)
-    from mau.rundir import atomic_write
-
     summary = {**result.__dict__, "after_on_train": fit, "objective": "candidates",
-               "examples": {"train": len(train), "eval": len(evals)},
+               "weights": {"vote": vw, "belief": bw},
+               "examples": {"train": len(train), "eval": len(evals),
+                            "train_with_beliefs": sum(e.soft is not None for e in train)},
                "train_last_layers": t.train_last_layers}
     atomic_write(out / SUMMARY, json.dumps(summary, default=str, indent=1) + "\n")
     return result
@@ -220,7 +286,8 @@ def _optimise(split: Any, cache: FeatureCache, train: list[CandidateExample], ev
                     order = train[:]
                     rng.shuffle(order)
                 e = order.pop()
-                loss = -candidate_logprobs(split, cache.get(e), e)[e.target] / per_step
+                lp = candidate_logprobs(split, cache.get(e), e)
+                loss = example_loss(lp, e, t.vote_weight, t.belief_weight) / per_step
                 loss.backward()
                 total += float(loss.detach())
             torch.nn.utils.clip_grad_norm_(params, t.max_grad_norm)

@@ -114,7 +114,8 @@ class Backend(ModelBackend):
             return {"target_player": target, "room": room, "reasoning": "look around"}
         if module == M.MEETING:
             text, on, claims, intent = brain.say(obs)
-            out = {"response_text": text, "suspicion_cast_on": on or NONE, "reasoning": "say what I know"}
+            out = {"response_text": text, "suspicion_cast_on": on or NONE,
+                   "reasoning": brain.suspicion_reasoning(obs, on or NONE)}
             if claims is not None:  # claims on (world.claims.mode structured)
                 out["claims"] = claims
                 out[M.PRIVATE] = {"intent": intent}
@@ -126,10 +127,11 @@ class Backend(ModelBackend):
                 bel = hint["beliefs"]
                 top = max(sorted(bel), key=lambda n: bel[n]) if bel else None
                 target = top if top is not None and bel[top] >= hint["threshold"] else M.SKIP
-                return {"vote_target": target, "reasoning": "the ideal observer's posterior"}
-            return {"vote_target": brain.vote(obs), "reasoning": "the evidence"}
+                return {"vote_target": target, "reasoning": "the ideal observer's posterior",
+                        "beliefs": {n: round(p, 3) for n, p in bel.items()}}
+            return brain.vote_answer(obs)
         if module == M.REFLECT:
             return brain.reflect(obs)
         if module == M.BELIEF:
-            return {"suspicion_updates": brain.belief(obs), "reasoning": "what I saw and heard"}
+            return {"suspicion_updates": brain.belief(obs), "reasoning": brain.suspicion_reasoning(obs)}
         raise ValueError(f"scripted expert: unknown module {module!r}")

@@ -1,0 +1,263 @@
+"""``mau student-curve``: the learning curve of the CPU student (docs/student.md, "The learning curve").
+
+Each point trains the student from the same start (the upper layers restored to the base model's) on the first
+N rows of the training split, its matches taken in a seeded random order (so the subsets are nested and a
+match is never split between a smaller point and the rest), under one objective (weights of the vote and
+belief terms), and is scored on the same held-out VOTE prompts (``mau.student.score``). Beside every point,
+the linear reader of the compact prompt (``mau.infer.compact_reader``) is fitted on the same rows with the
+same objective: if the student does not beat it, the student is not using its data. The expert's own beliefs
+and the knows-nothing reading (0.5) are the references. One feature cache serves every point. The run folder:
+config.yaml, provenance.json, features.pt, points/<objective>_<size>.json (one per point, kept by
+``--resume``), curve.json, curve.csv, curve.md and curve.png (written last). Heavy imports inside."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+from mau import schema as F
+from mau.config import dump_yaml
+from mau.errors import MauError
+from mau.rundir import RunDir, atomic_write
+from mau.student.config import StudentCurveConfig
+
+SUMMARY = "curve.json"
+PALETTE = [(76, 114, 176), (221, 132, 82), (85, 168, 104), (196, 78, 82)]  # (mau.eval.plots's first four)
+POINTS = "points"
+EXPERT_ROW = "expert's beliefs"
+LINEAR_PREFIX = "linear"
+
+
+def subset_order(examples: list[Any], seed: int) -> list[Any]:
+    """The examples with their matches in a seeded random order (each match's rows together, in their
+    order): the first N of it are the curve's subset of size N."""
+    def key(e: Any) -> str:
+        return hashlib.sha256(f"{seed}\0{e.meta.get(F.MATCH, e.key)}".encode()).hexdigest()
+
+    by_match: dict[str, list[Any]] = {}
+    for e in examples:
+        by_match.setdefault(key(e), []).append(e)
+    return [e for k in sorted(by_match) for e in by_match[k]]
+
+
+def linear_rows(examples: list[Any]) -> list[dict[str, Any]]:
+    """The compact reader's rows of candidate examples: prompt text, candidates, vote and belief."""
+    out = []
+    for e in examples:
+        belief = dict(zip(e.candidates, e.soft)) if e.soft is not None else None
+        vote = e.candidates[e.target] if e.target is not None else None
+        out.append({"text": e.meta.get("text", ""), "candidates": e.candidates, "vote": vote,
+                    "belief": belief})
+    return out
+
+
+def run_curve(cfg: StudentCurveConfig, out: Path) -> dict[str, Any]:
+    import torch
+
+    from mau.harness.backends.lm import load_text_model
+    from mau.infer.compact_reader import LinearReader
+    from mau.student.examples import from_dataset_rows
+    from mau.student.score import examples_of, expert_probs, read_probes, score
+    from mau.student.split import SplitLM
+    from mau.student.train import FEATURES, LOG, FeatureCache, _optimise, evaluate, student_probs, usable
+    from mau.train.data import load_bc_data
+
+    t0 = time.perf_counter()
+    out = Path(out)
+    if (out / SUMMARY).is_file():
+        if not cfg.resume:
+            raise MauError(f"{out} holds a finished learning curve; choose another --out (or --resume to "
+                           "keep it)")
+        return json.loads((out / SUMMARY).read_text())
+    if (out / POINTS).is_dir() and not cfg.resume:
+        raise MauError(f"{out} holds an unfinished learning curve; pass --resume to keep its finished "
+                       "points, or choose another --out")
+    base = cfg.model.path
+    if not (Path(base) / "config.json").is_file():
+        raise MauError(f"model.path {base}: not a local model folder (make it with mau student --out DIR)")
+    data = load_bc_data(cfg.data, [F.DS_MESSAGES, F.DS_PARSED_JSON, F.CALL_ID, F.MATCH, F.DS_BELIEFS_JSON])
+    tokenizer, model = load_text_model(base, torch.float32)
+    split = SplitLM(model, cfg.training.train_last_layers)
+    split.freeze_lower()
+    pool = subset_order(from_dataset_rows(tokenizer, data.train), cfg.subset_seed)
+    evals = from_dataset_rows(tokenizer, data.eval) if data.eval is not None else []
+    probes = read_probes(cfg.heldout.runs, set(cfg.heldout.exclude_seeds))
+    held = examples_of(tokenizer, probes)
+    (out / POINTS).mkdir(parents=True, exist_ok=True)
+    RunDir(out, "learning curve").write_config(dump_yaml(cfg), base_model=str(base),
+                                               dataset=str(Path(cfg.data.dataset).resolve()),
+                                               dataset_filter=data.header.get("filter"), resumed_from=None)
+    cache_path = Path(cfg.training.feature_cache) if cfg.training.feature_cache else out / FEATURES
+    cache = FeatureCache(split, cache_path)
+    if cache.fill(split, pool + evals + held, desc="features (train, validation, held-out)") \
+            or not cache_path.is_file():
+        cache.save(cache_path)
+    start = {n: p.detach().clone() for n, p in _trainable(split)}
+    references = {EXPERT_ROW: score(probes, expert_probs(probes))}
+    points = []
+    for size in cfg.sizes:
+        n = min(size, len(pool))
+        for name, obj in cfg.objectives.items():
+            path = out / POINTS / f"{_slug(name)}_{size}.json"
+            if path.is_file():
+                points.append(json.loads(path.read_text()))
+                continue
+            t = cfg.training.model_copy(update={"vote_weight": obj.vote_weight,
+                                                "belief_weight": obj.belief_weight})
+            rows = [e for e in pool[:n] if usable(e, t.vote_weight, t.belief_weight)]
+            val = [e for e in evals if usable(e, t.vote_weight, t.belief_weight)]
+            with torch.no_grad():
+                for pn, p in _trainable(split):
+                    p.copy_(start[pn])
+            torch.manual_seed(t.seed)
+            model.train()
+            tp = time.perf_counter()
+            steps, loss = _optimise(split, cache, rows, val, t, out / POINTS / f"{_slug(name)}_{size}_{LOG}")
+            model.eval()
+            point = {"objective": name, "weights": {"vote": t.vote_weight, "belief": t.belief_weight},
+                     "size": size, "examples": len(rows), "matches": len({e.meta.get(F.MATCH) for e in rows}),
+                     "steps": steps, "train_loss": loss, "validation": evaluate(split, cache, val),
+                     "heldout": score(probes, student_probs(split, cache, held)),
+                     "train_s": round(time.perf_counter() - tp, 1)}
+            if cfg.linear:
+                reader = LinearReader.fit_rows(linear_rows(rows), t.vote_weight, t.belief_weight)
+                point["linear"] = score(probes, [reader.probs(e.meta.get("text", ""), e.candidates)
+                                                 for e in held])
+                point["linear_weights"] = reader.to_dict()
+            atomic_write(path, json.dumps(point, default=str, indent=1) + "\n")
+            points.append(point)
+    summary = {"points": points, "references": references, "pool": len(pool),
+               "heldout": {"runs": cfg.heldout.runs, "probes": len(probes),
+                           "matches": len({p.match for p in probes})},
+               "wall_s": round(time.perf_counter() - t0, 1)}
+    rungs = [k for k in references[EXPERT_ROW]]
+    atomic_write(out / "curve.md", "\n".join(markdown(summary, rungs)) + "\n")
+    atomic_write(out / "curve.csv", csv_text(summary))
+    plot(summary).save(out / "curve.png")
+    atomic_write(out / SUMMARY, json.dumps(summary, default=str, indent=1) + "\n")
+    return summary
+
+
+def _trainable(split: Any) -> list[tuple[str, Any]]:
+    ids = {id(p) for p in split.trainable()}
+    return [(n, p) for n, p in split.model.named_parameters() if id(p) in ids]
+
+
+def _slug(name: str) -> str:
+    return "".join(ch if ch.isalnum() else "_" for ch in name)
+
+
+def _auroc(res: dict[str, Any], rung: str = "all") -> float | None:
+    return ((res.get(rung) or {}).get("auroc_within") or {}).get("value")
+
+
+def markdown(summary: dict[str, Any], rungs: list[str]) -> list[str]:
+    """The curve as a table: per point, the student's and the linear reader's held-out within-probe AUROC."""
+    lines = ["| objective | examples | student AUROC within (held-out) | 95 % interval | linear, same rows | "
+             "student vote agreement | validation KL |", "|---" * 7 + "|"]
+    for p in summary["points"]:
+        e = p["heldout"]["all"]["auroc_within"]
+        lin = _auroc(p.get("linear") or {})
+        kl = (p.get("validation") or {}).get("kl")
+        lines.append(f"| {p['objective']} | {p['examples']} | {e['value']:.3f} | [{e['ci_low']:.3f}, "
+                     f"{e['ci_high']:.3f}] | {'-' if lin is None else f'{lin:.3f}'} | "
+                     f"{100 * p['heldout']['all']['agree_vote']:.1f} % | "
+                     f"{'-' if kl is None else f'{kl:.3f}'} |")
+    ref = summary["references"][EXPERT_ROW]
+    lines += ["", f"The expert's own beliefs on the same probes: {_auroc(ref):.3f}; knowing nothing: 0.500. "
+              f"{summary['heldout']['probes']} held-out VOTE prompts of {summary['heldout']['matches']} "
+              "matches.",
+              "", "By imposter rung (held-out within-probe AUROC):", ""]
+    lines.append("| row | " + " | ".join(rungs) + " |")
+    lines.append("|---" * (len(rungs) + 1) + "|")
+    lines.append(f"| {EXPERT_ROW} | " + " | ".join(_fmt(_auroc(ref, r)) for r in rungs) + " |")
+    for p in summary["points"]:
+        lines.append(f"| {p['objective']} @ {p['examples']} | "
+                     + " | ".join(_fmt(_auroc(p["heldout"], r)) for r in rungs) + " |")
+        if p.get("linear"):
+            lines.append(f"| {LINEAR_PREFIX} {p['objective']} @ {p['examples']} | "
+                         + " | ".join(_fmt(_auroc(p["linear"], r)) for r in rungs) + " |")
+    return lines
+
+
+def _fmt(v: float | None) -> str:
+    return "-" if v is None else f"{v:.3f}"
+
+
+def csv_text(summary: dict[str, Any]) -> str:
+    """Long format: detector, objective, examples, rung, auroc_within, ci_low, ci_high, n."""
+    rows = ["detector,objective,examples,rung,auroc_within,ci_low,ci_high,n"]
+
+    def add(det: str, obj: str, n: Any, res: dict[str, Any]) -> None:
+        for rung, cell in res.items():
+            e = cell["auroc_within"]
+            rows.append(f"{det},{obj},{n},{rung},{e['value']},{e['ci_low']},{e['ci_high']},{e['n']}")
+
+    for p in summary["points"]:
+        add("student", p["objective"], p["examples"], p["heldout"])
+        if p.get("linear"):
+            add(LINEAR_PREFIX, p["objective"], p["examples"], p["linear"])
+    add("expert", "-", "-", summary["references"][EXPERT_ROW])
+    return "\n".join(rows) + "\n"
+
+
+def plot(summary: dict[str, Any]):
+    """Held-out within-probe AUROC against training examples (log scale): the student per objective (solid),
+    the linear reader of the same rows (dashed), the expert's beliefs and chance (grey lines); Pillow only."""
+    from PIL import Image, ImageDraw
+
+    w, h, left, top, right, bottom = 640, 400, 60, 40, 190, 50
+    img = Image.new("RGB", (w + right, h), "white")
+    d = ImageDraw.Draw(img)
+    d.text((8, 8), "Learning curve: held-out within-probe AUROC (chance 0.5)", fill="black")
+    pts = summary["points"]
+    xs = [p["examples"] for p in pts] or [1]
+    x0, x1 = math.log10(max(1, min(xs)) * 0.8), math.log10(max(xs) * 1.25)
+    y0, y1 = 0.4, 1.0
+
+    def xy(x: float, y: float) -> tuple[float, float]:
+        fx = (math.log10(max(1, x)) - x0) / max(1e-9, x1 - x0)
+        return left + fx * (w - left - 20), top + (1 - (y - y0) / (y1 - y0)) * (h - top - bottom)
+
+    d.rectangle([left, top, w - 20, h - bottom], outline="black")
+    for y in (0.5, 0.6, 0.7, 0.8, 0.9, 1.0):
+        d.text((left - 34, xy(1, y)[1] - 6), f"{y:.1f}", fill="black")
+    for x in sorted(set(xs)):
+        d.text((xy(x, y0)[0] - 12, h - bottom + 6), str(x), fill="black")
+    d.text((left + 180, h - 22), "training examples (log scale)", fill="black")
+
+    def hline(y: float | None, col: tuple[int, int, int], label: str, k: int) -> None:
+        if y is None:
+            return
+        a, b = xy(10 ** x0, y), xy(10 ** x1, y)
+        d.line([a[0], a[1], b[0], b[1]], fill=col, width=1)
+        d.text((w - 10, 30 + 16 * k), f"-- {label} {y:.3f}", fill=col)
+
+    hline(0.5, (150, 150, 150), "knows nothing", 0)
+    hline(_auroc(summary["references"][EXPERT_ROW]), (60, 60, 60), "expert's beliefs", 1)
+    objs = list(dict.fromkeys(p["objective"] for p in pts))
+    for k, obj in enumerate(objs):
+        col = PALETTE[k % len(PALETTE)]
+        mine = sorted((p for p in pts if p["objective"] == obj), key=lambda p: p["examples"])
+        for series, dashed in (("heldout", False), ("linear", True)):
+            line = [(p["examples"], _auroc(p.get(series) or {})) for p in mine]
+            line = [(x, y) for x, y in line if y is not None]
+            for (xa, ya), (xb, yb) in zip(line, line[1:]):
+                a, b = xy(xa, ya), xy(xb, yb)
+                if dashed:
+                    for s in range(0, 10, 2):
+                        d.line([a[0] + (b[0] - a[0]) * s / 10, a[1] + (b[1] - a[1]) * s / 10,
+                                a[0] + (b[0] - a[0]) * (s + 1) / 10, a[1] + (b[1] - a[1]) * (s + 1) / 10],
+                               fill=col, width=2)
+                else:
+                    d.line([*a, *b], fill=col, width=2)
+            for x, y in line:
+                cx, cy = xy(x, y)
+                d.ellipse([cx - 3, cy - 3, cx + 3, cy + 3], fill=col if not dashed else "white", outline=col)
+        d.text((w - 10, 62 + 32 * k), f"o student: {obj}", fill=col)
+        d.text((w - 10, 78 + 32 * k), f"- - linear: {obj}", fill=col)
+    return img
