@@ -354,7 +354,8 @@ def test_header_card_config_and_resume(tmp_path, capsys):
     corpus = filter_corpus(tmp_path)
     out = build(tmp_path, [corpus["run"]], "bcwin+vote")
     h = read_dataset_header(out)
-    assert h[F.FORMAT] == "mau.dataset" and h[F.FORMAT_VERSION] == 1 and h["filters"] == ["bcwin", "bcvote"]
+    assert h[F.FORMAT] == "mau.dataset" and h[F.FORMAT_VERSION] == F.DATASET_FORMAT_VERSION == 2
+    assert h["filters"] == ["bcwin", "bcvote"]
     assert (
         sum(h["examples"].values()) == len(corpus["bcwin+vote"]) and h["provenance"]["packages"]["datasets"]
     )
@@ -376,10 +377,12 @@ def test_reader_refuses_unknown_dataset_version(tmp_path):
     corpus = filter_corpus(tmp_path)
     out = build(tmp_path, [corpus["run"]], "bcvote")
     h = json.loads((out / F.DATASET_HEADER).read_text())
-    h[F.FORMAT_VERSION] = 2
-    (out / F.DATASET_HEADER).write_text(json.dumps(h))
-    with pytest.raises(MauError, match="dataset format version 2 is not the version this mau reads"):
-        read_dataset_header(out)
+    for old in (1, 3):  # version 1 has no beliefs_json column: rebuilt, never read as version 2
+        h[F.FORMAT_VERSION] = old
+        (out / F.DATASET_HEADER).write_text(json.dumps(h))
+        with pytest.raises(MauError, match=f"dataset format version {old} is not the version this mau reads "
+                                           r"\(2\); rebuild it with `mau dataset`"):
+            read_dataset_header(out)
     with pytest.raises(MauError, match="not a mau dataset folder"):
         read_dataset_header(tmp_path)
 

@@ -138,7 +138,7 @@ def main(cfg: QuickstartConfig, opts: RunOptions = RunOptions()) -> int:
         collect_dir = _timed(timings, "collect_s", _collect, cfg, out, con, sub)
         datasets = _timed(timings, "datasets_s", _datasets, cfg, out, collect_dir, con, sub)
         trained = _timed(timings, "train_s", _train, cfg, out, models, datasets, con, sub)
-        results = _timed(timings, "eval_s", _eval, cfg, out, models, trained, con, sub)
+        results = _timed(timings, "eval_s", _eval, cfg, out, models, trained, con, sub, datasets)
         wall = time.perf_counter() - t0
         done = {"wall_s": round(wall, 1), **{k: round(v, 1) for k, v in timings.items()},
                 "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "default")}
@@ -396,6 +396,7 @@ def eval_arms(cfg: QuickstartConfig, base: Any, models: dict[str, Path],
 def _eval(
     cfg: QuickstartConfig, out: Path, models: dict[str, Path],
     trained: dict[str, dict[str, tuple[str, Path]]], con: Any, sub: RunOptions,
+    datasets: dict[str, Path] | None = None,
 ) -> dict[str, Any] | None:
     from mau.commands.eval import main as eval_main
     from mau.config import load_config, merge, parse_overrides
@@ -413,6 +414,8 @@ def _eval(
         over["probe_arms"] = ["teacher"]
     if not renders_frames(cfg):
         over["crewmate_aria"], over["imposter_aria"] = {"frames": False}, {"frames": False}
+    if "student" in cfg.learners and datasets and cfg.student_filters and cfg.student_filters[0] in datasets:
+        over["bc_rows"] = student_peer(cfg, datasets[cfg.student_filters[0]])
     ecfg = load_config(EvalConfig, cfg.eval_config, merge(parse_overrides(cfg.eval_set), over))
     n = len(arms) * len(ecfg.imposters) * len(ecfg.seed_list())
     con.print(f"      eval: {len(arms)} arms ({', '.join(arms)}) x {len(ecfg.imposters)} imposter model(s) x "
@@ -422,6 +425,17 @@ def _eval(
         eval_main(ecfg, sub)
     results_file = eval_dir / "results.json"
     return json.loads(results_file.read_text()) if results_file.is_file() else None
+
+
+def student_peer(cfg: QuickstartConfig, dataset: Path) -> dict[str, Any]:
+    """The eval's ``bc_rows``: the linear reader fitted on the student's own BC rows with its objective's
+    weights (docs/evaluation.md, "linear (BC rows)"), so the table says whether the student uses its data."""
+    from mau.config import load_config, parse_overrides
+    from mau.student.config import StudentTrainConfig
+
+    tcfg = load_config(StudentTrainConfig, cfg.student_train_config, parse_overrides(cfg.student_train_set))
+    t = tcfg.training
+    return {"dataset": str(dataset), "vote_weight": t.vote_weight, "belief_weight": t.belief_weight}
 
 
 # -- the report ----------------------------------------------------------------------------------------------

@@ -500,6 +500,9 @@ def evaluate(ms: list[MatchBeliefs], baseline: str | None = None, resamples: int
     models = [r for r in rows if r not in REFERENCE_ROWS]
     base = baseline if baseline in models else (models[0] if models else None)
     ideal_by_match = {m.match_id: m for m in ms if m.row == IDEAL_ROW}
+    # the simple readers a learned row must beat, at the same matches (their probes: the same crewmates and
+    # moments): the within-probe AUROC only
+    readers = {row: {m.match_id: m for m in ms if m.row == row} for row in (LINEAR_ROW, LINEAR_BC_ROW)}
     for r in models:
         for i in columns:
             mine = {(m.imposter, m.seed): m for m in of(r, i)}
@@ -512,6 +515,10 @@ def evaluate(ms: list[MatchBeliefs], baseline: str | None = None, resamples: int
             for k in HEADLINE:
                 paired.append({"row": r, "versus": IDEAL_ROW, F.IMPOSTER_COLUMN: i,
                                **paired_diff(same, ideal_by_match, k, resamples, seed)})
+            for ref, theirs in readers.items():
+                if theirs:
+                    paired.append({"row": r, "versus": ref, F.IMPOSTER_COLUMN: i,
+                                   **paired_diff(same, theirs, "auroc_within", resamples, seed)})
     readouts = {r: sorted({x for m in ms if m.row == r for x in m.readouts}) for r in rows
                 if r not in REFERENCE_ROWS}
     return {"rows": rows, "columns": columns, "baseline": base, "cells": cells, "paired": paired,

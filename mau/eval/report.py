@@ -246,6 +246,7 @@ def markdown(res: dict[str, Any]) -> str:
     lines += ["| side | name | model |", "|---|---|---|"]
     lines += [f"| crewmates (arm) | {k} | {v} |" for k, v in res["models"]["arms"].items()]
     lines += [f"| imposters | {k} | {v} |" for k, v in res["models"]["imposters"].items()]
+    lines += ["", *paper_table(res)]
     header = "| arm | " + " | ".join(_col(i) for i in cols) + " |"
     sep = "|---" * (len(cols) + 1) + "|"
     for name, (title, n_what, method) in METRICS.items():
@@ -400,6 +401,66 @@ def detection_csv_rows(det: dict[str, Any]) -> list[list[Any]]:
                 ]
             )
     return out
+
+
+def paper_table(res: dict[str, Any]) -> list[str]:
+    """The paper's table (Appendix U: win rate, ejection recall and precision), pooled over imposter models,
+    with the within-probe AUROC and the paired differences from the baseline arm (same seeds), and the
+    reference rows' AUROC beside (they play nothing)."""
+    col = "all" if "all" in res["columns"] else res["columns"][0]
+    cell = {c["arm"]: c for c in res["cells"] if c[F.IMPOSTER_COLUMN] == col}
+    det = res.get("detection") or {"cells": [], "paired": []}
+    dcell = {c["row"]: c["metrics"] for c in det["cells"] if c[F.IMPOSTER_COLUMN] == col}
+    win_diff = {p["arm"]: p for p in res["paired"] if p[F.IMPOSTER_COLUMN] == col}
+    auc_diff = {p["row"]: p for p in det.get("paired", []) if p[F.IMPOSTER_COLUMN] == col
+                and p["versus"] == res["baseline"] and p["metric"] == "auroc_within"}
+
+    def est(e: dict[str, Any] | None, percent: bool) -> str:
+        return "-" if e is None else fmt_estimate(e, percent, (0, 3), with_n=False, undefined="n/a")
+
+    def diff(p: dict[str, Any] | None, scale: float, digits: int) -> str:
+        if p is None or p.get("diff") is None:
+            return "-"
+        lo, hi = p.get("ci_low"), p.get("ci_high")
+        ci = f" [{lo * scale:+.{digits}f}, {hi * scale:+.{digits}f}]" if lo is not None else ""
+        return f"{p['diff'] * scale:+.{digits}f}{ci}"
+
+    lines = [f"## The paper's table ({_col(col)}; baseline {res['baseline']})", "",
+             "Crew win rate, ejection recall (imposters ejected / fielded) and precision (imposters "
+             "ejected / ejections), as the paper's Appendix U reports them, beside the AUROC within each "
+             "probe (chance 0.5); value [95% interval]; the last two columns are paired differences from the "
+             "baseline arm on the seeds both played (crew win in percentage points).", "",
+             "| row | matches | crew win % | ejection recall % | ejection precision % | AUROC within probe | "
+             "crew win minus baseline (pp) | AUROC minus baseline |", "|---" * 8 + "|"]
+    failed = {a for a, h in res.get("arm_health", {}).items() if h.get("failed")}
+    for arm in res["arms"]:
+        m = (cell.get(arm) or {}).get("metrics") or {}
+        if arm in failed:
+            n = (cell.get(arm) or {}).get("matches", 0)
+            lines.append(f"| {arm} | {n} | FAILED | FAILED | FAILED | - | - | - |")
+            continue
+        lines.append(f"| {arm} | {(cell.get(arm) or {}).get('matches', 0)} | "
+                     f"{est(m.get('crew_win_rate'), True)} | {est(m.get('ejection_recall'), True)} | "
+                     f"{est(m.get('ejection_precision'), True)} | "
+                     f"{est((dcell.get(arm) or {}).get('auroc_within'), False)} | "
+                     f"{diff(win_diff.get(arm), 100, 1) if arm != res['baseline'] else '-'} | "
+                     f"{diff(auc_diff.get(arm), 1, 3) if arm != res['baseline'] else '-'} |")
+    for row in REFERENCE_ROWS:
+        if row in dcell:
+            lines.append(f"| {row} | - | - | - | - | {est(dcell[row].get('auroc_within'), False)} | - | - |")
+    readers = [r for r in (IDEAL_ROW, LINEAR_ROW, LINEAR_BC_ROW) if r in dcell]
+    versus = {(p["row"], p["versus"]): p for p in det.get("paired", []) if p[F.IMPOSTER_COLUMN] == col
+              and p["metric"] == "auroc_within"}
+    if readers:
+        lines += ["", "Each arm's within-probe AUROC minus a reader's at the same matches (paired by match, "
+                  "95% interval): the ideal observer, the linear model fitted on the truth and, where shown, "
+                  "the linear reader of a student's BC rows.", "",
+                  "| arm | " + " | ".join(f"minus {r}" for r in readers) + " |",
+                  "|---" * (len(readers) + 1) + "|"]
+        for arm in (a for a in res["arms"] if a not in failed):
+            cells = " | ".join(diff(versus.get((arm, r)), 1, 3) for r in readers)
+            lines.append(f"| {arm} | {cells} |")
+    return lines
 
 
 def summary_table(res: dict[str, Any]) -> str:

@@ -63,7 +63,16 @@ def run_curve(cfg: StudentCurveConfig, out: Path) -> dict[str, Any]:
     from mau.student.examples import from_dataset_rows
     from mau.student.score import examples_of, expert_probs, read_probes, score
     from mau.student.split import SplitLM
-    from mau.student.train import FEATURES, LOG, FeatureCache, _optimise, evaluate, student_probs, usable
+    from mau.student.train import (
+        EXAMPLE_COLUMNS,
+        FEATURES,
+        LOG,
+        FeatureCache,
+        _optimise,
+        evaluate,
+        student_probs,
+        usable,
+    )
     from mau.train.data import load_bc_data
 
     t0 = time.perf_counter()
@@ -79,7 +88,7 @@ def run_curve(cfg: StudentCurveConfig, out: Path) -> dict[str, Any]:
     base = cfg.model.path
     if not (Path(base) / "config.json").is_file():
         raise MauError(f"model.path {base}: not a local model folder (make it with mau student --out DIR)")
-    data = load_bc_data(cfg.data, [F.DS_MESSAGES, F.DS_PARSED_JSON, F.CALL_ID, F.MATCH, F.DS_BELIEFS_JSON])
+    data = load_bc_data(cfg.data, EXAMPLE_COLUMNS)
     tokenizer, model = load_text_model(base, torch.float32)
     split = SplitLM(model, cfg.training.train_last_layers)
     split.freeze_lower()
@@ -93,9 +102,7 @@ def run_curve(cfg: StudentCurveConfig, out: Path) -> dict[str, Any]:
                                                dataset_filter=data.header.get("filter"), resumed_from=None)
     cache_path = Path(cfg.training.feature_cache) if cfg.training.feature_cache else out / FEATURES
     cache = FeatureCache(split, cache_path)
-    if cache.fill(split, pool + evals + held, desc="features (train, validation, held-out)") \
-            or not cache_path.is_file():
-        cache.save(cache_path)
+    cache.fill(split, pool + evals + held, desc="features (train, validation, held-out)", path=cache_path)
     start = {n: p.detach().clone() for n, p in _trainable(split)}
     references = {EXPERT_ROW: score(probes, expert_probs(probes))}
     points = []

@@ -72,9 +72,12 @@ def soft_target(belief: dict[str, float] | None, candidates: list[str]) -> list[
 
 
 def from_dataset_rows(tokenizer: Any, rows: Any) -> list[CandidateExample]:
-    """BC rows of a ``mau dataset`` split: the prompt is every message but the last (the expert's answer)."""
+    """The VOTE rows of a ``mau dataset`` split (other modules' rows, which BCwin keeps, are skipped): the
+    prompt is every message but the last (the expert's answer)."""
     out = []
     for row in rows:
+        if row.get(F.MODULE, "vote") != "vote":
+            continue  # BCwin keeps every module's calls; the student learns the VOTE
         parsed = json.loads(row[F.DS_PARSED_JSON] or "null") or {}
         msgs = to_prompt(row[F.DS_MESSAGES])
         if msgs and msgs[-1]["role"] == "assistant":

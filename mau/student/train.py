@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mau import schema as F
 from mau.config import dump_yaml
 from mau.errors import MauError
 from mau.rundir import RunDir, atomic_write
@@ -30,7 +31,10 @@ from mau.student.examples import CandidateExample
 SUMMARY = "train.json"
 LOG = "trainer_log.jsonl"
 FEATURES = "features.pt"
+SAVE_EVERY = 2000  # new prompts between two saves of a feature cache being filled (about 0.25 MB a prompt)
 FULL_MODEL = "model"
+# the dataset columns a candidate example is made of (examples.from_dataset_rows)
+EXAMPLE_COLUMNS = [F.DS_MESSAGES, F.DS_PARSED_JSON, F.CALL_ID, F.MATCH, F.MODULE, F.DS_BELIEFS_JSON]
 # training examples scored after training beside the validation split (train.json: after_on_train)
 TRAIN_SAMPLE = 128
 
@@ -72,13 +76,20 @@ class FeatureCache:
     def key(self, ids: list[int]) -> str:
         return hashlib.blake2b(f"{self.tag}|{ids}".encode(), digest_size=12).hexdigest()
 
-    def fill(self, split: Any, examples: list[CandidateExample], desc: str = "features") -> int:
-        """Compute what is missing (progress bar); returns how many were computed."""
+    def fill(self, split: Any, examples: list[CandidateExample], desc: str = "features",
+             path: Path | None = None, save_every: int = SAVE_EVERY) -> int:
+        """Compute what is missing (progress bar); returns how many were computed. With ``path``, the cache is
+        saved there every ``save_every`` new prompts and at the end, so a long fill that is stopped keeps
+        what it computed (a rerun computes only the rest)."""
         from tqdm import tqdm
 
         todo = [e for e in examples if self.key(e.ids) not in self.data]
-        for e in tqdm(todo, desc=desc, unit="prompt", disable=not todo):
+        for i, e in enumerate(tqdm(todo, desc=desc, unit="prompt", disable=not todo), 1):
             self.data[self.key(e.ids)] = split.lower(e.ids).to(dtype=_store_dtype())
+            if path is not None and i % save_every == 0:
+                self.save(path)
+        if path is not None and (todo or not path.is_file()):
+            self.save(path)
         return len(todo)
 
     def get(self, e: CandidateExample) -> Any:
@@ -87,9 +98,14 @@ class FeatureCache:
         return self.data[self.key(e.ids)].to(torch.float32)
 
     def save(self, path: Path) -> None:
+        """Written beside and renamed into place: a stopped save never leaves a damaged cache."""
+        import os
+
         import torch
 
-        torch.save({"tag": self.tag, "features": self.data}, path)
+        tmp = path.with_name(f".{path.name}.partial")
+        torch.save({"tag": self.tag, "features": self.data}, tmp)
+        os.replace(tmp, path)
 
 
 def fingerprint(split: Any) -> str:
@@ -199,11 +215,10 @@ def train_candidates(cfg: StudentTrainConfig, out: Path) -> CandidateResult:
                                out / FULL_MODEL, 0.0)
     t = cfg.training
     torch.manual_seed(t.seed)
-    from mau import schema as F
     from mau.train.data import load_bc_data
 
     # what an example is made of
-    data = load_bc_data(cfg.data, [F.DS_MESSAGES, F.DS_PARSED_JSON, F.CALL_ID, F.MATCH, F.DS_BELIEFS_JSON])
+    data = load_bc_data(cfg.data, EXAMPLE_COLUMNS)
     train_rows, eval_rows, header = data.train, data.eval, data.header
     base = cfg.model.path
     if not (Path(base) / "config.json").is_file():
@@ -233,9 +248,8 @@ def train_candidates(cfg: StudentTrainConfig, out: Path) -> CandidateResult:
         heldout = (probes, examples_of(tokenizer, probes))
     cache_path = Path(t.feature_cache) if t.feature_cache else out / FEATURES
     cache = FeatureCache(split, cache_path)
-    if cache.fill(split, train + evals + (heldout[1] if heldout else [])) or not cache_path.is_file():
-        cache_path.parent.mkdir(parents=True, exist_ok=True)
-        cache.save(cache_path)
+    cache_path.parent.mkdir(parents=True, exist_ok=True)
+    cache.fill(split, train + evals + (heldout[1] if heldout else []), path=cache_path)
     before = evaluate(split, cache, evals)
     steps, last_loss = _optimise(split, cache, train, evals, t, out / LOG)
     model.eval()
