@@ -76,3 +76,39 @@ def test_student_cpu_chain() -> None:
     assert collect.grid.seed_scheme == "per_match" and n == 180
     held_out = set(ev.seeds or [])
     assert len(held_out) == 40 and not held_out & set(range(collect.grid.seed, collect.grid.seed + n))
+
+
+def test_bc_chain_and_no_config_shares_a_seed_with_its_eval() -> None:
+    """The clone experiment (docs/student.md, docs/experiments.md): the curve reads the BC grid's BCvote and
+    the held-out grid; the table's eval plays the students the curve and the trainings write; and no training,
+    curve or table seed is a seed the curve or the table scores on (nor the demo's)."""
+    from mau.collect.grid import enumerate_grid
+    from mau.commands.quickstart import QuickstartConfig
+    from mau.config import parse_overrides
+    from mau.student.config import StudentCurveConfig, StudentTrainConfig
+
+    def seeds(path: str, sets: list[str] | None = None) -> set[int]:
+        grid = load_config(CollectConfig, path, parse_overrides(sets or [])).grid
+        return {s.seed for s in enumerate_grid(grid)}
+
+    train, held = seeds("configs/collect/bc_ladder.yaml"), seeds("configs/collect/heldout_ladder.yaml")
+    curve = load_config(StudentCurveConfig, "configs/student/curve.yaml")
+    table = load_config(EvalConfig, "configs/eval/bc_table.yaml")
+    bc = load_config(StudentTrainConfig, "configs/student/bc.yaml")
+    assert len(train) == 1344 and len(held) == 210
+    assert curve.data.dataset == "runs/bc/bcvote" and curve.heldout.runs == ["runs/bc/heldout"]
+    assert bc.data.dataset == "runs/bc/bcvote" and bc.training.feature_cache == curve.training.feature_cache
+    assert not train & held  # the curve scores matches no point trained on
+    eval_seeds = set(table.seed_list())
+    assert len(eval_seeds) == 20 and not eval_seeds & (train | held)
+    assert table.bc_rows is not None and table.bc_rows.dataset == curve.data.dataset
+    assert table.arms["untrained"].model == curve.model.path and table.baseline_arm == "untrained"
+    assert table.arm_modules == ["vote"] and table.crewmate_aria.state == "ego"
+    assert all(table.arms[a].backend == "lm" and table.arms[a].answer == "candidates"
+               for a in ("untrained", "distilled", "bcwin", "bcvote", "bcwin+vote"))
+    assert {a: table.arm_seeds.get(a, 20) for a in table.arms} == {
+        "untrained": 20, "distilled": 20, "teacher": 20, "bcwin": 10, "bcvote": 10, "bcwin+vote": 10}
+    qs = QuickstartConfig()
+    demo_train = seeds(qs.collect_config, qs.collect_set)
+    demo_eval = set(load_config(EvalConfig, qs.eval_config).seed_list())
+    assert not demo_train & demo_eval

@@ -141,12 +141,13 @@ def test_the_learning_curve_scores_every_point_on_the_same_heldout_prompts(stude
     out = tmp_path / "curve"
     cfg = load_config(StudentCurveConfig, "configs/student/curve.yaml", parse_overrides(
         [f"model.path={student}", f"data.dataset={bc_run['bcvote']}", f"heldout.runs=[{bc_run['collect']}]",
-         "sizes=[3,6]", "training.max_steps=2", "training.train_last_layers=1", f"output.dir={out}",
-         "training.feature_cache=null"]))
+         "sizes=[3,6]", "objectives.belief.sizes=[3]", "training.max_steps=2", "training.train_last_layers=1",
+         f"output.dir={out}", "training.feature_cache=null"]))
     assert curve_main(cfg, RunOptions(progress=False)) == 0
     s = json.loads((out / "curve.json").read_text())
     assert [(p["objective"], p["examples"]) for p in s["points"]] == [
-        ("vote", 3), ("vote+belief", 3), ("vote", 6), ("vote+belief", 6)]
+        ("vote", 3), ("vote+belief", 3), ("belief", 3), ("vote", 6), ("vote+belief", 6)]  # belief: one size
+    assert s["points"][2]["weights"] == {"vote": 0.0, "belief": 1.0}
     probes = {p["heldout"]["all"]["probes"] for p in s["points"]}
     assert probes == {s["heldout"]["probes"]} and s["heldout"]["probes"] > 0  # the same prompts every time
     for p in s["points"]:
@@ -154,8 +155,11 @@ def test_the_learning_curve_scores_every_point_on_the_same_heldout_prompts(stude
         e = p["heldout"]["all"]["auroc_within"]
         assert e["value"] is None or 0 <= e["value"] <= 1
     assert {"curve.md", "curve.csv", "curve.png", "features.pt"} <= {f.name for f in out.iterdir()}
+    saved = sorted(p.name for p in (out / "points").glob("*_model"))
+    assert saved == ["vote_6_model", "vote_belief_6_model"]  # the largest point's students, playable
+    assert (out / "points" / "vote_belief_6_model" / "config.json").is_file()
     # nested subsets: a smaller point's matches are the first of a larger one's
-    assert s["points"][0]["matches"] <= s["points"][2]["matches"]
+    assert s["points"][0]["matches"] <= s["points"][3]["matches"]
     # --resume keeps the finished points: removing the summary recomputes it from them
     (out / "curve.json").unlink()
     assert curve_main(cfg.model_copy(update={"resume": True}), RunOptions(progress=False)) == 0

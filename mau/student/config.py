@@ -118,6 +118,8 @@ class Objective(Model):
 
     vote_weight: float = Field(1.0, ge=0, description="Weight of the vote cross-entropy.")
     belief_weight: float = Field(0.0, ge=0, description="Weight of the belief KL.")
+    sizes: list[int] | None = Field(None, description="Only at these of the curve's sizes (an ablation at "
+                                    "one size); None: at every size.")
 
 
 def _default_objectives() -> dict[str, Objective]:
@@ -146,6 +148,9 @@ class StudentCurveConfig(Model):
     objectives: dict[str, Objective] = Field(default_factory=_default_objectives, description="Name -> the "
                                              "weights of the vote and belief terms.")
     subset_seed: int = Field(0, description="Seed of the matches' order for the nested subsets.")
+    save_largest: bool = Field(True, description="Save the student of each objective's largest point "
+                               "(points/<objective>_<size>_model/: the whole model and tokenizer, as "
+                               "mau student-train's OUT/model), to play it in mau eval.")
     linear: bool = Field(True, description="Also fit the linear reader of the compact prompt "
                          "(mau.infer.compact_reader) on each point's rows with its objective, and score it.")
     output: StudentOutput = Field(default_factory=StudentOutput, description="The run folder (default "
@@ -161,4 +166,7 @@ class StudentCurveConfig(Model):
         for name, o in self.objectives.items():
             if o.vote_weight == 0 and o.belief_weight == 0:
                 raise ValueError(f"objectives.{name}: vote_weight and belief_weight are both 0; set one > 0")
+            bad = [n for n in o.sizes or [] if n not in self.sizes]
+            if bad:
+                raise ValueError(f"objectives.{name}.sizes: {bad[0]} is not one of sizes {self.sizes}")
         return self

@@ -109,6 +109,8 @@ def run_curve(cfg: StudentCurveConfig, out: Path) -> dict[str, Any]:
     for size in cfg.sizes:
         n = min(size, len(pool))
         for name, obj in cfg.objectives.items():
+            if obj.sizes is not None and size not in obj.sizes:
+                continue
             path = out / POINTS / f"{_slug(name)}_{size}.json"
             if path.is_file():
                 points.append(json.loads(path.read_text()))
@@ -130,6 +132,11 @@ def run_curve(cfg: StudentCurveConfig, out: Path) -> dict[str, Any]:
                      "steps": steps, "train_loss": loss, "validation": evaluate(split, cache, val),
                      "heldout": score(probes, student_probs(split, cache, held)),
                      "train_s": round(time.perf_counter() - tp, 1)}
+            if cfg.save_largest and size == max(cfg.sizes):
+                saved = out / POINTS / f"{_slug(name)}_{size}_model"
+                model.save_pretrained(saved)
+                tokenizer.save_pretrained(saved)
+                point["model"] = str(saved)
             if cfg.linear:
                 reader = LinearReader.fit_rows(linear_rows(rows), t.vote_weight, t.belief_weight)
                 point["linear"] = score(probes, [reader.probs(e.meta.get("text", ""), e.candidates)
