@@ -67,12 +67,13 @@ def render() -> str:
     from mau.eval.report_configs import BeliefsConfig, ClaimsConfig, JudgeConfig
     from mau.rl.config import RLConfig
     from mau.runner import PlayConfig
-    from mau.student.config import StudentRLConfig, StudentTrainConfig
+    from mau.student.config import StudentCurveConfig, StudentRLConfig, StudentTrainConfig
     from mau.train.config import TrainConfig
 
     sections = [("mau play", PlayConfig), ("mau collect", CollectConfig), ("mau dataset", DatasetConfig),
                 ("mau train", TrainConfig), ("mau eval", EvalConfig), ("mau quickstart", QuickstartConfig),
                 ("mau fork", ForkConfig), ("mau rl", RLConfig), ("mau student-train", StudentTrainConfig),
+                ("mau student-curve", StudentCurveConfig),
                 ("mau student-rl", StudentRLConfig), ("mau tiny-model", TinyModelConfig),
                 ("mau beliefs", BeliefsConfig), ("mau claims", ClaimsConfig), ("mau judge", JudgeConfig)]
     out = [HEADER]

@@ -135,6 +135,10 @@ def test_quickstart_runs_the_whole_loop_and_reads_its_table_from_the_runs(tmp_pa
         f"{100 * cell['metrics']['crew_win_rate']['value']:.0f}"
     )
     assert "FAILED" not in table
+    # the student's peer: the linear reader of its own BC rows, with its objective's weights
+    assert _row(table, "linear (BC rows)")[4] != "-"
+    ecfg = (out / "eval" / "config.yaml").read_text()
+    assert f"dataset: {out / 'datasets' / 'bcvote'}" in ecfg and "belief_weight:" in ecfg
     verdict = next(x for x in text.splitlines() if x.startswith("Verdict:"))
     assert verdict == verdict_line(results, "student_bcvote", "student", what="BC (student_bcvote)",
                                    versus_name="the untrained student")
