@@ -235,6 +235,8 @@ def build_dataset(cfg: DatasetConfig, out: Path, warn: Callable[[str], None] | N
                     stats.skipped["fallback"] += 1
                 elif not tags:
                     stats.skipped["not_selected"] += 1
+                elif cfg.modules is not None and call.get(F.MODULE) not in cfg.modules:
+                    stats.skipped["other_modules"] += 1
                 else:
                     _emit(
                         call, match, tags, split, auditor, writers[split], feats, stats, tokens, cfg, problem

@@ -63,7 +63,7 @@ class BuildStats:
                 k: 0
                 for k in (
                     "fallback", "non_crew", "not_selected", "corrupt_lines", "missing_images", "text_only",
-                    "duplicate_calls",
+                    "duplicate_calls", "other_modules",
                 )
             }
         )
@@ -167,6 +167,7 @@ def render_card(header: dict[str, Any], stats: BuildStats) -> str:
         f"| crewmate calls answered by a fallback (or without raw output) | {s['skipped']['fallback']} |",
         f"| imposter calls | {s['skipped']['non_crew']} |",
         f"| crewmate expert calls that the filter did not keep | {s['skipped']['not_selected']} |",
+        f"| kept calls of other modules than `modules` | {s['skipped'].get('other_modules', 0)} |",
         f"| damaged lines (calls.jsonl, events.jsonl) | {s['skipped']['corrupt_lines']} |",
         f"| examples skipped for a missing image file | {s['skipped']['missing_images']} |",
         f"| text-only examples left out (include_text_only: false) | {s['skipped']['text_only']} |",

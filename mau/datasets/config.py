@@ -40,6 +40,9 @@ class DatasetConfig(Model):
     resume: bool = Field(False, description="Allow --out to be a finished dataset folder (it is kept as it "
                                             "is).")
     split: SplitConfig = Field(default_factory=SplitConfig, description="Split fractions and seed.")
+    modules: list[str] | None = Field(None, description="Keep only the calls of these modules among what the "
+                                      "filter keeps (e.g. [vote]: BCwin's VOTE rows, all the CPU student "
+                                      "learns); None: every module.")
     include_text_only: bool = Field(True, description="Keep examples without images (text-only modules: "
                                     "mission, meeting, vote, reflect, strategy).")
     writer_batch_size: int = Field(100, ge=1, description="Rows buffered per split before they are written "
