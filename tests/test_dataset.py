@@ -467,8 +467,8 @@ def test_bcclaims_keeps_votes_on_an_imposter_whose_claim_the_voter_contradicted(
 def test_modules_keep_only_the_listed_modules_among_what_the_filter_keeps(tmp_path):
     corpus = filter_corpus(tmp_path)
     every = [r for s in rows(build(tmp_path, [corpus["run"]], "bcwin", "all")).values() for r in s]
-    votes = [r for s in rows(build(tmp_path, [corpus["run"]], "bcwin", "v", "--set", "modules=[vote]")).values()
-             for r in s]
+    only = build(tmp_path, [corpus["run"]], "bcwin", "v", "--set", "modules=[vote]")
+    votes = [r for s in rows(only).values() for r in s]
     assert {r[F.MODULE] for r in every} > {"vote"} and {r[F.MODULE] for r in votes} == {"vote"}
     assert sorted(r[F.CALL_ID] for r in votes) == sorted(r[F.CALL_ID] for r in every if r[F.MODULE] == "vote")
     h = json.loads((tmp_path / "v" / F.DATASET_HEADER).read_text())
