@@ -120,8 +120,8 @@ def test_a_damaged_match_is_one_line_and_a_failure(played, tmp_path, capsys, dam
 
 
 def test_damaged_extraction_cache_is_one_line(played, tmp_path, capsys):
+    from mau.claimsread.extract import Extractor
     from mau.errors import MauError
-    from mau.eval.claims_extract import Extractor
 
     cache = tmp_path / "extract_cache.jsonl"
     cache.write_text('{"key": "a", "answer"\n')

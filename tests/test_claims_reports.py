@@ -12,12 +12,12 @@ import pytest
 
 from mau import schema as F
 from mau.claims.config import ClaimsConfig
+from mau.claimsread import judge as J
 from mau.cli import main as cli
 from mau.env.config import WorldConfig
 from mau.env.runner import play_match, write_match
 from mau.env.scripted import ScriptedPolicy
 from mau.env.sim import SimWorld
-from mau.eval import claims_judge as J
 from mau.harness.mock_server import mock_server
 from mau.matchdir import MatchWriter
 from mau.runner import PlayConfig
@@ -118,7 +118,7 @@ def test_beliefs_report_has_a_claims_section(run, tmp_path):
 def test_eval_csv_has_claim_rows_pooled_and_per_arm(run):
     import csv
 
-    from mau.eval.claims_report import run_claims
+    from mau.claimsread.report import run_claims
     from mau.eval.report import rows_csv
 
     claims = run_claims(run, 200, 0)

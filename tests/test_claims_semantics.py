@@ -14,12 +14,12 @@ from mau import schema as F
 from mau.claims.check import FALSE, TRUE, UNSUPPORTED, Checker
 from mau.claims.config import ClaimsConfig
 from mau.claims.foresee import Foresight
+from mau.claimsread.metrics import window_exploit
 from mau.config import ConfigError, load_config, parse_overrides
 from mau.env.config import WorldConfig
 from mau.env.runner import play_match
 from mau.env.scripted import ScriptedPolicy
 from mau.env.sim import SimWorld
-from mau.eval.claims_metrics import window_exploit
 from tests.test_claims import Log
 
 
@@ -211,7 +211,7 @@ def test_mode_off_is_accepted_as_written():
 
 # -- free mode: claims in words, gold kept private -----------------------------------------------------------
 def test_free_mode_says_claims_in_words_and_keeps_their_gold_private():
-    from mau.eval.claims_extract import Context, match_key, spot
+    from mau.claimsread.extract import Context, match_key, spot
 
     free = ClaimsConfig(mode="free")
     w = SimWorld(WorldConfig(claims=free))

@@ -9,7 +9,7 @@ people join them; options add what a reader must not take for a claim (negations
 Navigation") and misspelled names (the gold has them right).
 
 Two pools of phrasings: ``dev`` (what extractors may be built on) and ``held`` (kept for the held-out part of
-the labelled corpus, ``mau.eval.claims_corpus``); ``all`` uses both. The scripted speakers of
+the labelled corpus, ``mau.claimsread.corpus``); ``all`` uses both. The scripted speakers of
 ``world.claims.mode: free`` speak through it (docs/claims.md, "Claims in words"). Nothing here reads a role:
 the same phrasings and the same chances serve every speaker.
 """

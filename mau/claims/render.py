@@ -3,7 +3,7 @@
 ``render`` gives one sentence per claim ("I was in Admin from 300 s to 345 s."); ``parse`` finds every such
 sentence in a text and gives the claims back, so ``parse(render(c)) == c`` for every valid claim (tested on
 every claim of a run). The parser reads the templates only: free speech around them ("I was doing my missions
-near Admin.") is not a claim to it (``mau.eval.claims_extract`` reads free text).
+near Admin.") is not a claim to it (``mau.claimsread.extract`` reads free text).
 """
 
 from __future__ import annotations

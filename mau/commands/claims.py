@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import argparse
 
+from mau.claimsread.config import ClaimsConfig
 from mau.commands.common import Flag, check_run_folders
-from mau.eval.report_configs import ClaimsConfig
 from mau.options import RunOptions
 
 CLAIMS_MD, CLAIMS_JSON = "claims.md", "claims.json"
@@ -50,7 +50,7 @@ FLAGS = [
     Flag("--allow-weak-extractor", "print lie rates even when the extractor's F1 is below 0.9",
          key="allow_weak_extractor", type=bool),
 ]
-CONFIG = "mau.eval.report_configs:ClaimsConfig"
+CONFIG = "mau.claimsread.config:ClaimsConfig"
 
 
 def config_from_args(args: argparse.Namespace) -> ClaimsConfig:
@@ -76,9 +76,9 @@ def config_from_args(args: argparse.Namespace) -> ClaimsConfig:
 
 
 async def _extract(cfg: ClaimsConfig, folders, out):
-    """The runs' free text read as claims (``mau.eval.claims_freetext``), with the model's backend opened and
+    """The runs' free text read as claims (``mau.claimsread.freetext``), with the model's backend opened and
     closed here."""
-    from mau.eval.claims_freetext import read_runs
+    from mau.claimsread.freetext import read_runs
     from mau.harness.completion import open_completion
 
     if cfg.extract_model == "spot":
@@ -93,10 +93,9 @@ def main(cfg: ClaimsConfig, opts: RunOptions = RunOptions()) -> int:
     import json
     from pathlib import Path
 
+    from mau.claimsread import metrics, report
+    from mau.claimsread.freetext import GATE
     from mau.errors import MauError
-    from mau.eval import claims_metrics as metrics
-    from mau.eval import claims_report as report
-    from mau.eval.claims_freetext import GATE
 
     folders = metrics.match_folders(cfg.runs)
     out = Path(cfg.out or cfg.runs[0])

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import argparse
 
+from mau.claimsread.config import JudgeConfig
 from mau.commands.common import Flag, check_run_folders
-from mau.eval.report_configs import JudgeConfig
 from mau.options import RunOptions
 
 JUDGE_MD, JUDGE_JSON, JUDGE_CACHE = "judge.md", "judge.json", "judge_cache.jsonl"
@@ -40,7 +40,7 @@ FLAGS = [
          type=float),
     Flag("--max-matches", "judge at most N matches (the first N, sorted)", key="max_matches", type=int),
 ]
-CONFIG = "mau.eval.report_configs:JudgeConfig"
+CONFIG = "mau.claimsread.config:JudgeConfig"
 
 
 def config_from_args(args: argparse.Namespace) -> JudgeConfig:
@@ -58,9 +58,10 @@ def config_from_args(args: argparse.Namespace) -> JudgeConfig:
 
 
 async def _run(cfg: JudgeConfig, folders, out):
-    """The judge's run (``mau.eval.judge_report``), with the LLM judge's backend opened and closed here."""
-    from mau.eval import claims_judge as J
-    from mau.eval.judge_report import judge_matches
+    """The judge's run (``mau.claimsread.judge_report``), with the LLM judge's backend opened and closed
+    here."""
+    from mau.claimsread import judge as J
+    from mau.claimsread.judge_report import judge_matches
     from mau.harness.completion import open_completion
 
     if not cfg.judge_model or cfg.judge_model == "spot":
@@ -76,8 +77,8 @@ def main(cfg: JudgeConfig, opts: RunOptions = RunOptions()) -> int:
     import json
     from pathlib import Path
 
-    from mau.eval.claims_metrics import match_folders
-    from mau.eval.judge_report import markdown
+    from mau.claimsread.judge_report import markdown
+    from mau.claimsread.metrics import match_folders
 
     folders = match_folders(cfg.runs)
     if cfg.max_matches:

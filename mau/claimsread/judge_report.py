@@ -1,5 +1,5 @@
 """The deception judge's run (``mau judge``): every match labelled by the logs where they decide and, given an
-LLM judge (``claims_judge.LLMJudge`` over a completion function the caller passes in), by the model; the
+LLM judge (``judge.LLMJudge`` over a completion function the caller passes in), by the model; the
 counts, the agreement on the decidable atoms, the usage; and the report's markdown."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from mau.eval import claims_judge as J
-from mau.eval.claims_judge import ATOMS, DECIDABLE, LLM_ONLY, PARTIAL, RULES
-from mau.eval.report_configs import JudgeConfig
+from mau.claimsread import judge as J
+from mau.claimsread.config import JudgeConfig
+from mau.claimsread.judge import ATOMS, DECIDABLE, LLM_ONLY, PARTIAL, RULES
 
 
 async def judge_matches(cfg: JudgeConfig, folders: list[Path], llm: Any = None) -> dict[str, Any]:

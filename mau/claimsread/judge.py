@@ -26,8 +26,8 @@ from typing import Any
 from mau import schema as F
 from mau.claims.check import FALSE, UNSUPPORTED, check_match
 from mau.claims.sights import Timeline, read_lines
+from mau.claimsread.extract import first_json_object
 from mau.errors import MauError
-from mau.eval.claims_extract import first_json_object
 from mau.harness.completion import Completion
 from mau.schema import TICKS_PER_SECOND
 

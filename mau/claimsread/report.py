@@ -186,7 +186,7 @@ def run_claims(run: Any, resamples: int = 1000, seed: int = 0) -> dict[str, Any]
     pooled numbers ({matches, verdicts, pooled, by_crewmate: the same per crewmate model or eval arm};
     ``section`` renders the pooled ones), or None for a run without claims. What a
     run's summary (collect) and results.md (eval) include; ``mau claims`` gives the whole report."""
-    from mau.eval import claims_metrics as metrics
+    from mau.claimsread import metrics
     from mau.matchdir import finished_matches
 
     found = [p for p in finished_matches(run) if (p / F.CLAIMS_FILE).is_file()]

@@ -136,7 +136,7 @@ def with_extracted(events: list[dict[str, Any]], extracted: dict[int, list[dict[
     """The events with the extracted claims as the utterances' claims; where the words have gold claims (free
     mode), each extracted claim carries the label of the gold claim it matches (``key``: the extractor's match
     key), and the lie facts the words said are counted per speaker ({speaker: n})."""
-    from mau.eval.claims_extract import match_key
+    from mau.claimsread.extract import match_key
 
     key = key or match_key
     out, lies = [], Counter()

@@ -15,7 +15,7 @@ Two readers:
   (``retries``), then counted as a parse failure (``stats``; the share is reported). Answers are cached by
   (prompt version, model, hash of the prompt).
 
-``score`` measures a reader on labelled utterances (the corpus of ``mau.eval.claims_corpus``): per claim kind
+``score`` measures a reader on labelled utterances (the corpus of ``mau.claimsread.corpus``): per claim kind
 and pooled, precision, recall and F1 with a claim matching a gold claim on its kind, its subject, its place
 or object and its time as said (``match_key``; ``loose_key`` leaves times aside).
 """
@@ -592,8 +592,8 @@ def load_labelled(path: Path, split: str | None = None) -> list[tuple[str, Conte
     from mau.errors import MauError
 
     if not path.is_file():
-        raise MauError(f"{path}: no such labelled file; give the corpus of docs/claims.md (mau/eval/data/"
-                       "claims_corpus.jsonl) or a file in its format")
+        raise MauError(f"{path}: no such labelled file; give a labelled file of docs/claims.md "
+                       "(mau/claimsread/data/) or a file in its format")
     out = []
     head: dict[str, Any] = {}
     for n, line in enumerate(path.read_text().splitlines(), 1):

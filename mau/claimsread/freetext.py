@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from mau import schema as F
-from mau.eval.report_configs import ClaimsConfig
+from mau.claimsread.config import ClaimsConfig
 
 GATE = 0.9  # the F1 an extractor needs (pooled and per kind) before its lie rates are printed
 EXTRACT_CACHE = "extract_cache.jsonl"
@@ -29,8 +29,8 @@ async def read_runs(cfg: ClaimsConfig, folders: list[Path], out: Path,
     report (its F1 on the labelled corpus first). ``complete``: the model's completion function (None for
     ``spot``)."""
     from mau.claims.sights import read_lines
-    from mau.eval import claims_extract as X
-    from mau.eval.claims_corpus import SENTENCES
+    from mau.claimsread import extract as X
+    from mau.claimsread.corpus import SENTENCES
     from mau.matchdir import iter_events
 
     corpus = Path(cfg.extract_corpus) if cfg.extract_corpus else SENTENCES
