@@ -29,9 +29,10 @@ class ClaimsConfig(Model):
     extract_max_tokens: int = Field(512, description="The extractor's completion budget per utterance.")
     extract_retries: int = Field(2, description="Asks again after an answer without a claims list (0 or "
                                                 "more).")
-    extract_corpus: str | None = Field(None, description="Labelled corpus the extractor's F1 is measured on "
+    extract_corpus: str | None = Field(None, description="Labelled file the extractor's F1 is measured on "
                                        "(default: the shipped one).")
-    extract_split: str = Field("held", description="The corpus split it is measured on.")
+    extract_split: str | None = Field(None, description="The split of the labelled file it is measured on "
+                                      "(none: every line; the synthetic corpus has dev and held).")
     extract_limit: int | None = Field(None, description="Measure on the first N sentences of the split only.")
     allow_weak_extractor: bool = Field(False, description="Print lie rates even when the extractor's F1 is "
                                        "below the gate.")

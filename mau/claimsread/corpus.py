@@ -39,6 +39,8 @@ from mau.schema import TICKS_PER_SECOND
 DATA = Path(__file__).parent / "data"
 SOURCES = DATA / "claims_corpus_seed.jsonl"
 SENTENCES = DATA / "claims_corpus.jsonl"
+# the evaluation set of free speech, written and labelled by hand (docs/claims.md): the gate's default
+SPEECH = DATA / "claims_speech.jsonl"
 SPLITS = ("dev", "held")
 PER_SPLIT = {"dev": 600, "held": 600}
 SOURCES_PER_SPLIT = 300

@@ -30,10 +30,10 @@ async def read_runs(cfg: ClaimsConfig, folders: list[Path], out: Path,
     ``spot``)."""
     from mau.claims.sights import read_lines
     from mau.claimsread import extract as X
-    from mau.claimsread.corpus import SENTENCES
+    from mau.claimsread.corpus import SPEECH
     from mau.matchdir import iter_events
 
-    corpus = Path(cfg.extract_corpus) if cfg.extract_corpus else SENTENCES
+    corpus = Path(cfg.extract_corpus) if cfg.extract_corpus else SPEECH
     sample = X.load_labelled(corpus, cfg.extract_split)[: cfg.extract_limit]
     ex = None
     if complete is None:

@@ -121,8 +121,13 @@ def caption(x: dict[str, Any] | None) -> list[str]:
     low = min((k for k in x["score"]["per_kind"].values() if k["f1"] is not None), key=lambda k: k["f1"],
               default=None)
     worst = f"; lowest per kind {low['f1']:.3f}" if low else ""
-    return [f"*Claims read from free text by {x['extractor']}: F1 {_f(f)} on the {x['split']} split of "
-            f"{x['corpus_name']}{worst}.*", ""]
+    return [f"*Claims read from free text by {x['extractor']}: F1 {_f(f)} on {_where(x, 'corpus_name')}"
+            f"{worst}.*", ""]
+
+
+def _where(x: dict[str, Any], key: str = "corpus") -> str:
+    """The labelled file (and split) an extractor was measured on."""
+    return (f"the {x['split']} split of " if x.get("split") else "") + str(x[key])
 
 
 def _f(x: float | None) -> str:
@@ -134,7 +139,7 @@ def extraction_lines(x: dict[str, Any]) -> list[str]:
     mode) against the words' own gold."""
     sc = x["score"]
     out = [f"Claims of utterances without structured claims were read from their text by {x['extractor']} "
-           f"(prompt version {x['prompt_version']}). Measured on the {x['split']} split of {x['corpus']} "
+           f"(prompt version {x['prompt_version']}). Measured on {_where(x)} "
            f"({x['n']} sentences, {sc['pooled']['gold']} gold claims; a claim matches on kind, subject, "
            f"place or object and its time as said): F1 **{_f(sc['pooled']['f1'])}** (times aside: "
            f"{_f(x['loose']['f1'])}).", "",
