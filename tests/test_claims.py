@@ -408,7 +408,7 @@ def test_saw(claim, verdict, epistemic):
     ({"k": "with", "who": "Noah", "room": "Storage", "from_s": 20, "to_s": 90}, FALSE),  # together 40 % of it
     ({"k": "with", "who": "Jason", "room": "Storage", "from_s": 20, "to_s": 45}, FALSE),
     ({"k": "with", "who": "Noah", "room": "Admin", "from_s": 10, "to_s": 10}, TRUE),  # an instant, +/- 5 s
-    ({"k": "with", "who": "Noah", "room": "Storage"}, TRUE),  # untimed: some time since the last meeting
+    ({"k": "with", "who": "Noah", "room": "Storage"}, TRUE),  # untimed: a stay together (30 s; 15 s needed)
     # never in view
     ({"k": "with", "who": "Ethan", "room": "Storage", "from_s": 20, "to_s": 45}, UNSUPPORTED),
 ])

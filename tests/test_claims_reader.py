@@ -215,3 +215,14 @@ def test_the_reader_reads_what_free_speech_states(speaker, text, gold):
 @pytest.mark.parametrize("form,text", [(f, t) for f, ts in NONE.items() for t in ts])
 def test_speech_that_states_no_claim_of_the_speaker_gives_none(form, text):
     assert spot(text, ctx("Steve")) == [], form
+
+
+def test_the_scripted_lines_say_where_the_speaker_stood_at_the_call():
+    """The scripted players' alibi and stance lines name the room they stood in when the meeting was called;
+    their words say so, and are read so (a claim of the last 20 s: docs/claims.md, "Untimed claims"), never as
+    a stay the speaker did not make."""
+    from mau.env.speech import ALIBI, POOLS, STANCE
+
+    for form in POOLS[ALIBI] + POOLS[STANCE]:
+        text = form.format(room="Admin")
+        assert keys(spot(text, ctx("Steve"))) == keys([at("Admin", **END)]), text

@@ -301,9 +301,8 @@ ME_START = re.compile(
 GOES_ON = re.compile(  # a clause that goes on with the subject before ("..., then down to Electrical")
     r"^(?:(?:and|then|so|also|later|after that|afterwards)\W+)*(?:down|up|over|back|across|into|onto|to|"
     r"wandered|carried|moved|walked|went|headed|ran|came|stayed|got|made (?:my|his|her) way)\b", re.I)
-ME_SUBJECT = re.compile(r"\bI\b(?! (?:think|mean|guess|believe|feel|bet|reckon|suppose|agree)\b)|"
-                        r"\bmy (?:tasks?|"
-                        r"missions?|jobs?)\b|\bme and\b", re.I)
+ME_SUBJECT = re.compile(r"\bI\b(?! (?:think|mean|guess|believe|feel|bet|reckon|suppose|agree)\b)|\bmy "
+                        r"(?:tasks?|missions?|jobs?)\b(?= (?:were|are|is|was|all)\b)|\bme and\b", re.I)
 NOT_AT = re.compile(  # a place the subject did not (or not yet) stay in
     r"(?:\b(?:about|toward|towards|instead of|than|except|not|never|to go to|way to|way towards|"
     r"heading (?:to|for|"
