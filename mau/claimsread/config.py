@@ -12,16 +12,12 @@ RUNS = "Collect or eval run folders, or match folders."
 OUT = "Where the report files go (default: the first of runs)."
 
 
-class ClaimsConfig(Model):
-    """``mau claims``: every claim of the runs checked role-blind; with ``extract_model``, free text read as
-    claims first (the reader's F1 measured on the labelled corpus)."""
+class ExtractFields(Model):
+    """How utterances without structured claims are read as claims (``mau claims``, ``mau judge``), and the
+    labelled file the reader's F1 is measured on first (the gate)."""
 
-    runs: list[str] = Field(min_length=1, description=RUNS)
-    out: str | None = Field(None, description=OUT)
-    resamples: int = Field(1000, description="Bootstrap resamples (at least 1).")
-    seed: int = Field(0, description="Bootstrap seed.")
     extract_model: str | None = Field(None, description="Reader of utterances without structured claims: "
-                                      "'spot' (no model) or a model of extract_backend.")
+                                      "'spot' (no model) or a model of extract_backend; none: not read.")
     extract_backend: str = Field("openai", description="Backend of extract_model.")
     extract_base_url: str | None = Field(None, description="Endpoint of extract_model (openai backend).")
     extract_api_key_env: str | None = Field(None, description="Environment variable holding the endpoint's "
@@ -38,8 +34,23 @@ class ClaimsConfig(Model):
                                        "below the gate.")
 
 
-class JudgeConfig(Model):
-    """``mau judge``: the paper's 23 deception atoms, from the logs where decidable, else an LLM judge."""
+class ClaimsConfig(ExtractFields):
+    """``mau claims``: every claim of the runs checked role-blind; with ``extract_model``, free text read as
+    claims first (the reader's F1 measured on the labelled corpus)."""
+
+    runs: list[str] = Field(min_length=1, description=RUNS)
+    out: str | None = Field(None, description=OUT)
+    resamples: int = Field(1000, description="Bootstrap resamples (at least 1).")
+    seed: int = Field(0, description="Bootstrap seed.")
+
+
+class JudgeConfig(ExtractFields):
+    """``mau judge``: the paper's 23 deception atoms, from the logs where decidable, else an LLM judge; the
+    speech of free-text matches read as claims first (``extract_model``, default the phrasing reader)."""
+
+    extract_model: str | None = Field("spot", description="Reader of the speech of free-text matches (no "
+                                      "structured claims): 'spot' (no model) or a model of extract_backend; "
+                                      "none: their verbal atoms from structured claims only (none).")
 
     runs: list[str] = Field(min_length=1, description=RUNS)
     out: str | None = Field(None, description=OUT)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from mau import schema as F
-from mau.claimsread.config import ClaimsConfig
+from mau.claimsread.config import ExtractFields
 
 GATE = 0.9  # the F1 an extractor needs (pooled and per kind) before its lie rates are printed
 EXTRACT_CACHE = "extract_cache.jsonl"
@@ -23,7 +23,7 @@ def weakness(score: dict, gate: float = GATE) -> str | None:
     return ", ".join(f"{k} {f or 0:.3f}" for k, f in low) or None
 
 
-async def read_runs(cfg: ClaimsConfig, folders: list[Path], out: Path,
+async def read_runs(cfg: ExtractFields, folders: list[Path], out: Path,
                     complete: Any = None) -> tuple[dict[Path, dict[int, Any]], dict[str, Any]]:
     """{match folder: {event index: claims}} of the utterances without structured claims, and the extraction's
     report (its F1 on the labelled corpus first). ``complete``: the model's completion function (None for
@@ -74,3 +74,18 @@ async def read_runs(cfg: ClaimsConfig, folders: list[Path], out: Path,
         "speech": X.score(speech_pred, speech_gold) if speech_gold else None,
     }
     return found, report
+
+
+Extracted = tuple[dict[Path, dict[int, Any]], dict[str, Any]]  # {folder: {event index: claims}}, the report
+
+
+async def extract_runs(cfg: ExtractFields, folders: list[Path], out: Path) -> Extracted:
+    """``read_runs`` with ``cfg.extract_model``: the phrasing reader, or a model whose backend is opened and
+    closed here (``mau.harness.completion``)."""
+    from mau.harness.completion import open_completion
+
+    if cfg.extract_model == "spot":
+        return await read_runs(cfg, folders, out)
+    async with open_completion(cfg.extract_model, cfg.extract_backend, cfg.extract_base_url,
+                               cfg.extract_api_key_env, cfg.extract_max_tokens) as complete:
+        return await read_runs(cfg, folders, out, complete)

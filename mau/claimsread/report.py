@@ -35,6 +35,8 @@ def checks_lines(ev: dict[str, Any]) -> list[str]:
         f"| window exploit: kills where a majority-rule alibi (a place the killer was not in at the kill, a "
         f"window to the meeting holding it) would pass / of them, passing the checker | "
         f"{_exploit(c.get('window_exploit'))} |",
+        *[f"| a random untimed alibi of a {r} passes (every room, every speaker of every meeting) | "
+          f"{_share(c['untimed_alibi_passes'][r])} |" for r in c.get("untimed_alibi_passes", {})],
         f"| verdicts identical to the match-end claims.jsonl | {_share(c['identical_to_match_end'])} |",
         f"| checker seconds per match (median, max) | {_num(cs['median'], 4)}, {_num(cs['max'], 4)} |",
         f"| sights.jsonl KB per match (median, max) | {_kb(sz['median'])}, {_kb(sz['max'])} |",
@@ -192,9 +194,10 @@ def run_claims(run: Any, resamples: int = 1000, seed: int = 0) -> dict[str, Any]
     ``section`` renders the pooled ones), or None for a run without claims. What a
     run's summary (collect) and results.md (eval) include; ``mau claims`` gives the whole report."""
     from mau.claimsread import metrics
-    from mau.matchdir import finished_matches
+    from mau.matchdir import finished_matches, read_header
 
-    found = [p for p in finished_matches(run) if (p / F.CLAIMS_FILE).is_file()]
+    found = [p for p in finished_matches(run)
+             if (p / F.CLAIMS_FILE).is_file() or read_header(p).get(F.CLAIMS_HEADER)]
     if not found:
         return None
     ms = [metrics.load(p, recorded_only=True) for p in found]
