@@ -120,6 +120,8 @@ READ = [
     ("Ethan", "I passed through Storage on my way to Electrical.", []),
     ("Ethan", "I walked past Admin and then did wires in Electrical.", [at("Electrical")]),
     ("Ethan", "This round I was in Shields, last round I was in O2.", [at("Shields")]),
+    ("Ethan", "I was in Cafeteria when the meeting was called. I saw Michael near where Steve died (0 blocks "
+              "away at 151.75 s). Vote Michael.", [at("Cafeteria", **END), acc("Michael")]),
     ("Ethan", "Honestly, I've been doing tasks in Medbay and Upper Engine this whole round.", [
         at("Medbay"), at("Upper Engine")]),
     ("Ethan", "I can confirm Steve was in Admin, I saw him swipe his card.", [saw("Steve", "Admin")]),

@@ -573,8 +573,10 @@ def _last_place(r: Reading) -> str | None:
 
 
 def _place_before(r: Reading, s: str) -> str | None:
-    before = [p for p in re.findall(P, s)]
-    return r.place(before[-1]) if before else (r.my_place[0] if r.my_place else None)
+    """The place said before a sighting in its own clause ("I was in Admin and saw Noah"): never one of an
+    earlier sentence ("I was in Admin. I saw Noah near where Steve died" places Noah nowhere)."""
+    before = re.findall(P, s)
+    return r.place(before[-1]) if before else None
 
 
 def read_clause(r: Reading, c: Clause) -> None:

@@ -35,7 +35,8 @@ def checks_lines(ev: dict[str, Any]) -> list[str]:
         f"| window exploit: kills where a majority-rule alibi (a place the killer was not in at the kill, a "
         f"window to the meeting holding it) would pass / of them, passing the checker | "
         f"{_exploit(c.get('window_exploit'))} |",
-        *[f"| a random untimed alibi of a {r} passes (every room, every speaker of every meeting) | "
+        *[f"| a random untimed alibi of {'an' if r[0] in 'aeiou' else 'a'} {r} passes (every room, every "
+          f"speaker of every meeting) | "
           f"{_share(c['untimed_alibi_passes'][r])} |" for r in c.get("untimed_alibi_passes", {})],
         f"| verdicts identical to the match-end claims.jsonl | {_share(c['identical_to_match_end'])} |",
         f"| checker seconds per match (median, max) | {_num(cs['median'], 4)}, {_num(cs['max'], 4)} |",
