@@ -46,6 +46,9 @@ async def read_runs(cfg: ExtractFields, folders: list[Path], out: Path,
     pred = [await read(text, ctx) for text, ctx, _ in sample]
     gold = [g for _, _, g in sample]
     score, loose = X.score(pred, gold), X.score(pred, gold, X.loose_key)["pooled"]
+    # speech that states no claim of the speaker (reported speech, questions, plans): how often one is read
+    silent = [p for p, g in zip(pred, gold) if not g]
+    no_claim = {"sentences": len(silent), "yield_a_claim": sum(1 for p in silent if p)}
     found: dict = {}
     speech_pred, speech_gold = [], []
     for folder in folders:
@@ -68,7 +71,8 @@ async def read_runs(cfg: ExtractFields, folders: list[Path], out: Path,
     report = {
         "extractor": name, "model": cfg.extract_model, "prompt_version": X.PROMPT_VERSION,
         "corpus": str(corpus), "corpus_name": corpus.name, "split": cfg.extract_split, "n": len(sample),
-        "score": score, "loose": loose, "stats": dict(ex.stats) if ex else {}, "gate": GATE,
+        "score": score, "loose": loose, "no_claim": no_claim, "stats": dict(ex.stats) if ex else {},
+        "gate": GATE,
         "weak": weakness(score), "allowed_weak": bool(cfg.allow_weak_extractor),
         "extracted_utterances": sum(len(v) for v in found.values()),
         "speech": X.score(speech_pred, speech_gold) if speech_gold else None,

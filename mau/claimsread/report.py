@@ -149,6 +149,10 @@ def extraction_lines(x: dict[str, Any]) -> list[str]:
            "| kind | gold claims | precision | recall | F1 |", "|---|---|---|---|---|"]
     for k, v in [("all", sc["pooled"]), *sc["per_kind"].items()]:
         out.append(f"| {k} | {v['gold']} | {_f(v['precision'])} | {_f(v['recall'])} | {_f(v['f1'])} |")
+    nc = x.get("no_claim")
+    if nc and nc["sentences"]:
+        out += ["", f"Sentences that state no claim of their speaker (reported speech, questions, plans): "
+                f"{nc['yield_a_claim']} of {nc['sentences']} yield a claim."]
     st = x.get("stats") or {}
     if st.get("utterances"):
         out += ["", f"Model answers: {st['utterances']} utterances, {st.get('calls', 0)} calls, "
