@@ -184,6 +184,7 @@ NONE = {
     "proposal": [
         "Let's all go to Electrical together.", "We should check Admin before voting.",
         "Maybe we should stay in Cafeteria as a group.", "How about we split up between Shields and O2?",
+        "Let's make sure Noah and I stay in Admin together.",
     ],
     "counterfactual": [
         "If I had been in Storage I would have seen who did it.",
