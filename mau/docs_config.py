@@ -58,13 +58,14 @@ def table(model: type[BaseModel], prefix: str = "") -> list[str]:
 
 
 def render() -> str:
+    from mau.claimsread.config import ClaimsConfig, JudgeConfig
     from mau.collect.run import CollectConfig
     from mau.commands.fork import ForkConfig
     from mau.commands.quickstart import QuickstartConfig
     from mau.commands.tiny_model import TinyModelConfig
     from mau.datasets.config import DatasetConfig
     from mau.eval.config import EvalConfig
-    from mau.eval.report_configs import BeliefsConfig, ClaimsConfig, JudgeConfig
+    from mau.eval.report_configs import BeliefsConfig
     from mau.rl.config import RLConfig
     from mau.runner import PlayConfig
     from mau.student.config import StudentCurveConfig, StudentRLConfig, StudentTrainConfig

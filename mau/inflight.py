@@ -66,20 +66,32 @@ class Flight:
 OnDone = Callable[[Any, Any, BaseException | None], None]
 
 
+class StopTaking(Exception):
+    """Raised by ``on_done`` to end a run without cutting it short: no item is started any more, the items in
+    flight end (each reported to ``on_done``: a dead server fails them at once, each with its line), then
+    ``error`` is raised."""
+
+    def __init__(self, error: BaseException):
+        super().__init__(str(error))
+        self.error = error
+
+
 async def play_many(
     items: Any, in_flight: int, play: Callable[[Any], Awaitable[Any]], on_done: OnDone
 ) -> None:
     """Play the items of the async iterable ``items`` in order, at most ``in_flight`` at once (the next item
     is pulled only when a slot is free, so other workers get the rest of a shared queue), calling
-    ``on_done(item, result, error)`` as each ends. An exception raised by ``on_done`` (too many failures) or a
+    ``on_done(item, result, error)`` as each ends. ``StopTaking`` from ``on_done`` (too many failures) starts
+    no more items, lets those in flight end, then raises its error; any other exception from ``on_done`` or a
     cancellation (Ctrl-C) cancels the matches still running (each removes its staging folder) and
     propagates."""
     source = items.__aiter__()
     running: dict[asyncio.Task, Any] = {}
     exhausted = False
+    stop: StopTaking | None = None
     try:
         while True:
-            while not exhausted and len(running) < in_flight:
+            while stop is None and not exhausted and len(running) < in_flight:
                 try:
                     item = await source.__anext__()
                 except StopAsyncIteration:
@@ -87,12 +99,17 @@ async def play_many(
                     break
                 running[asyncio.ensure_future(play(item))] = item
             if not running:
+                if stop is not None:
+                    raise stop.error
                 return
             done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
             for task in [t for t in running if t in done]:  # in the order they started
                 item = running.pop(task)
                 error = task.exception()
-                on_done(item, None if error else task.result(), error)
+                try:
+                    on_done(item, None if error else task.result(), error)
+                except StopTaking as e:
+                    stop = stop or e
     finally:
         for task in running:
             task.cancel()
@@ -195,8 +212,9 @@ def worker_main(wid: int, tasks: Any, results: Any, in_flight: int, engine: Engi
 def run_workers(items: list[Any], workers: int, in_flight: int, engine: Engine, on_done: OnDone,
                 on_meter: Callable[[dict[str, Any]], None] | None = None) -> None:
     """``workers`` spawned processes, each its own loop of up to ``in_flight`` matches, fed in the order of
-    ``items`` from one queue. An exception from ``on_done`` (too many failures) or Ctrl-C drops the queue and
-    ends the workers at once (not after their matches)."""
+    ``items`` from one queue. ``StopTaking`` from ``on_done`` (too many failures) empties the queue, lets the
+    workers end the items they hold (each reported), then raises its error; any other exception from
+    ``on_done`` or Ctrl-C ends the workers at once (not after their matches)."""
     import multiprocessing as mp
 
     ctx = mp.get_context("spawn")
@@ -211,6 +229,7 @@ def run_workers(items: list[Any], workers: int, in_flight: int, engine: Engine, 
         p.start()
     flight = Flight()
     alive = set(range(workers))
+    stop: StopTaking | None = None
     try:
         while alive:
             try:
@@ -227,13 +246,20 @@ def run_workers(items: list[Any], workers: int, in_flight: int, engine: Engine, 
                 continue
             if msg[0] == "done":
                 _, _, k, result, error = msg
-                on_done(items[k], result, None if error is None else WorkerError(error))
+                try:
+                    on_done(items[k], result, None if error is None else WorkerError(error))
+                except StopTaking as e:
+                    if stop is None:
+                        stop = e
+                        _drain(tasks, workers)
             elif msg[0] == "meter":
                 flight.meters[msg[1]] = msg[2]
                 if on_meter is not None:
                     on_meter(flight.total())
             elif msg[0] == "exit":
                 alive.discard(msg[1])
+        if stop is not None:
+            raise stop.error
     except BaseException:
         for p in procs:
             if p.is_alive():
@@ -244,6 +270,17 @@ def run_workers(items: list[Any], workers: int, in_flight: int, engine: Engine, 
             p.join(timeout=10)
         tasks.cancel_join_thread()
         results.cancel_join_thread()
+
+
+def _drain(tasks: Any, workers: int) -> None:
+    """Take every queued item back, and tell each worker there are no more (it ends those it holds)."""
+    while True:
+        try:
+            tasks.get_nowait()
+        except queue_mod.Empty:
+            break
+    for _ in range(workers):
+        tasks.put(None)
 
 
 class WorkerError(Exception):

@@ -86,17 +86,50 @@ def read_header(path: str | Path) -> dict[str, Any]:
         other_version="install the mau version that wrote it (see docs/formats.md)")
 
 
+RESTORE = "restore it from where the run was written, or play the match again"
+
+
+def event_problem(e: Any) -> str | None:
+    """Why a line of ``events.jsonl`` is no event the world could have written, or None: an object with a
+    type and a tick; an utterance's text a string, its claims, gold claims and labels lists."""
+    if not isinstance(e, dict):
+        return f"not an event (a JSON {type(e).__name__}, not an object)"
+    tick = e.get(F.TICK)
+    if not isinstance(e.get(F.TYPE), str) or not isinstance(tick, int) or isinstance(tick, bool):
+        return f"an event without its {F.TYPE!r} (a name) or its {F.TICK!r} (a number)"
+    if e[F.TYPE] == F.EV_UTTERANCE:
+        if not isinstance(e.get(F.UTTERANCE_TEXT), str) or not isinstance(e.get(F.SPEAKER), str):
+            return f"an utterance whose {F.UTTERANCE_TEXT!r} or {F.SPEAKER!r} is not a string"
+        for key in (F.CLAIMS, F.CLAIMS_GOLD, F.CLAIM_INTENT):
+            if e.get(key) is not None and not isinstance(e[key], list):
+                return f"an utterance whose {key!r} is not a list"
+    return None
+
+
 def iter_events(path: str | Path) -> Iterator[dict[str, Any]]:
-    """Stream the event log of a match folder."""
-    read_header(path)
-    with open(Path(path) / F.EVENTS_FILE) as f:
+    """Stream the event log of a match folder, checked: the file is there, every line is an event
+    (``event_problem``), and it holds as many events as ``match.json`` records (``n_events``; a log cut at a
+    line boundary or emptied is refused, never read as a shorter match). A damaged log is a one-line
+    ``MauError`` naming the file and the fix."""
+    header = read_header(path)
+    file = Path(path) / F.EVENTS_FILE
+    if not file.is_file():
+        raise MauError(f"{file}: missing; the match folder is incomplete: {RESTORE}")
+    n = 0
+    with open(file) as f:
         for n, line in enumerate(f, 1):
             try:
-                yield json.loads(line)
+                e = json.loads(line)
             except json.JSONDecodeError:
-                raise MauError(f"{Path(path) / F.EVENTS_FILE}:{n}: not valid JSON; the log is damaged: "
-                               f"restore it from "
-                               "where the run was written, or play the match again") from None
+                raise MauError(f"{file}:{n}: not valid JSON; the log is damaged: {RESTORE}") from None
+            why = event_problem(e)
+            if why is not None:
+                raise MauError(f"{file}:{n}: {why}; the log is damaged: {RESTORE}")
+            yield e
+    want = header.get(F.N_EVENTS)
+    if isinstance(want, int) and n != want:
+        raise MauError(f"{file}: {n} events, but {F.MATCH_HEADER} records {want} ({F.N_EVENTS}): the log is "
+                       f"cut or damaged: {RESTORE}")
 
 
 def count_events(path: str | Path) -> dict[str, int]:

@@ -374,7 +374,8 @@ def run_matches(todo: list[PlannedMatch], matches_dir: Path, *, workers: int = 1
     to ``in_flight`` matches at once, in model order (``model_order``), updating ``bar`` as matches finish
     and its meter every second. Ctrl-C (KeyboardInterrupt) cancels the queued matches, ends the running ones
     and
-    propagates; more than ``max_failures`` failed matches stop the run with a MauError naming the last one."""
+    propagates; once more than ``max_failures`` matches failed no match is started, those in flight end (each
+    failure its line), and the run stops with a MauError naming the first failure."""
     from mau.inflight import Engine, run_here, run_workers
 
     prog = RunProgress()
@@ -385,11 +386,10 @@ def run_matches(todo: list[PlannedMatch], matches_dir: Path, *, workers: int = 1
             text = error_text(error)
             prog.failed.append((pm.match_id, text))
             print(f"match {pm.match_id} failed: {text}", file=sys.stderr, flush=True)
-            if len(prog.failed) > max_failures:
-                raise MauError(f"{len(prog.failed)} matches failed (--max-failures {max_failures}); the "
-                               f"last: {pm.match_id}: {text}. Finished matches are kept; fix the cause and "
-                               f"rerun with "
-                               "--resume") from error
+            if len(prog.failed) > max_failures:  # no new match; those in flight end, each with its line
+                from mau.inflight import StopTaking
+
+                raise StopTaking(TooManyFailures())
             return
         prog.done.append(result)
         if bar is not None:
@@ -406,15 +406,26 @@ def run_matches(todo: list[PlannedMatch], matches_dir: Path, *, workers: int = 1
     workers = max(1, min(workers, len(todo)))
     jobs = [Job(pm, str(matches_dir), workers) for pm in ordered]
     engine = Engine("mau.runner")
-    if workers == 1:
-        from mau.harness.calls import METER
+    try:
+        if workers == 1:
+            from mau.harness.calls import METER
 
-        METER.peak_in_flight = METER.in_flight  # this run's peak (a test or a bench may run several)
-        run_here(jobs, in_flight, engine, finished, metered)
-    else:
-        prog.spawned = workers
-        run_workers(jobs, workers, in_flight, engine, finished, metered)
+            METER.peak_in_flight = METER.in_flight  # this run's peak (a test or a bench may run several)
+            run_here(jobs, in_flight, engine, finished, metered)
+        else:
+            prog.spawned = workers
+            run_workers(jobs, workers, in_flight, engine, finished, metered)
+    except TooManyFailures:
+        first = prog.failed[0]
+        raise MauError(f"{len(prog.failed)} matches failed (--max-failures {max_failures}); the first: "
+                       f"{first[0]}: {first[1]}. Finished matches are kept; fix the cause and rerun with "
+                       "--resume") from None
     return prog
+
+
+class TooManyFailures(Exception):
+    """More matches failed than ``max_failures``: the run takes no new match and stops once those in flight
+    end."""
 
 
 def parse_shard(text: str | None) -> tuple[int, int]:

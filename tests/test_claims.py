@@ -133,8 +133,12 @@ def test_the_parser_reads_templates_only():
         {"k": "saw_kill", "who": "Noah", "victim": "James", "room": "Storage", "at_s": 12.0}]
     assert render({"k": "at", "who": "me", "room": "Admin", "from_s": 5.0, "to_s": 5.0}) == ("I was in Admin "
                                                                                              "at 5 s.")
-    assert render({"k": "at", "who": "me", "room": "Admin"}) == ("I was in Admin at some time since the last "
-                                                                 "meeting.")
+    assert render({"k": "at", "who": "me", "room": "Admin"}) == ("I was in Admin for a while since the last "
+                                                                 "meeting.")  # a stay (docs/claims.md)
+    glance = "I saw Noah in Admin at some time since the last meeting."
+    assert render({"k": "saw", "who": "Noah", "room": "Admin"}) == glance
+    old = "I was in Admin at some time since the last meeting."  # the words before issue 44, still read back
+    assert parse(old, list(NAMES), list(PLACES), "Steve") == [{"k": "at", "who": "me", "room": "Admin"}]
     assert render({"k": "saw", "who": "Noah", "room": "Admin", "when": "end"}) == \
         "I saw Noah in Admin just before the meeting."
     assert render({"k": "saw_kill", "who": "Noah", "victim": "James"}) == ("I saw Noah kill James before "
@@ -408,7 +412,7 @@ def test_saw(claim, verdict, epistemic):
     ({"k": "with", "who": "Noah", "room": "Storage", "from_s": 20, "to_s": 90}, FALSE),  # together 40 % of it
     ({"k": "with", "who": "Jason", "room": "Storage", "from_s": 20, "to_s": 45}, FALSE),
     ({"k": "with", "who": "Noah", "room": "Admin", "from_s": 10, "to_s": 10}, TRUE),  # an instant, +/- 5 s
-    ({"k": "with", "who": "Noah", "room": "Storage"}, TRUE),  # untimed: some time since the last meeting
+    ({"k": "with", "who": "Noah", "room": "Storage"}, TRUE),  # untimed: a stay together (30 s; 15 s needed)
     # never in view
     ({"k": "with", "who": "Ethan", "room": "Storage", "from_s": 20, "to_s": 45}, UNSUPPORTED),
 ])

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from mau.claimsread import corpus as C
+from mau.claimsread import extract as X
 from mau.cli import main as cli
-from mau.eval import claims_corpus as C
-from mau.eval import claims_extract as X
 from mau.harness.mock_server import mock_server
 from tests.test_claims import NAMES, PLACES
 from tests.test_claims_reports import run  # noqa: F401  (the module's fixture of three played matches)

@@ -12,12 +12,12 @@ import pytest
 
 from mau import schema as F
 from mau.claims.config import ClaimsConfig
+from mau.claimsread import judge as J
 from mau.cli import main as cli
 from mau.env.config import WorldConfig
 from mau.env.runner import play_match, write_match
 from mau.env.scripted import ScriptedPolicy
 from mau.env.sim import SimWorld
-from mau.eval import claims_judge as J
 from mau.harness.mock_server import mock_server
 from mau.matchdir import MatchWriter
 from mau.runner import PlayConfig
@@ -118,7 +118,7 @@ def test_beliefs_report_has_a_claims_section(run, tmp_path):
 def test_eval_csv_has_claim_rows_pooled_and_per_arm(run):
     import csv
 
-    from mau.eval.claims_report import run_claims
+    from mau.claimsread.report import run_claims
     from mau.eval.report import rows_csv
 
     claims = run_claims(run, 200, 0)
@@ -300,3 +300,41 @@ def test_phrasing_command_scores_the_runs_it_is_given(run, capsys):
         rep = phrasing_report([str(run)], train)
         assert how in out and rep["meetings"] > 0
         assert f"**{rep['auroc_within_meeting']:.3f}**" in out
+
+
+def test_the_judge_reads_free_speech(tmp_path, capsys):
+    """On free-text matches (world.claims.mode free: the scripted claims said in words, no structured claim)
+    the judge's verbal atoms are fed the claims the phrasing reader reads from the words (issue 44); with
+    ``--extract-model none`` they rest on structured claims only, so there are none."""
+    free = ClaimsConfig(mode="free")
+    for seed in (1, 3, 5):
+        _match(tmp_path / "run" / F.MATCHES_DIR / f"f{seed}", seed, free)
+    verbal = ("L", "N")  # from claims alone (O also counts votes cast together)
+    from mau.claimsread.corpus import SENTENCES
+
+    gate = ["--extract-corpus", str(SENTENCES), "--extract-split", "held", "--extract-limit", "100"]
+    assert cli(["judge", str(tmp_path / "run"), "--out", str(tmp_path / "read"), *gate]) == 0
+    read = json.loads((tmp_path / "read" / "judge.json").read_text())
+    assert read["extraction"]["extracted_utterances"] > 0
+    assert sum(read["counts"]["logs"].get(a, 0) for a in verbal) > 0, read["counts"]
+    assert "read as claims before their verbal atoms" in (tmp_path / "read" / "judge.md").read_text()
+    assert cli(["judge", str(tmp_path / "run"), "--out", str(tmp_path / "none"), "--extract-model",
+                "none"]) == 0
+    none = json.loads((tmp_path / "none" / "judge.json").read_text())
+    assert none["extraction"] is None and sum(none["counts"]["logs"].get(a, 0) for a in verbal) == 0
+    # the non-verbal atoms do not depend on speech
+    assert {a: n for a, n in none["counts"]["logs"].items() if a in "ACDEFGHI"} == {
+        a: n for a, n in read["counts"]["logs"].items() if a in "ACDEFGHI"}
+
+    # a reader below the gate on the labelled file is refused, in one line, as mau claims refuses it
+    bad = tmp_path / "labelled.jsonl"
+    head = json.loads(SENTENCES.read_text().splitlines()[0])
+    wrong = {"speaker": "Steve", "meeting_s": 100, "since_s": 0, "text": "I was in Admin.",
+             "claims": [{"k": "at", "who": "me", "room": "Storage"}]}
+    bad.write_text(json.dumps(head) + "\n" + json.dumps(wrong) + "\n")
+    capsys.readouterr()
+    weak = ["judge", str(tmp_path / "run"), "--out", str(tmp_path / "weak"), "--extract-corpus", str(bad)]
+    assert cli(weak) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "F1 below 0.9" in err and "--allow-weak-extractor" in err
+    assert not (tmp_path / "weak" / "judge.json").exists()

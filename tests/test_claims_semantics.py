@@ -14,12 +14,12 @@ from mau import schema as F
 from mau.claims.check import FALSE, TRUE, UNSUPPORTED, Checker
 from mau.claims.config import ClaimsConfig
 from mau.claims.foresee import Foresight
+from mau.claimsread.metrics import window_exploit
 from mau.config import ConfigError, load_config, parse_overrides
 from mau.env.config import WorldConfig
 from mau.env.runner import play_match
 from mau.env.scripted import ScriptedPolicy
 from mau.env.sim import SimWorld
-from mau.eval.claims_metrics import window_exploit
 from tests.test_claims import Log
 
 
@@ -39,6 +39,45 @@ def _verdict(log: Log, speaker: str, tick: int, claim: dict) -> tuple[str, str]:
 def test_untimed_and_relative_place_claims(claim, verdict):
     log = Log().event(F.EV_MEETING_END, 500).at("Steve", 200, "Storage").at("Steve", 800, "Admin")
     assert _verdict(log, "Steve", 2000, claim)[0] == verdict
+
+
+@pytest.mark.parametrize("stay, verdict", [
+    (5, FALSE),  # one sub-step sample (0.25 s): a passing glance is no alibi
+    (200, FALSE),  # 10 s in all
+    (295, FALSE),  # 14.75 s
+    (300, TRUE),  # 15 s: a stay
+    (1200, TRUE),
+])
+def test_an_untimed_place_is_a_stay_not_a_glance(stay, verdict):
+    """"I was in Storage" (untimed): in Storage for 15 s in all since the last meeting (docs/claims.md,
+    "Untimed claims"); the roam is 75 s (500-2000)."""
+    log = Log().event(F.EV_MEETING_END, 500).at("Steve", 900, "Storage").at("Steve", 900 + stay, "Admin")
+    verdict_, reason = _verdict(log, "Steve", 2000, {"k": "at", "who": "me", "room": "Storage"})
+    assert verdict_ == verdict, reason
+    if verdict == FALSE:
+        assert "15 s needed" in reason
+
+
+def test_an_untimed_stay_in_two_visits_and_in_a_short_roam():
+    """The stay is counted in all (two visits of 8 s); a roam shorter than 30 s asks half of it."""
+    two = (Log().event(F.EV_MEETING_END, 500).at("Steve", 600, "Storage").at("Steve", 760, "Admin")
+           .at("Steve", 900, "Storage").at("Steve", 1060, "Admin"))
+    assert _verdict(two, "Steve", 2000, {"k": "at", "who": "me", "room": "Storage"})[0] == TRUE
+    short = Log().event(F.EV_MEETING_END, 1600).at("Steve", 1500, "Storage").at("Steve", 1820, "Admin")
+    # a roam of 20 s (1600-2000): 11 s in Storage is more than half of it; 9 s is not
+    assert _verdict(short, "Steve", 2000, {"k": "at", "who": "me", "room": "Storage"})[0] == TRUE
+    shorter = Log().event(F.EV_MEETING_END, 1600).at("Steve", 1500, "Storage").at("Steve", 1780, "Admin")
+    assert _verdict(shorter, "Steve", 2000, {"k": "at", "who": "me", "room": "Storage"})[0] == FALSE
+
+
+def test_untimed_company_is_a_stay_together():
+    """"I was with Noah in Storage" (untimed): together 15 s; passing each other is not company."""
+    base = Log().event(F.EV_MEETING_END, 500).view("Steve", "Noah", 500, 2000).at("Steve", 900, "Storage")
+    glance = base.at("Noah", 1000, "Storage").at("Noah", 1010, "Admin")
+    assert _verdict(glance, "Steve", 2000, {"k": "with", "who": "Noah", "room": "Storage"})[0] == FALSE
+    stay = (Log().event(F.EV_MEETING_END, 500).view("Steve", "Noah", 500, 2000).at("Steve", 900, "Storage")
+            .at("Noah", 1000, "Storage").at("Noah", 1400, "Admin"))
+    assert _verdict(stay, "Steve", 2000, {"k": "with", "who": "Noah", "room": "Storage"})[0] == TRUE
 
 
 def test_an_untimed_place_before_the_last_meeting_does_not_count():
@@ -211,7 +250,7 @@ def test_mode_off_is_accepted_as_written():
 
 # -- free mode: claims in words, gold kept private -----------------------------------------------------------
 def test_free_mode_says_claims_in_words_and_keeps_their_gold_private():
-    from mau.eval.claims_extract import Context, match_key, spot
+    from mau.claimsread.extract import Context, match_key, spot
 
     free = ClaimsConfig(mode="free")
     w = SimWorld(WorldConfig(claims=free))

@@ -8,4 +8,4 @@ imposters lying per temperament); ``sights``: the reader of ``sights.jsonl``; ``
 checker (TRUE / FALSE / UNSUPPORTED / UNVERIFIABLE); ``foresee``: the verdicts a claim may get, from a
 speaker's own perception. What reads match folders afterwards (extraction from free text, the labelled
 corpus, ``mau claims``' numbers, the judge) is in
-``mau.eval`` (``claims_*``). The unit imports only mau's base modules."""
+``mau.claimsread``. The unit imports only mau's base modules."""

@@ -18,10 +18,11 @@ Each claim gets a window from its time (``span``): a moment ``at_s`` is +/- 5 s;
 is judged by the short-window rule (under 10 s: at some moment, +/- 5 s), else by the majority rule, except
 that a window holding a kill elsewhere (or the subject's report of a body elsewhere) must be covered: the
 subject in the claimed place at that moment and for ``COVER`` of the window (a liar's alibi cannot half-cover
-its kill); an untimed place, sighting or company means "at some time since the last meeting", a relative time
-(``when``) "at some time in its ``RELATIVE_S`` seconds"; an untimed task, body or kill "before this meeting";
-a kill seen is the event of the victim's death, whatever the window. A claim that places another player needs
-the speaker to have had that player in view there (else UNSUPPORTED).
+its kill); an untimed place or company means a stay since the last meeting (``UNTIMED_S`` in all, or half a
+shorter roam: a passing glance is not one), an untimed sighting "at some time since the last meeting", a
+relative time (``when``) "at some time in its ``RELATIVE_S`` seconds"; an untimed task, body or kill "before
+this meeting"; a kill seen is the event of the victim's death, whatever the window. A claim that places
+another player needs the speaker to have had that player in view there (else UNSUPPORTED).
 
 Each verdict has a one-line ``reason``, ``support`` (the numbers behind it: the rule, the window) and, when
 not TRUE, an ``epistemic`` label from the speaker's own view: ``known_false`` (a claim about itself, or its
@@ -50,12 +51,17 @@ MAJORITY = 0.5  # a longer window: the subject there for at least half of it
 # ... or, where it holds a kill elsewhere (or the subject's report of a body elsewhere), this much of it
 COVER = 0.8
 RELATIVE = int(RELATIVE_S * TICKS_PER_SECOND)  # the window of a relative time ("start", "end")
+# An untimed place or company ("I was in Admin", "... the whole time") is a stay, not a glance: the subject in
+# the place for this long in all since the last meeting, or for half the roam when the roam is shorter than
+# twice this (docs/claims.md, "Untimed claims": crewmates' true claims pass, a random room seldom does).
+UNTIMED_S = 15.0
+UNTIMED = int(UNTIMED_S * TICKS_PER_SECOND)
 # how far from the claimed moment a sighting makes a false claim an honest error
 STALE = 60 * TICKS_PER_SECOND
 TRUE, FALSE, UNSUPPORTED, UNVERIFIABLE = "TRUE", "FALSE", "UNSUPPORTED", "UNVERIFIABLE"
 VERDICTS = (TRUE, FALSE, UNSUPPORTED, UNVERIFIABLE)
 KNOWN_FALSE, HONEST_ERROR, FABRICATION = "known_false", "honest_error", "fabrication"
-MOMENT, WINDOW, SOME_TIME = "moment", "window", "some_time"  # how a claim's time reads (``Span.how``)
+MOMENT, WINDOW, SOME_TIME, STAY = "moment", "window", "some_time", "stay"  # how a time reads (``Span.how``)
 
 
 @dataclass
@@ -137,22 +143,30 @@ class Verdict:
 class Span:
     """The ticks a claim's time names, and how they read: ``moment`` (at_s: the subject there at some tick of
     [lo, hi], which is the moment +/- 5 s), ``window`` (from_s-to_s: [lo, hi] is the claimed window, read by
-    the
-    short-window, majority and cover rules), ``some_time`` (untimed or relative: there at some tick of [lo,
-    hi])."""
+    the short-window, majority and cover rules), ``some_time`` (relative, or an untimed sighting: there at
+    some tick of [lo, hi]), ``stay`` (an untimed place or company: there for ``stay_ticks`` of [lo, hi] in
+    all)."""
 
     lo: int
     hi: int
     how: str
 
     def support(self) -> dict[str, Any]:
-        return {"rule": self.how, "window_s": [self.lo / TICKS_PER_SECOND, self.hi / TICKS_PER_SECOND]}
+        out = {"rule": self.how, "window_s": [self.lo / TICKS_PER_SECOND, self.hi / TICKS_PER_SECOND]}
+        if self.how == STAY:
+            out["stay_s"] = self.stay_ticks / TICKS_PER_SECOND
+        return out
+
+    @property
+    def stay_ticks(self) -> int:
+        """An untimed claim's stay: ``UNTIMED`` ticks, or half the roam when the roam is shorter."""
+        return min(UNTIMED, (self.hi + 1 - self.lo) // 2)
 
 
 def claim_span(c: dict[str, Any], tick: int, start: int) -> Span:
     """The ticks a place, sighting or company claim names, said at the meeting of ``tick`` in the roam that
     began at ``start`` (the last meeting's end, or 0): a moment +/- 5 s, a window, or for an untimed or
-    relative claim the part of the roam it means."""
+    relative claim the part of the roam it means (an untimed place or company: a stay in it, ``STAY``)."""
     if c.get("at_s") is not None:
         return Span(_t(c["at_s"]) - TOL, _t(c["at_s"]) + TOL, MOMENT)
     if c.get("from_s") is not None:
@@ -161,7 +175,7 @@ def claim_span(c: dict[str, Any], tick: int, start: int) -> Span:
         return Span(start, min(start + RELATIVE, tick), SOME_TIME)
     if c.get("when") == "end":
         return Span(max(tick - RELATIVE, start), tick, SOME_TIME)
-    return Span(start, tick, SOME_TIME)
+    return Span(start, tick, STAY if c.get("k") in ("at", "with") else SOME_TIME)
 
 
 def _s(tick: float) -> str:
@@ -248,6 +262,11 @@ class Checker:
             lo, hi = span.lo, span.hi
             there = self._in_place(subj, room, lo, hi)
             sup["present_s"] = length(there) / TICKS_PER_SECOND
+            if span.how == STAY:
+                need = span.stay_ticks
+                return length(there) >= need, sup, (
+                    f"{subj} was in {room} for {length(there) / TICKS_PER_SECOND:g} s since the last meeting "
+                    f"({need / TICKS_PER_SECOND:g} s needed)" if there else f"{subj} was not in {room} then")
             return bool(there), sup, f"{subj} was not in {room} then"
         f, t = span.lo, span.hi
         short = t - f < SHORT
@@ -336,11 +355,14 @@ class Checker:
         me_ok, sup, why_me = self.place_rule(speaker, room, sp)
         it_ok, _, why_it = self.place_rule(other, room, sp)
         long = sp.how == WINDOW and sp.hi - sp.lo >= SHORT
-        f, t = (sp.lo, sp.hi) if sp.how == SOME_TIME or long else (sp.lo - TOL, sp.hi + TOL)
+        f, t = (sp.lo, sp.hi) if sp.how in (SOME_TIME, STAY) or long else (sp.lo - TOL, sp.hi + TOL)
         both = overlap(self._in_place(speaker, room, f, t), self._in_place(other, room, f, t))
         share = length(both) / (t + 1 - f)
         sup["together"] = round(share, 3)
         need = (COVER if sup.get("rule") == "covered" else MAJORITY) if long else 0.0
+        if sp.how == STAY:
+            need = sp.stay_ticks / (t + 1 - f)
+            sup["together_s"] = length(both) / TICKS_PER_SECOND
         if me_ok and it_ok and both and share >= need:
             if not overlap(both, self._in_view(speaker, other, f, t)):
                 return Verdict(UNSUPPORTED, f"{speaker} and {other} were in {room}, but {other} never in "

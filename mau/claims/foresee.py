@@ -1,8 +1,8 @@
 """What the checker will say of a claim a scripted speaker is about to make, from its own perception only
 (docs/claims.md, "Foreseeing a verdict"): ``Foresight(speaker, now).possible(claim)`` is the set of verdicts
-the checker (``mau.claims.check``, every rule: moments, windows with the majority and cover rules, untimed and
-relative times, sightings) may give it. A speaker that wants a claim to pass (the framer's true alibis) says
-one whose set is ``{TRUE}``; one that wants a lie it cannot be wrong about, one without TRUE.
+the checker (``mau.claims.check``, every rule: moments, windows with the majority and cover rules, untimed
+stays and relative times, sightings) may give it. A speaker that wants a claim to pass (the framer's true
+alibis) says one whose set is ``{TRUE}``; one that wants a lie it cannot be wrong about, one without TRUE.
 
 It is a bound on the truth, never a guess: "may" can be wrong, "cannot" never is. It reads what ``Reach``
 (``mau.claims.speaker``) reads: the speaker's place at every step end and when each meeting was called, where
@@ -22,6 +22,7 @@ from mau.claims.check import (
     MAJORITY,
     SHORT,
     SOME_TIME,
+    STAY,
     TOL,
     TRUE,
     UNSUPPORTED,
@@ -76,6 +77,11 @@ class Foresight:
         sp = claim_span(c, self.now, self.start)
         if room not in self.reach.floor.rects:
             return frozenset((FALSE, TRUE, UNVERIFIABLE))  # a corridor: not bounded here
+        if sp.how == STAY:  # an untimed place: a stay of ``stay_ticks`` in all
+            ticks = self._ticks(sp.lo, sp.hi)
+            may = sum(self._may_be_in(me, room, t) for t in ticks) >= sp.stay_ticks
+            sure = sum(self._surely_in(me, room, t) for t in ticks) >= sp.stay_ticks
+            return _verdicts(may, sure)
         if sp.how == SOME_TIME or (sp.how == WINDOW and sp.hi - sp.lo < SHORT) or sp.how != WINDOW:
             lo, hi = (sp.lo - TOL, sp.hi + TOL) if sp.how == WINDOW else (sp.lo, sp.hi)
             ticks = self._ticks(lo, hi)

@@ -12,8 +12,9 @@ a place is a region of the map, corridors included; ``who: "me"`` is the speaker
     accuse    who                                       a stance: I think this player is an imposter
     vouch     who                                       a stance: I think this player is a crewmate
 
-Times in brackets may be left out: what people say. An untimed place, sighting or company means "at some time
-since the last meeting"; an untimed task, body or kill "before this meeting"; ``when`` names a relative time
+Times in brackets may be left out: what people say. An untimed place or company means a stay since the last
+meeting (``mau.claims.check.UNTIMED_S``), an untimed sighting "at some time since the last meeting"; an
+untimed task, body or kill "before this meeting"; ``when`` names a relative time
 ("start": the first ``RELATIVE_S`` seconds after the last meeting, "end": the last ``RELATIVE_S`` seconds
 before this one). The checker gives each form its window (docs/claims.md, "The checker").
 

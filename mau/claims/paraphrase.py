@@ -9,7 +9,7 @@ people join them; options add what a reader must not take for a claim (negations
 Navigation") and misspelled names (the gold has them right).
 
 Two pools of phrasings: ``dev`` (what extractors may be built on) and ``held`` (kept for the held-out part of
-the labelled corpus, ``mau.eval.claims_corpus``); ``all`` uses both. The scripted speakers of
+the labelled corpus, ``mau.claimsread.corpus``); ``all`` uses both. The scripted speakers of
 ``world.claims.mode: free`` speak through it (docs/claims.md, "Claims in words"). Nothing here reads a role:
 the same phrasings and the same chances serve every speaker.
 """
@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mau import schema as F
+from mau.claims.check import UNTIMED_S
 from mau.claims.grammar import ME, RELATIVE_S
 from mau.claims.render import seconds
 
@@ -39,9 +40,13 @@ class Style:
     misspell: float = 0.0
     filler: float = 0.2
     pool: str = "all"
+    # a place or company said without its time only where the untimed claim keeps its truth: a window at
+    # least twice the checker's untimed stay (a truthful window holds the subject there half of it)
+    untimed_keeps_truth: bool = False
 
 
-SPEECH = Style()  # scripted speakers in free mode: no misspellings, no negated distractors
+# scripted speakers in free mode: no misspellings, no negated distractors; their words mean what they say
+SPEECH = Style(untimed_keeps_truth=True)
 CORPUS = Style(negation=0.25, misspell=0.12, filler=0.25)
 
 # -- phrasings: (pool, template); {who} a subject ("I" or a name), {room} a place, {t} the time phrase -------
@@ -177,6 +182,9 @@ class _Say:
             style = "exact"
         timeless = {key: v for key, v in c.items() if key not in ("at_s", "from_s", "to_s", "when")}
         has_time = any(c.get(key) is not None for key in ("at_s", "from_s"))
+        if style == "untimed" and self.style.untimed_keeps_truth and has_time and k in ("at", "with") and (
+                c.get("from_s") is None or c["to_s"] - c["from_s"] < 2 * UNTIMED_S):
+            style = "exact"  # "I was in Admin" would ask a stay the window does not promise
         if style == "untimed" or (not has_time and style in ("exact", "approx")):
             return "", timeless
         if style == "relative" and when is not None:

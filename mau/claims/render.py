@@ -3,7 +3,7 @@
 ``render`` gives one sentence per claim ("I was in Admin from 300 s to 345 s."); ``parse`` finds every such
 sentence in a text and gives the claims back, so ``parse(render(c)) == c`` for every valid claim (tested on
 every claim of a run). The parser reads the templates only: free speech around them ("I was doing my missions
-near Admin.") is not a claim to it (``mau.eval.claims_extract`` reads free text).
+near Admin.") is not a claim to it (``mau.claimsread.extract`` reads free text).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ def _names(names: list[str]) -> str:
 
 
 SINCE, BEFORE = "at some time since the last meeting", "before this meeting"  # untimed, said explicitly
+STAY = "for a while since the last meeting"  # an untimed place or company: a stay (check.UNTIMED_S)
 RELATIVE = {"start": "at the start of the round", "end": "just before the meeting"}
 UNTIMED_BEFORE = ("task", "body", "saw_kill")  # untimed kinds whose window is the whole match so far
 
@@ -41,7 +42,7 @@ def _when(c: dict[str, Any]) -> str:
     if c.get("when") is not None:
         return RELATIVE[c["when"]]
     if c.get("from_s") is None:
-        return BEFORE if c["k"] in UNTIMED_BEFORE else SINCE
+        return BEFORE if c["k"] in UNTIMED_BEFORE else STAY if c["k"] in ("at", "with") else SINCE
     if c["from_s"] == c["to_s"] and c["k"] in ("at", "with"):
         return f"at {seconds(c['from_s'])} s"
     return f"from {seconds(c['from_s'])} s to {seconds(c['to_s'])} s"
@@ -83,7 +84,7 @@ def utterance(text: str | None, claims: list[dict[str, Any]]) -> str:
 
 # -- the parser of the templates -----------------------------------------------------------------------------
 _NUM = r"\d+(?:\.\d+)?"
-_WHEN = (rf"(?:at (?P<at>{_NUM}) s|from (?P<a>{_NUM}) s to (?P<b>{_NUM}) s|(?P<since>{SINCE}|{BEFORE})"
+_WHEN = (rf"(?:at (?P<at>{_NUM}) s|from (?P<a>{_NUM}) s to (?P<b>{_NUM}) s|(?P<since>{SINCE}|{STAY}|{BEFORE})"
          rf"|(?P<rel>{'|'.join(RELATIVE.values())}))")
 _REL = {v: k for k, v in RELATIVE.items()}
 

@@ -140,7 +140,7 @@ def write_summary(run: Path, planned: int | None = None) -> dict[str, Any]:
 def _claims(run: Path, s: dict[str, Any]) -> list[str]:
     """With structured claims: their verdicts and rates into the summary (``claims`` in summary.json, a
     section of summary.md)."""
-    from mau.eval.claims_report import run_claims, section, summary_json
+    from mau.claimsread.report import run_claims, section, summary_json
 
     ev = run_claims(run)
     if ev is None:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import argparse
 
-from mau.commands.common import Flag, check_run_folders
+from mau.commands.common import Flag, check_run_folders, require_matches
 from mau.eval.report_configs import BeliefsConfig
 from mau.options import RunOptions
 
@@ -100,6 +100,7 @@ def main(cfg: BeliefsConfig, opts: RunOptions = RunOptions()) -> int:
 
     from mau.eval.report import write_detection_report
 
+    require_matches(cfg.runs)
     out = Path(cfg.out or cfg.runs[0])
     if cfg.leave_one_out:
         from mau.eval.observer_fit import leave_one_out, loo_markdown

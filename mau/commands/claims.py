@@ -11,17 +11,19 @@ UNSUPPORTED, the window exploit, checker time, sights size). Writes claims.json 
 With ``--extract-model M`` the utterances without structured claims are read as claims: ``spot`` (the template
 parser and the phrasing reader, no model), or a model through any harness backend (``--extract-backend``:
 openai at ``--extract-base-url``, or ``lm`` / ``hf`` with M a local folder) in JSON mode, answers cached in
-<out>/extract_cache.jsonl. The extractor's F1 is measured first on the held-out split of the labelled corpus
-(``--extract-corpus``); below 0.9 (pooled or for any claim kind) no lie rate is printed unless
-``--allow-weak-extractor``; the F1 is printed beside every table.
+<out>/extract_cache.jsonl. The extractor's F1 is measured first on the evaluation set of free speech
+written and labelled by hand (mau/claimsread/data/claims_speech.jsonl; ``--extract-corpus`` and
+``--extract-split`` name another labelled file, e.g. the synthetic corpus's held split); below 0.9 (pooled or
+for any claim kind) no lie rate is printed unless ``--allow-weak-extractor``; the F1 is printed beside every
+table.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from mau.commands.common import Flag, check_run_folders
-from mau.eval.report_configs import ClaimsConfig
+from mau.claimsread.config import ClaimsConfig
+from mau.commands.common import EXTRACT_FLAGS, Flag, check_extract, check_run_folders, require_matches
 from mau.options import RunOptions
 
 CLAIMS_MD, CLAIMS_JSON = "claims.md", "claims.json"
@@ -31,61 +33,18 @@ FLAGS = [
     Flag("--out", "where claims.md and claims.json go (default: the first RUN)", key="out"),
     Flag("--resamples", "bootstrap resamples (default 1000)", key="resamples", type=int),
     Flag("--seed", "bootstrap seed (default 0)", key="seed", type=int),
-    Flag("--extract-model", "read utterances without structured claims with this model ('spot': no model; a "
-                            "local folder for --extract-backend lm or hf)", key="extract_model"),
-    Flag("--extract-backend", "backend of --extract-model (default openai)", key="extract_backend"),
-    Flag("--extract-base-url", "endpoint of --extract-model, e.g. http://127.0.0.1:8000/v1",
-         key="extract_base_url"),
-    Flag("--extract-api-key-env", "environment variable holding the key of --extract-model's endpoint",
-         key="extract_api_key_env"),
-    Flag("--extract-max-tokens", "the extractor's completion budget per utterance (default 512)",
-         key="extract_max_tokens", type=int),
-    Flag("--extract-retries", "asks again after an answer without a claims list (default 2)",
-         key="extract_retries", type=int),
-    Flag("--extract-corpus", "labelled corpus the extractor's F1 is measured on (default: the shipped one; "
-                             "docs/claims.md)", key="extract_corpus"),
-    Flag("--extract-split", "the corpus split it is measured on (default held)", key="extract_split"),
-    Flag("--extract-limit", "measure on the first N sentences of the split only (slow local models)",
-         key="extract_limit", type=int),
-    Flag("--allow-weak-extractor", "print lie rates even when the extractor's F1 is below 0.9",
-         key="allow_weak_extractor", type=bool),
+    *EXTRACT_FLAGS,
 ]
-CONFIG = "mau.eval.report_configs:ClaimsConfig"
+CONFIG = "mau.claimsread.config:ClaimsConfig"
 
 
 def config_from_args(args: argparse.Namespace) -> ClaimsConfig:
-    from pathlib import Path
-
     from mau.commands.common import load
-    from mau.errors import ConfigError
 
     cfg = load(ClaimsConfig, args, FLAGS)
     check_run_folders(cfg.runs, cfg.resamples)
-    if cfg.extract_corpus and not Path(cfg.extract_corpus).is_file():
-        raise ConfigError(f"--extract-corpus {cfg.extract_corpus}: no such file; give a labelled corpus "
-                          "(docs/claims.md, 'The labelled corpus')")
-    if cfg.extract_model and cfg.extract_model != "spot" and cfg.extract_backend == "openai" \
-            and not cfg.extract_base_url:
-        raise ConfigError("--extract-base-url: needed for --extract-model with the openai backend (the "
-                          "endpoint that serves it)")
-    if cfg.extract_limit is not None and cfg.extract_limit < 1:
-        raise ConfigError("--extract-limit: must be at least 1")
-    if cfg.extract_retries < 0:
-        raise ConfigError("--extract-retries: must be 0 or more")
+    check_extract(cfg)
     return cfg
-
-
-async def _extract(cfg: ClaimsConfig, folders, out):
-    """The runs' free text read as claims (``mau.eval.claims_freetext``), with the model's backend opened and
-    closed here."""
-    from mau.eval.claims_freetext import read_runs
-    from mau.harness.completion import open_completion
-
-    if cfg.extract_model == "spot":
-        return await read_runs(cfg, folders, out)
-    async with open_completion(cfg.extract_model, cfg.extract_backend, cfg.extract_base_url,
-                               cfg.extract_api_key_env, cfg.extract_max_tokens) as complete:
-        return await read_runs(cfg, folders, out, complete)
 
 
 def main(cfg: ClaimsConfig, opts: RunOptions = RunOptions()) -> int:
@@ -93,21 +52,22 @@ def main(cfg: ClaimsConfig, opts: RunOptions = RunOptions()) -> int:
     import json
     from pathlib import Path
 
+    from mau.claimsread import metrics, report
+    from mau.claimsread.freetext import GATE, extract_runs
     from mau.errors import MauError
-    from mau.eval import claims_metrics as metrics
-    from mau.eval import claims_report as report
-    from mau.eval.claims_freetext import GATE
 
+    require_matches(cfg.runs)
     folders = metrics.match_folders(cfg.runs)
     out = Path(cfg.out or cfg.runs[0])
     out.mkdir(parents=True, exist_ok=True)
     extracted, extraction = {}, None
     if cfg.extract_model:
-        extracted, extraction = asyncio.run(_extract(cfg, folders, out))
+        extracted, extraction = asyncio.run(extract_runs(cfg, folders, out))
         if extraction["weak"] and not cfg.allow_weak_extractor:
             print("\n".join(report.extraction_lines(extraction)))
-            raise MauError(f"--extract-model {cfg.extract_model}: F1 below {GATE} on the "
-                           f"{cfg.extract_split} split ({extraction['weak']}): its lie rates would not mean "
+            where = extraction["corpus_name"] + (f", split {cfg.extract_split}" if cfg.extract_split else "")
+            raise MauError(f"--extract-model {cfg.extract_model}: F1 below {GATE} on {where} "
+                           f"({extraction['weak']}): its lie rates would not mean "
                            f"what they say; no report written "
                            "(pass --allow-weak-extractor to print them anyway)")
     ms = [metrics.load(f, extracted.get(f)) for f in folders]

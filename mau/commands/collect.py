@@ -6,8 +6,10 @@ model as crewmate, under each ARIA case, with repetitions. Matches run in parall
 rerun with ``--resume``. ``--shard I/N`` plays one shard of the grid (Slurm arrays:
 slurm/collect_array.sbatch). Writes the resolved config, provenance, the grid, the match folders and a
 summary (outcomes, win rates per model and role, the imposter x crewmate matchup matrix as a table and a
-plot). Ctrl-C stops within seconds and keeps every finished match; ``--max-failures N`` tolerates N failed
-matches; ``--dry-run`` prints the plan and what it will cost (calls, tokens, USD, disk), then the grid
+plot). Ctrl-C stops within seconds and keeps every finished match; a match that fails stops the run (no
+new match starts, those in flight end, each failure one line); ``--max-failures N`` goes on past N failed
+matches, but a run that ends with failed matches is not complete and exits with code 3 (rerun with
+``--resume``); ``--dry-run`` prints the plan and what it will cost (calls, tokens, USD, disk), then the grid
 (matches per case with each side's harness, the pool, the pairings), and writes nothing. Before the first
 match every pool model answers one preflight request (a dead server or a misnamed model stops the run in one
 line); at the end a side whose own calls fell back more than ``max_fallback_share`` (default 50 %) is warned
@@ -67,6 +69,13 @@ def main(cfg, opts: RunOptions = RunOptions()) -> int:
                   f"{100 * cfg.max_fallback_share:.0f} %): "
                   "their matches measure fallbacks, not the models", file=sys.stderr)
     print(probe_cost_line(out))
+    if s.get("failed_now"):
+        from mau.errors import EXIT_FAILED_MATCHES
+
+        print(f"mau collect: {s['failed_now']} matches failed (exit code {EXIT_FAILED_MATCHES}: the run is "
+              f"not complete, {s['matches']} of {s['planned']} matches finished); rerun with --resume to "
+              "play them", file=sys.stderr)
+        return EXIT_FAILED_MATCHES
     return 0
 
 

@@ -54,8 +54,8 @@ IN_FLIGHT = Flag("--matches-in-flight", "matches each worker plays at once (for 
 NO_PROGRESS = Flag("--no-progress", "no progress bar (e.g. in batch logs)", type=bool, option="progress")
 DRY_RUN = Flag("--dry-run", "print the plan (and for runs of matches: calls, tokens, cost and disk "
                "expected); write nothing", type=bool, option="dry_run")
-MAX_FAILURES = Flag("--max-failures", "stop the run when more than N matches failed (default 0: at the "
-                                      "first)",
+MAX_FAILURES = Flag("--max-failures", "go on past N failed matches (default 0: stop at the first; a collect "
+                                      "that ends with failed matches exits with code 3)",
                     type=int, option="max_failures")
 FORCE = Flag("--force", "replace a finished --out", type=bool, option="force")
 KEEP = Flag("--resume", "accept a finished --out folder and keep it", key="resume", type=bool)
@@ -176,6 +176,48 @@ def require_modules(verb: str, modules: tuple[str, ...] = ("torch", "transformer
         raise MauError(f"{verb} needs the ml extra ({missing[0]} is missing): pip install -e '.[ml]'")
 
 
+EXTRACT_FLAGS = [
+    Flag("--extract-model", "read utterances without structured claims with this model ('spot': no model; a "
+                            "local folder for --extract-backend lm or hf)", key="extract_model"),
+    Flag("--extract-backend", "backend of --extract-model (default openai)", key="extract_backend"),
+    Flag("--extract-base-url", "endpoint of --extract-model, e.g. http://127.0.0.1:8000/v1",
+         key="extract_base_url"),
+    Flag("--extract-api-key-env", "environment variable holding the key of --extract-model's endpoint",
+         key="extract_api_key_env"),
+    Flag("--extract-max-tokens", "the extractor's completion budget per utterance (default 512)",
+         key="extract_max_tokens", type=int),
+    Flag("--extract-retries", "asks again after an answer without a claims list (default 2)",
+         key="extract_retries", type=int),
+    Flag("--extract-corpus", "labelled file the extractor's F1 is measured on (default: the evaluation set "
+                             "of free speech, mau/claimsread/data/claims_speech.jsonl; docs/claims.md)",
+         key="extract_corpus"),
+    Flag("--extract-split", "the split of that file it is measured on (default: every line; the synthetic "
+                            "corpus mau/claimsread/data/claims_corpus.jsonl has dev and held)",
+         key="extract_split"),
+    Flag("--extract-limit", "measure on the first N sentences of the split only (slow local models)",
+         key="extract_limit", type=int),
+    Flag("--allow-weak-extractor", "go on even when the extractor's F1 is below 0.9 (the report says so)",
+         key="allow_weak_extractor", type=bool),
+]
+
+
+def check_extract(cfg: Any) -> None:
+    """The extraction flags of ``mau claims`` and ``mau judge`` (``ExtractFields``)."""
+    from mau.errors import ConfigError
+
+    if cfg.extract_corpus and not Path(cfg.extract_corpus).is_file():
+        raise ConfigError(f"--extract-corpus {cfg.extract_corpus}: no such file; give a labelled corpus "
+                          "(docs/claims.md, 'The labelled corpus')")
+    if cfg.extract_model and cfg.extract_model != "spot" and cfg.extract_backend == "openai" \
+            and not cfg.extract_base_url:
+        raise ConfigError("--extract-base-url: needed for --extract-model with the openai backend (the "
+                          "endpoint that serves it)")
+    if cfg.extract_limit is not None and cfg.extract_limit < 1:
+        raise ConfigError("--extract-limit: must be at least 1")
+    if cfg.extract_retries < 0:
+        raise ConfigError("--extract-retries: must be 0 or more")
+
+
 def check_run_folders(runs: list[str], resamples: int | None = None) -> None:
     """The RUN arguments of the report verbs (beliefs, claims, judge) are folders; ``--resamples`` at least
     1."""
@@ -186,6 +228,22 @@ def check_run_folders(runs: list[str], resamples: int | None = None) -> None:
             raise ConfigError(f"RUN {r}: no such folder; give a collect or eval run folder or a match folder")
     if resamples is not None and resamples < 1:
         raise ConfigError("--resamples: must be at least 1")
+
+
+def require_matches(runs: list[str]) -> None:
+    """What the report verbs read before writing anything: each RUN a run folder or a match folder with a
+    finished match (a folder that is no run is refused, never reported as 0 matches)."""
+    from mau import schema as F
+    from mau.errors import MauError
+    from mau.matchdir import finished_matches
+
+    for r in runs:
+        if not (Path(r) / F.MATCH_HEADER).is_file() and not (Path(r) / F.MATCHES_DIR).is_dir():
+            raise MauError(f"RUN {r}: neither a run folder (with {F.MATCHES_DIR}/) nor a match folder (with "
+                           f"{F.MATCH_HEADER}); give a collect or eval run folder or a match folder")
+        if not finished_matches(r):
+            raise MauError(f"RUN {r}: no finished match in it (every match failed or is still playing); give "
+                           "a run with finished matches")
 
 
 def parse_sets(args: argparse.Namespace) -> dict[str, Any]:

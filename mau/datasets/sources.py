@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator
 
 from mau import schema as F
 from mau.errors import MauError
-from mau.matchdir import read_header
+from mau.matchdir import iter_events, read_header
 from mau.schema import CREW_OUTCOMES, IMPOSTER
 
 # Fields a calls.jsonl line needs to be used as a call record (docs/formats.md).
@@ -160,13 +160,9 @@ def load_match(match_dir: Path, run: str, problems: Callable[[Problem], None]) -
                        f"the match again")
     info = MatchInfo(path=match_dir, match_id=match_id_of(match_dir, header), run=run, header=header,
                      roles={str(k): str(v) for k, v in roles.items()}, outcome=str(header.get(F.OUTCOME)))
-    events = match_dir / F.EVENTS_FILE
-    if not events.is_file():
-        # Without the log nobody counts as revealed: the leak audit is then as strict as it can be.
-        problems(Problem("missing_file", str(events), 0, "missing; every role counts as hidden for the leak "
-                                                         "audit"))
-        return info
-    for _, e in iter_jsonl(events, problems):
+    # The log tells when each role became public: a missing, cut or damaged one is refused by name (read as
+    # it is, a revealed role would look like a leak, or the build would silently count fewer reveals).
+    for e in iter_events(match_dir):
         if e.get(F.TYPE) == F.EV_EJECTION and e.get(F.EJECTED):
             info.ejections.append((int(e.get(F.TICK, 0)), str(e[F.EJECTED])))
         elif e.get(F.TYPE) == F.EV_KILL and e.get(F.KILLER) and e.get(F.VICTIM):

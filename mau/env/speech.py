@@ -24,8 +24,10 @@ ACCUSING = (SAW_KILL, NEAR, SUSPECT, VOTE)  # acts that name a player as an impo
 # Each act's paraphrases: {who} the player it is about, {victim}, {room}, {dist} blocks, {at} game seconds,
 # {to} the speaker agreed with.
 POOLS: dict[str, tuple[str, ...]] = {
-    ALIBI: ("I was doing my missions near {room}.", "I was in {room}.", "I was around {room} the whole "
-                                                                        "time."),
+    # where I was: the room I stood in when the meeting was called, said as such (a claim of that moment,
+    # docs/claims.md "Untimed claims": "the whole time" was not what these lines meant)
+    ALIBI: ("I was doing my missions near {room} when the meeting was called.",
+            "I was in {room} when the meeting was called.", "I was around {room} just now."),
     NOTHING: ("I have not seen anything suspicious.", "Nothing to report.", "I did not see anything "
                                                                             "strange."),
     SAW_KILL: ("I saw {who} kill {victim} in {room}.", "I saw {who} kill {victim} with my own eyes, in "
@@ -36,9 +38,10 @@ POOLS: dict[str, tuple[str, ...]] = {
     VOTE: ("Vote {who}.", "I vote for {who}.", "Let us vote {who} out."),
     # round 2: every speaker, accused or not, stands by where it was (a denial that never tells who was
     # accused)
-    STANCE: ("That is not true, I was in {room}.", "I am a crewmate, I was in {room} doing my missions.",
-             "It was not me, I was in {room}."),
-    VOUCH: ("I vouch for {who}.", "{who} was with me, {who} is innocent.", "I trust {who}."),
+    STANCE: ("That is not true, I was in {room} when the meeting was called.",
+             "I am a crewmate, I was in {room} doing my missions when the meeting was called.",
+             "It was not me, I was in {room} just now."),
+    VOUCH: ("I vouch for {who}.", "I believe {who}, {who} is innocent.", "I trust {who}."),
     AGREE: ("I agree with {to}.", "{to} is right."),
 }
 

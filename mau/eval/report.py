@@ -55,7 +55,7 @@ def compute(cfg: EvalConfig, out: Path, planned: int) -> dict[str, Any]:
                            cfg.bootstrap_seed,
                            pooled=POOLED, rows=list(cfg.arms), imposters=list(cfg.imposters))
     cost = D.probe_cost(finished_matches(out))
-    from mau.eval.claims_report import run_claims
+    from mau.claimsread.report import run_claims
 
     claims = run_claims(out, cfg.bootstrap_resamples, cfg.bootstrap_seed)
     return {F.FORMAT: RESULTS_FORMAT, F.FORMAT_VERSION: RESULTS_VERSION, "planned": planned,
@@ -119,7 +119,7 @@ def write_detection_report(runs: list[str], out: Path, baseline: str | None = No
     if params_from is not None:
         md += (f"\n\nThe {IDEAL_ROW}'s beliefs were re-scored from its recorded evidence with the fit "
                f"{params_from}.")
-    from mau.eval.claims_report import run_claims, section
+    from mau.claimsread.report import run_claims, section
 
     claims = {str(r): ev for r in runs if (ev := run_claims(r, resamples, seed)) is not None}
     for r, ev in claims.items():  # what was said beside what was believed (docs/claims.md)
@@ -292,7 +292,7 @@ def markdown(res: dict[str, Any]) -> str:
                   f"({c['probes_per_match']:.1f} per match, {c['fallbacks']} fallbacks, {c['tokens']} "
                   f"tokens)."]
     if res.get("claims"):  # structured claims (docs/claims.md; mau claims gives the whole report)
-        from mau.eval.claims_report import section
+        from mau.claimsread.report import section
 
         lines += [""] + section(res["claims"])
     b = res["bootstrap"]

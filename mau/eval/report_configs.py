@@ -1,7 +1,7 @@
-"""The configs of the report verbs, which read finished runs and write a report beside them: ``mau beliefs``,
-``mau claims`` and ``mau judge``. Their flags are the whole configuration (no YAML); the cross-field checks
-that need the file system or the observer's parameter names are the verbs' (``config_from_args``). Light
-imports only."""
+"""The config of ``mau beliefs``, which reads finished runs and writes a report beside them (those of ``mau
+claims`` and ``mau judge`` are in ``mau.claimsread.config``). Its flags are the whole configuration (no YAML);
+the cross-field checks that need the file system or the observer's parameter names are the verb's
+(``config_from_args``). Light imports only."""
 
 from __future__ import annotations
 
@@ -39,44 +39,3 @@ class BeliefsConfig(Model):
                                 "reader of the compact VOTE prompt fitted on its training rows (vote and "
                                 "belief, weights 1 and 1).")
 
-
-class ClaimsConfig(Model):
-    """``mau claims``: every claim of the runs checked role-blind; with ``extract_model``, free text read as
-    claims first (the reader's F1 measured on the labelled corpus)."""
-
-    runs: list[str] = Field(min_length=1, description=RUNS)
-    out: str | None = Field(None, description=OUT)
-    resamples: int = Field(1000, description="Bootstrap resamples (at least 1).")
-    seed: int = Field(0, description="Bootstrap seed.")
-    extract_model: str | None = Field(None, description="Reader of utterances without structured claims: "
-                                      "'spot' (no model) or a model of extract_backend.")
-    extract_backend: str = Field("openai", description="Backend of extract_model.")
-    extract_base_url: str | None = Field(None, description="Endpoint of extract_model (openai backend).")
-    extract_api_key_env: str | None = Field(None, description="Environment variable holding the endpoint's "
-                                                              "key.")
-    extract_max_tokens: int = Field(512, description="The extractor's completion budget per utterance.")
-    extract_retries: int = Field(2, description="Asks again after an answer without a claims list (0 or "
-                                                "more).")
-    extract_corpus: str | None = Field(None, description="Labelled corpus the extractor's F1 is measured on "
-                                       "(default: the shipped one).")
-    extract_split: str = Field("held", description="The corpus split it is measured on.")
-    extract_limit: int | None = Field(None, description="Measure on the first N sentences of the split only.")
-    allow_weak_extractor: bool = Field(False, description="Print lie rates even when the extractor's F1 is "
-                                       "below the gate.")
-
-
-class JudgeConfig(Model):
-    """``mau judge``: the paper's 23 deception atoms, from the logs where decidable, else an LLM judge."""
-
-    runs: list[str] = Field(min_length=1, description=RUNS)
-    out: str | None = Field(None, description=OUT)
-    judge_model: str | None = Field(None, description="The LLM judge's model (none or 'spot': the decidable "
-                                    "atoms only).")
-    judge_backend: str = Field("openai", description="Backend of judge_model.")
-    judge_base_url: str | None = Field(None, description="Endpoint of judge_model (openai backend).")
-    judge_api_key_env: str | None = Field(None, description="Environment variable holding the endpoint's "
-                                                            "key.")
-    judge_max_tokens: int = Field(4096, description="The judge's completion budget per pass.")
-    price_prompt: float = Field(0.0, description="USD per million prompt tokens of the judge.")
-    price_completion: float = Field(0.0, description="USD per million completion tokens of the judge.")
-    max_matches: int | None = Field(None, description="Judge at most N matches (the first N, sorted).")

@@ -1,7 +1,7 @@
 """The labelled corpus of claims in words (docs/claims.md, "The labelled corpus"): sentences an extractor is
 scored on, each with its gold claims.
 
-Two files in ``mau/eval/data``:
+Two files in ``mau/claimsread/data``:
 
 - ``claims_corpus_seed.jsonl``: the **sources**, the claims scripted speakers made (true ones and labelled
   lies) in structured-claims matches, one utterance a line with its match's seed and event index, the
@@ -15,8 +15,8 @@ Two files in ``mau/eval/data``:
   claim at all. Each line keeps its seed (the random stream it was drawn from) and its source, so the file is
   reproduced byte for byte from the sources (a test does).
 
-    python -m mau.eval.claims_corpus sources --dev runs/claims/corpus_dev --held runs/claims/corpus_held
-    python -m mau.eval.claims_corpus sentences
+    python -m mau.claimsread.corpus sources --dev runs/claims/corpus_dev --held runs/claims/corpus_held
+    python -m mau.claimsread.corpus sentences
 
 Extractors are built on the dev split and measured on the held split (``mau claims --extract-model``).
 """
@@ -39,6 +39,8 @@ from mau.schema import TICKS_PER_SECOND
 DATA = Path(__file__).parent / "data"
 SOURCES = DATA / "claims_corpus_seed.jsonl"
 SENTENCES = DATA / "claims_corpus.jsonl"
+# the evaluation set of free speech, written and labelled by hand (docs/claims.md): the gate's default
+SPEECH = DATA / "claims_speech.jsonl"
 SPLITS = ("dev", "held")
 PER_SPLIT = {"dev": 600, "held": 600}
 SOURCES_PER_SPLIT = 300
@@ -165,7 +167,7 @@ def write_sentences(sources: Path = SOURCES, path: Path = SENTENCES) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m mau.eval.claims_corpus", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m mau.claimsread.corpus", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="what", required=True)
     s = sub.add_parser("sources", help="the sources from two structured-claims runs (dev, held)")
     s.add_argument("--dev", required=True)

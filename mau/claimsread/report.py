@@ -35,6 +35,9 @@ def checks_lines(ev: dict[str, Any]) -> list[str]:
         f"| window exploit: kills where a majority-rule alibi (a place the killer was not in at the kill, a "
         f"window to the meeting holding it) would pass / of them, passing the checker | "
         f"{_exploit(c.get('window_exploit'))} |",
+        *[f"| a random untimed alibi of {'an' if r[0] in 'aeiou' else 'a'} {r} passes (every room, every "
+          f"speaker of every meeting) | "
+          f"{_share(c['untimed_alibi_passes'][r])} |" for r in c.get("untimed_alibi_passes", {})],
         f"| verdicts identical to the match-end claims.jsonl | {_share(c['identical_to_match_end'])} |",
         f"| checker seconds per match (median, max) | {_num(cs['median'], 4)}, {_num(cs['max'], 4)} |",
         f"| sights.jsonl KB per match (median, max) | {_kb(sz['median'])}, {_kb(sz['max'])} |",
@@ -121,8 +124,13 @@ def caption(x: dict[str, Any] | None) -> list[str]:
     low = min((k for k in x["score"]["per_kind"].values() if k["f1"] is not None), key=lambda k: k["f1"],
               default=None)
     worst = f"; lowest per kind {low['f1']:.3f}" if low else ""
-    return [f"*Claims read from free text by {x['extractor']}: F1 {_f(f)} on the {x['split']} split of "
-            f"{x['corpus_name']}{worst}.*", ""]
+    return [f"*Claims read from free text by {x['extractor']}: F1 {_f(f)} on {_where(x, 'corpus_name')}"
+            f"{worst}.*", ""]
+
+
+def _where(x: dict[str, Any], key: str = "corpus") -> str:
+    """The labelled file (and split) an extractor was measured on."""
+    return (f"the {x['split']} split of " if x.get("split") else "") + str(x[key])
 
 
 def _f(x: float | None) -> str:
@@ -134,13 +142,17 @@ def extraction_lines(x: dict[str, Any]) -> list[str]:
     mode) against the words' own gold."""
     sc = x["score"]
     out = [f"Claims of utterances without structured claims were read from their text by {x['extractor']} "
-           f"(prompt version {x['prompt_version']}). Measured on the {x['split']} split of {x['corpus']} "
+           f"(prompt version {x['prompt_version']}). Measured on {_where(x)} "
            f"({x['n']} sentences, {sc['pooled']['gold']} gold claims; a claim matches on kind, subject, "
            f"place or object and its time as said): F1 **{_f(sc['pooled']['f1'])}** (times aside: "
            f"{_f(x['loose']['f1'])}).", "",
            "| kind | gold claims | precision | recall | F1 |", "|---|---|---|---|---|"]
     for k, v in [("all", sc["pooled"]), *sc["per_kind"].items()]:
         out.append(f"| {k} | {v['gold']} | {_f(v['precision'])} | {_f(v['recall'])} | {_f(v['f1'])} |")
+    nc = x.get("no_claim")
+    if nc and nc["sentences"]:
+        out += ["", f"Sentences that state no claim of their speaker (reported speech, questions, plans): "
+                f"{nc['yield_a_claim']} of {nc['sentences']} yield a claim."]
     st = x.get("stats") or {}
     if st.get("utterances"):
         out += ["", f"Model answers: {st['utterances']} utterances, {st.get('calls', 0)} calls, "
@@ -186,10 +198,11 @@ def run_claims(run: Any, resamples: int = 1000, seed: int = 0) -> dict[str, Any]
     pooled numbers ({matches, verdicts, pooled, by_crewmate: the same per crewmate model or eval arm};
     ``section`` renders the pooled ones), or None for a run without claims. What a
     run's summary (collect) and results.md (eval) include; ``mau claims`` gives the whole report."""
-    from mau.eval import claims_metrics as metrics
-    from mau.matchdir import finished_matches
+    from mau.claimsread import metrics
+    from mau.matchdir import finished_matches, read_header
 
-    found = [p for p in finished_matches(run) if (p / F.CLAIMS_FILE).is_file()]
+    found = [p for p in finished_matches(run)
+             if (p / F.CLAIMS_FILE).is_file() or read_header(p).get(F.CLAIMS_HEADER)]
     if not found:
         return None
     ms = [metrics.load(p, recorded_only=True) for p in found]

@@ -96,6 +96,7 @@ class MatchClaims:
     counts: dict[str, float] = field(default_factory=dict)
     gold_lies: dict[str, int] = field(default_factory=dict)  # free mode: role -> lie facts the words said
     exploit: dict[str, int] = field(default_factory=dict)
+    alibis: dict[str, int] = field(default_factory=dict)  # untimed alibis of every room (claimsread.alibis)
 
     @property
     def identical(self) -> bool | None:
@@ -115,19 +116,30 @@ def match_folders(paths: Iterable[str | Path]) -> list[Path]:
     return out
 
 
-def _recorded(path: Path) -> list[dict[str, Any]] | None:
+def _recorded(path: Path, header: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The match-end claims.jsonl, checked: there when match.json records it, every line a record, as many
+    lines as recorded (a cut or emptied file is refused, never read as fewer claims)."""
     cf = path / F.CLAIMS_FILE
+    fix = ("restore it from where the run was written, or play the match again (mau claims recomputes every "
+           "verdict from events.jsonl and sights.jsonl without it)")
+    recorded = header.get(F.CLAIMS_HEADER)
+    want = recorded.get("lines") if isinstance(recorded, dict) else None
     if not cf.is_file():
+        if isinstance(want, int):
+            raise MauError(f"{cf}: missing, though {F.MATCH_HEADER} records {want} lines; {fix}")
         return None
     out = []
     for n, x in enumerate(cf.read_text().splitlines(), 1):
-        if x.strip():
-            try:
-                out.append(json.loads(x))
-            except json.JSONDecodeError:
-                raise MauError(f"{cf}:{n}: not valid JSON (the file is cut or damaged); delete it (mau "
-                               f"claims "
-                               "recomputes every verdict from events.jsonl and sights.jsonl)") from None
+        try:
+            rec = json.loads(x)
+        except json.JSONDecodeError:
+            raise MauError(f"{cf}:{n}: not valid JSON (the file is cut or damaged); {fix}") from None
+        if not isinstance(rec, dict) or not isinstance(rec.get("claim"), dict) or "verdict" not in rec:
+            raise MauError(f"{cf}:{n}: not a checker record (the file is damaged); {fix}")
+        out.append(rec)
+    if isinstance(want, int) and len(out) != want:
+        raise MauError(f"{cf}: {len(out)} records, but {F.MATCH_HEADER} records {want}: the file is cut or "
+                       f"damaged; {fix}")
     return out
 
 
@@ -136,7 +148,7 @@ def with_extracted(events: list[dict[str, Any]], extracted: dict[int, list[dict[
     """The events with the extracted claims as the utterances' claims; where the words have gold claims (free
     mode), each extracted claim carries the label of the gold claim it matches (``key``: the extractor's match
     key), and the lie facts the words said are counted per speaker ({speaker: n})."""
-    from mau.eval.claims_extract import match_key
+    from mau.claimsread.extract import match_key
 
     key = key or match_key
     out, lies = [], Counter()
@@ -175,7 +187,7 @@ def load(path: Path, extra_claims: dict[int, list[dict[str, Any]]] | None = None
     gold_lies: dict[str, int] = {}
     if extra_claims:
         events, gold_lies = with_extracted(events, extra_claims)
-    recorded = None if extra_claims else _recorded(path)
+    recorded = None if extra_claims else _recorded(path, header)
     t0 = time.perf_counter()
     sights: list[dict[str, Any]] = []
     if recorded_only:
@@ -201,7 +213,10 @@ def load(path: Path, extra_claims: dict[int, list[dict[str, Any]]] | None = None
         gold_lies={r: sum(n for s, n in gold_lies.items() if roles.get(s) == r) for r in ROLES},
     )
     if sights:
+        from mau.claimsread.alibis import untimed_alibis
+
         m.exploit = window_exploit(events, sights)
+        m.alibis = untimed_alibis(events, sights, roles)
     m.counts = count(m, places=list(sights[0][F.SIGHT_PLACE_NAMES]) if sights else [])
     return m
 
@@ -322,6 +337,8 @@ def count(m: MatchClaims, places: list[str] | None = None) -> dict[str, float]:
     _count_votes(m, liars, c)
     for key in ("kills", "applies", "passes"):
         c[f"exploit_{key}"] = m.exploit.get(key, 0)
+    for key, n in m.alibis.items():
+        c[f"untimed_alibi_{key}"] = n
     for e in m.events:  # render -> parse: every structured utterance's claims are read back from its text
         if e[F.TYPE] == F.EV_UTTERANCE and e.get(F.CLAIMS) and places and not e.get(EXTRACTED):
             said = render_all(e[F.CLAIMS])
@@ -402,6 +419,8 @@ def evaluate(ms: list[MatchClaims], resamples: int = 1000, seed: int = 0) -> dic
             ],
             "identical_to_match_end": [sum(identical), len(identical)],
             "window_exploit": {k: checks.get(f"exploit_{k}", 0) for k in ("kills", "applies", "passes")},
+            "untimed_alibi_passes": {r: [checks.get(f"untimed_alibi_passes_{r}", 0),
+                                         checks.get(f"untimed_alibi_tries_{r}", 0)] for r in ROLES},
             "checker_s_per_match": {"median": _median(check_s), "max": max(check_s, default=None)},
             "sights_bytes_per_match": {"median": _median(sizes), "max": max(sizes, default=None)},
         },

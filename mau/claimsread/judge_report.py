@@ -1,5 +1,5 @@
 """The deception judge's run (``mau judge``): every match labelled by the logs where they decide and, given an
-LLM judge (``claims_judge.LLMJudge`` over a completion function the caller passes in), by the model; the
+LLM judge (``judge.LLMJudge`` over a completion function the caller passes in), by the model; the
 counts, the agreement on the decidable atoms, the usage; and the report's markdown."""
 
 from __future__ import annotations
@@ -7,17 +7,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from mau.eval import claims_judge as J
-from mau.eval.claims_judge import ATOMS, DECIDABLE, LLM_ONLY, PARTIAL, RULES
-from mau.eval.report_configs import JudgeConfig
+from mau.claimsread import judge as J
+from mau.claimsread.config import JudgeConfig
+from mau.claimsread.judge import ATOMS, DECIDABLE, LLM_ONLY, PARTIAL, RULES
 
 
-async def judge_matches(cfg: JudgeConfig, folders: list[Path], llm: Any = None) -> dict[str, Any]:
-    """judge.json's body (without its runs): per match the logs' and the LLM's findings, counts, agreement."""
+async def judge_matches(cfg: JudgeConfig, folders: list[Path], llm: Any = None,
+                        extracted: dict[Path, dict[int, Any]] | None = None) -> dict[str, Any]:
+    """judge.json's body (without its runs): per match the logs' and the LLM's findings, counts, agreement;
+    ``extracted``: the claims read from the free speech of free-text matches ({folder: {event index:
+    claims}}), judged as if said structured."""
     rows, per = [], []
     usage = {"prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0, "cached": 0, "failed": 0}
     for f in folders:
-        m = J.load_match(f)
+        m = J.load_match(f, (extracted or {}).get(f))
         det = J.deterministic(m)
         found, u = ([], None) if llm is None else await llm.judge(m)
         if u:
@@ -46,8 +49,14 @@ def markdown(res: dict) -> str:
     lines = ["# Deception atoms (the paper's letters)", "", f"Matches: {res['matches']}. Judge: "
                                                             f"{res['judge']}. "
              "Findings on imposters only; each atom of the logs counted once per what its rule says "
-             "(below).", "",
-             "| atom | name | family | labelled by | logs | LLM |", "|---|---|---|---|---|---|"]
+             "(below).", ""]
+    if res.get("extraction"):
+        from mau.claimsread.report import caption
+
+        x = res["extraction"]
+        lines += [f"The speech of {x['extracted_utterances']} utterances of free-text matches was read as "
+                  "claims before their verbal atoms were labelled.", *caption(x)]
+    lines += ["| atom | name | family | labelled by | logs | LLM |", "|---|---|---|---|---|---|"]
     for a, (name, fam, _) in ATOMS.items():
         by = "logs + LLM" if a in DECIDABLE else "logs (the act) + LLM" if a in PARTIAL else "**LLM only**"
         lines.append(f"| {a} | {name} | {fam} | {by} | "

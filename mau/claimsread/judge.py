@@ -26,8 +26,8 @@ from typing import Any
 from mau import schema as F
 from mau.claims.check import FALSE, UNSUPPORTED, check_match
 from mau.claims.sights import Timeline, read_lines
+from mau.claimsread.extract import first_json_object
 from mau.errors import MauError
-from mau.eval.claims_extract import first_json_object
 from mau.harness.completion import Completion
 from mau.schema import TICKS_PER_SECOND
 
@@ -105,11 +105,23 @@ class Match:
         return next((n for n in self.imposters if n != name), None)
 
 
-def load_match(path: Path) -> Match:
+def has_structured_claims(path: Path) -> bool:
+    """Whether any utterance of the match carries structured claims (else it is a free-text match)."""
+    from mau.matchdir import iter_events
+
+    return any(e[F.TYPE] == F.EV_UTTERANCE and e.get(F.CLAIMS) for e in iter_events(path))
+
+
+def load_match(path: Path, extracted: dict[int, list[dict[str, Any]]] | None = None) -> Match:
+    """A match as the judge reads it; ``extracted``: claims read from its free speech ({event index:
+    claims}), checked as if said structured."""
+    from mau.claimsread.metrics import with_extracted
     from mau.matchdir import iter_events, read_header
 
     header = read_header(path)
     events = list(iter_events(path))
+    if extracted:
+        events, _ = with_extracted(events, extracted)
     sights = read_lines(path, header)
     said = any(e.get(F.CLAIMS) for e in events if e[F.TYPE] == F.EV_UTTERANCE)
     if said and not sights:
@@ -130,12 +142,16 @@ def _reasons(path: Path, events: list[dict[str, Any]]) -> dict[int, str]:
         return {}
     said: dict[tuple[str, str], list[str]] = {}
     with open(calls) as f:
-        for line in f:
+        for n, line in enumerate(f, 1):
             if '"module":"meeting"' not in line and '"module":"vote"' not in line:
                 continue
-            c = json.loads(line)
-            text = (c.get(F.PARSED) or {}).get("reasoning") or ""
-            said.setdefault((c[F.AGENT], c[F.MODULE]), []).append(text)
+            try:
+                c = json.loads(line)
+                text = (c.get(F.PARSED) or {}).get("reasoning") or ""
+                said.setdefault((c[F.AGENT], c[F.MODULE]), []).append(str(text))
+            except (json.JSONDecodeError, AttributeError, KeyError, TypeError):
+                raise MauError(f"{calls}:{n}: not a call record (the file is cut or damaged); restore it "
+                               "from where the run was written, or play the match again") from None
     out: dict[int, str] = {}
     seen: dict[tuple[str, str], int] = {}
     for e in events:
