@@ -230,14 +230,8 @@ def build_dataset(cfg: DatasetConfig, out: Path, warn: Callable[[str], None] | N
                 expert = is_expert_example(call)
                 if expert and call.get(F.MODULE) == VOTE_MODULE:
                     votes += vote_rows([call], list(match.roles))
-                tags = select(call, match, filters, cfg) if expert else None
-                if tags is None:
-                    stats.skipped["fallback"] += 1
-                elif not tags:
-                    stats.skipped["not_selected"] += 1
-                elif cfg.modules is not None and call.get(F.MODULE) not in cfg.modules:
-                    stats.skipped["other_modules"] += 1
-                else:
+                tags = _kept(call, match, filters, cfg, stats) if expert else _counted(stats, "fallback")
+                if tags:
                     _emit(
                         call, match, tags, split, auditor, writers[split], feats, stats, tokens, cfg, problem
                     )
@@ -264,6 +258,22 @@ def build_dataset(cfg: DatasetConfig, out: Path, warn: Callable[[str], None] | N
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return Built(header, stats)
+
+
+def _counted(stats: BuildStats, reason: str) -> None:
+    """A call that is no example, counted under its reason."""
+    stats.skipped[reason] += 1
+
+
+def _kept(call: dict[str, Any], match: MatchInfo, filters: list[Any], cfg: DatasetConfig,
+          stats: BuildStats) -> list[str] | None:
+    """The filters that keep an expert call, or None (counted: no filter kept it, or not in ``modules``)."""
+    tags = select(call, match, filters, cfg)
+    if not tags:
+        return _counted(stats, "not_selected")
+    if cfg.modules is not None and call.get(F.MODULE) not in cfg.modules:
+        return _counted(stats, "other_modules")
+    return tags
 
 
 def _seen_before(call: dict[str, Any], match: Any, match_dir: Path, seen_calls: dict[str, str]) -> bool:
