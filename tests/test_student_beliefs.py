@@ -214,3 +214,18 @@ def test_curve_subsets_are_whole_matches_in_a_seeded_order():
     assert all(ms[i] == ms[i + 1] or ms[i + 1] not in ms[: i + 1] for i in range(len(ms) - 1))  # together
     assert ms != [e.meta[F.MATCH] for e in ex] and a != subset_order(ex, 1)  # shuffled, by the seed
     assert [e.key for e in a[:3]] == sorted(e.key for e in a[:3])  # a match's rows keep their order
+
+
+def test_curve_dry_run_counts_the_points(tmp_path, capsys):
+    from mau.commands.student_curve import main as curve_main
+    from mau.config import load_config, parse_overrides
+    from mau.options import RunOptions
+    from mau.student.config import StudentCurveConfig
+
+    path = "configs/student/curve.yaml"
+    cfg = load_config(StudentCurveConfig, path, parse_overrides([f"output.dir={tmp_path / 'c'}"]))
+    assert curve_main(cfg, RunOptions(dry_run=True)) == 0
+    assert "(9 points, 2 epochs each)" in capsys.readouterr().out  # 4 sizes x 2 objectives + belief at one
+    assert not (tmp_path / "c").exists()
+    with pytest.raises(Exception, match="objectives.belief.sizes: 5 is not one of sizes"):
+        load_config(StudentCurveConfig, path, parse_overrides(["objectives.belief.sizes=[5]"]))

@@ -31,9 +31,10 @@ def main(cfg: StudentCurveConfig, opts: RunOptions = RunOptions()) -> int:
     if opts.dry_run:
         t = cfg.training
         steps = f"{t.max_steps} steps" if t.max_steps else f"{t.epochs:g} epochs"
+        points = sum(o.sizes is None or n in o.sizes for o in cfg.objectives.values() for n in cfg.sizes)
         print(f"mau student-curve --dry-run: {cfg.model.path} on {cfg.data.dataset}, sizes {cfg.sizes} x "
-              f"objectives {list(cfg.objectives)} ({len(cfg.sizes) * len(cfg.objectives)} points, {steps} "
-              f"each), scored on {cfg.heldout.runs} -> {out} (nothing written)")
+              f"objectives {list(cfg.objectives)} ({points} points, {steps} each), scored on "
+              f"{cfg.heldout.runs} -> {out} (nothing written)")
         return 0
     require_modules("mau student-curve")
     from mau.student.curve import markdown, run_curve
