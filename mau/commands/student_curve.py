@@ -15,7 +15,7 @@ from mau.commands.common import DRY_RUN, Flag, config_flags
 from mau.options import RunOptions
 from mau.student.config import StudentCurveConfig
 
-FLAGS = [*config_flags("sizes=[250,1000]"),
+FLAGS = [*config_flags("training.epochs=1"),
          Flag("--out", "run folder (output.dir)", key="output.dir"),
          Flag("--resume", "keep the finished points (or the finished curve) in --out", key="resume",
               type=bool),
