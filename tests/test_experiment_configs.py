@@ -85,7 +85,7 @@ def test_bc_chain_and_no_config_shares_a_seed_with_its_eval() -> None:
     from mau.collect.grid import enumerate_grid
     from mau.commands.quickstart import QuickstartConfig
     from mau.config import parse_overrides
-    from mau.student.config import StudentCurveConfig, StudentTrainConfig
+    from mau.student.config import StudentCurveConfig
 
     def seeds(path: str, sets: list[str] | None = None) -> set[int]:
         grid = load_config(CollectConfig, path, parse_overrides(sets or [])).grid
@@ -94,10 +94,16 @@ def test_bc_chain_and_no_config_shares_a_seed_with_its_eval() -> None:
     train, held = seeds("configs/collect/bc_ladder.yaml"), seeds("configs/collect/heldout_ladder.yaml")
     curve = load_config(StudentCurveConfig, "configs/student/curve.yaml")
     table = load_config(EvalConfig, "configs/eval/bc_table.yaml")
-    bc = load_config(StudentTrainConfig, "configs/student/bc.yaml")
+    bc = load_config(StudentCurveConfig, "configs/student/bc.yaml")
     assert len(train) == 1344 and len(held) == 210
     assert curve.data.dataset == "runs/bc/bcvote" and curve.heldout.runs == ["runs/bc/heldout"]
-    assert bc.data.dataset == "runs/bc/bcvote" and bc.training.feature_cache == curve.training.feature_cache
+    assert bc.data.dataset == "runs/bc/bcwin" and bc.training.feature_cache == curve.training.feature_cache
+    assert bc.heldout.runs == curve.heldout.runs and bc.sizes == [max(curve.sizes)]  # the table's students
+    assert bc.training.model_dump(exclude={"vote_weight", "belief_weight"}) == \
+        curve.training.model_dump(exclude={"vote_weight", "belief_weight"})
+    students = {f"runs/bc/curve/points/{o}_{max(curve.sizes)}_model" for o in ("vote", "vote_belief")} | \
+        {f"runs/bc/st_{f}/points/vote_{bc.sizes[0]}_model" for f in ("bcwin", "bcwin_vote")}
+    assert {table.arms[a].model for a in ("distilled", "bcwin", "bcvote", "bcwin+vote")} == students
     assert not train & held  # the curve scores matches no point trained on
     eval_seeds = set(table.seed_list())
     assert len(eval_seeds) == 20 and not eval_seeds & (train | held)
