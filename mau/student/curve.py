@@ -102,7 +102,8 @@ def run_curve(cfg: StudentCurveConfig, out: Path) -> dict[str, Any]:
                                                dataset_filter=data.header.get("filter"), resumed_from=None)
     cache_path = Path(cfg.training.feature_cache) if cfg.training.feature_cache else out / FEATURES
     cache = FeatureCache(split, cache_path)
-    cache.fill(split, pool + evals + held, desc="features (train, validation, held-out)", path=cache_path)
+    used = pool[:max(cfg.sizes)]  # nested subsets: the largest point's rows hold every point's
+    cache.fill(split, used + evals + held, desc="features (train, validation, held-out)", path=cache_path)
     start = {n: p.detach().clone() for n, p in _trainable(split)}
     references = {EXPERT_ROW: score(probes, expert_probs(probes))}
     points = []

@@ -98,12 +98,13 @@ class FeatureCache:
         return self.data[self.key(e.ids)].to(torch.float32)
 
     def save(self, path: Path) -> None:
-        """Written beside and renamed into place: a stopped save never leaves a damaged cache."""
+        """Written beside and renamed into place: a stopped save never leaves a damaged cache, and two runs
+        sharing the cache never write into one partial file (the last save wins whole)."""
         import os
 
         import torch
 
-        tmp = path.with_name(f".{path.name}.partial")
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.partial")
         torch.save({"tag": self.tag, "features": self.data}, tmp)
         os.replace(tmp, path)
 
