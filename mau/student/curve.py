@@ -77,11 +77,11 @@ def run_curve(cfg: StudentCurveConfig, out: Path) -> dict[str, Any]:
 
     t0 = time.perf_counter()
     out = Path(out)
-    if (out / SUMMARY).is_file():
-        if not cfg.resume:
-            raise MauError(f"{out} holds a finished learning curve; choose another --out (or --resume to "
-                           "keep it)")
-        return json.loads((out / SUMMARY).read_text())
+    # A resumed curve is summarised anew from its point files: a run that computed some objectives only
+    # (``objectives.X.sizes=[]``) must not leave its partial summary as the curve's.
+    if (out / SUMMARY).is_file() and not cfg.resume:
+        raise MauError(f"{out} holds a finished learning curve; choose another --out (or --resume to keep "
+                       "its points and summarise them again)")
     if (out / POINTS).is_dir() and not cfg.resume:
         raise MauError(f"{out} holds an unfinished learning curve; pass --resume to keep its finished "
                        "points, or choose another --out")
