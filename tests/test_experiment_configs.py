@@ -98,10 +98,12 @@ def test_bc_chain_and_no_config_shares_a_seed_with_its_eval() -> None:
     assert len(train) == 1344 and len(held) == 210
     assert curve.data.dataset == "runs/bc/bcvote" and curve.heldout.runs == ["runs/bc/heldout"]
     assert bc.data.dataset == "runs/bc/bcwin" and bc.training.feature_cache == curve.training.feature_cache
-    assert bc.heldout.runs == curve.heldout.runs and bc.sizes == [max(curve.sizes)]  # the table's students
+    # the table's students: the 1,000-row points, saved by the curve
+    assert bc.heldout.runs == curve.heldout.runs and bc.sizes == [1000] and 1000 in curve.sizes
+    assert set(curve.save_sizes or []) >= {1000} and curve.objectives["belief"].sizes == [1000, 3000]
     assert bc.training.model_dump(exclude={"vote_weight", "belief_weight"}) == \
         curve.training.model_dump(exclude={"vote_weight", "belief_weight"})
-    students = {f"runs/bc/curve/points/{o}_{max(curve.sizes)}_model" for o in ("vote", "vote_belief")} | \
+    students = {f"runs/bc/curve/points/{o}_1000_model" for o in ("vote", "vote_belief")} | \
         {f"runs/bc/st_{f}/points/vote_{bc.sizes[0]}_model" for f in ("bcwin", "bcwin_vote")}
     assert {table.arms[a].model for a in ("distilled", "bcwin", "bcvote", "bcwin+vote")} == students
     assert not train & held  # the curve scores matches no point trained on

@@ -141,7 +141,8 @@ def test_the_learning_curve_scores_every_point_on_the_same_heldout_prompts(stude
     out = tmp_path / "curve"
     cfg = load_config(StudentCurveConfig, "configs/student/curve.yaml", parse_overrides(
         [f"model.path={student}", f"data.dataset={bc_run['bcvote']}", f"heldout.runs=[{bc_run['collect']}]",
-         "sizes=[3,6]", "objectives.belief.sizes=[3]", "training.max_steps=2", "training.train_last_layers=1",
+         "sizes=[3,6]", "objectives.belief.sizes=[3]", "save_sizes=[3]", "training.max_steps=2",
+         "training.train_last_layers=1",
          f"output.dir={out}", "training.feature_cache=null"]))
     assert curve_main(cfg, RunOptions(progress=False)) == 0
     s = json.loads((out / "curve.json").read_text())
@@ -156,8 +157,9 @@ def test_the_learning_curve_scores_every_point_on_the_same_heldout_prompts(stude
         assert e["value"] is None or 0 <= e["value"] <= 1
     assert {"curve.md", "curve.csv", "curve.png", "features.pt"} <= {f.name for f in out.iterdir()}
     saved = sorted(p.name for p in (out / "points").glob("*_model"))
-    assert saved == ["vote_6_model", "vote_belief_6_model"]  # the largest point's students, playable
-    assert (out / "points" / "vote_belief_6_model" / "config.json").is_file()
+    # the students of save_sizes, playable
+    assert saved == ["belief_3_model", "vote_3_model", "vote_belief_3_model"]
+    assert (out / "points" / "vote_belief_3_model" / "config.json").is_file()
     # nested subsets: a smaller point's matches are the first of a larger one's
     assert s["points"][0]["matches"] <= s["points"][3]["matches"]
     # --resume keeps the finished points and summarises them anew: a run restricted to some objectives

@@ -148,9 +148,10 @@ class StudentCurveConfig(Model):
     objectives: dict[str, Objective] = Field(default_factory=_default_objectives, description="Name -> the "
                                              "weights of the vote and belief terms.")
     subset_seed: int = Field(0, description="Seed of the matches' order for the nested subsets.")
-    save_largest: bool = Field(True, description="Save the student of each objective's largest point "
-                               "(points/<objective>_<size>_model/: the whole model and tokenizer, as "
-                               "mau student-train's OUT/model), to play it in mau eval.")
+    save_sizes: list[int] | None = Field(None, description="Save the students of these sizes "
+                                         "(points/<objective>_<size>_model/: the whole model and tokenizer, "
+                                         "as mau student-train's OUT/model), to play them in mau eval; "
+                                         "unset: the largest of sizes; []: none.")
     linear: bool = Field(True, description="Also fit the linear reader of the compact prompt "
                          "(mau.infer.compact_reader) on each point's rows with its objective, and score it.")
     output: StudentOutput = Field(default_factory=StudentOutput, description="The run folder (default "

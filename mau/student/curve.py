@@ -106,6 +106,7 @@ def run_curve(cfg: StudentCurveConfig, out: Path) -> dict[str, Any]:
     cache.fill(split, used + evals + held, desc="features (train, validation, held-out)", path=cache_path)
     start = {n: p.detach().clone() for n, p in _trainable(split)}
     references = {EXPERT_ROW: score(probes, expert_probs(probes))}
+    saved_sizes = set(cfg.save_sizes if cfg.save_sizes is not None else [max(cfg.sizes)])
     points = []
     for size in cfg.sizes:
         n = min(size, len(pool))
@@ -133,7 +134,7 @@ def run_curve(cfg: StudentCurveConfig, out: Path) -> dict[str, Any]:
                      "steps": steps, "train_loss": loss, "validation": evaluate(split, cache, val),
                      "heldout": score(probes, student_probs(split, cache, held)),
                      "train_s": round(time.perf_counter() - tp, 1)}
-            if cfg.save_largest and size == max(cfg.sizes):
+            if size in saved_sizes:
                 saved = out / POINTS / f"{_slug(name)}_{size}_model"
                 model.save_pretrained(saved)
                 tokenizer.save_pretrained(saved)
