@@ -179,15 +179,20 @@ def scripted_policies(cfg: PlayConfig, game_map: Any) -> dict[str, Any]:
     scripted model of its seat (its name, else its side's: ``seats.imposter.model.model: scripted-quiet``)."""
     from mau.env.rules import imposters_of
     from mau.env.scripted import ScriptedPolicy, temperament_of
+    from mau.infer.fit import read_params
 
     imposters = set(imposters_of(cfg.world.game, cfg.seed))
     out = {}
     for p in cfg.world.game.players:
         seat = cfg.seats.get(p.name) or cfg.seats[F.IMPOSTER if p.name in imposters else F.CREWMATE]
         scripted = seat.model.backend == "scripted"
+        m = seat.model
         out[p.name] = ScriptedPolicy(p.name, game_map, cfg.seed,
-                                     temperament_of(seat.model.model) if scripted else "expert",
-                                     claims=cfg.world.claims)
+                                     temperament_of(m.model) if scripted else "expert",
+                                     params=read_params(m.likelihood, "likelihood") if m.likelihood else None,
+                                     claims=cfg.world.claims,
+                                     plans_against=read_params(m.plans_against, "plans_against")
+                                     if m.plans_against else None)
     return out
 
 

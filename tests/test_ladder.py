@@ -155,8 +155,9 @@ def _perturb_hidden(world: SimWorld, imposter: str, mode: str, rng: random.Rando
 _ACTING: list[SimWorld] = []  # the world a decision is taken in (only a planted peek reads it)
 
 
-@pytest.mark.parametrize("rung", LADDER)
-def test_no_rung_reads_what_lies_outside_its_perception(rung):
+@pytest.mark.parametrize("rung,against", [(r, None) for r in LADDER] + [
+    ("adversarial", "configs/observer/habits.json"), ("adversarial", "configs/observer/issue29.json")])
+def test_no_rung_reads_what_lies_outside_its_perception(rung, against):
     """At every roam step of a match, each living imposter's decision from its observation of the real world
     and of a world whose crewmates outside its perception were moved, turned and given other missions: the
     same
@@ -166,8 +167,12 @@ def test_no_rung_reads_what_lies_outside_its_perception(rung):
     rng = random.Random(7)
     seed = 11
     w.reset(seed)
+    from mau.infer.fit import read_params
+
+    plans = read_params(against) if against else None  # every detector the adversary may plan against
     pols = {
-        p.name: ScriptedPolicy(p.name, w.map, seed, rung if p.is_imposter else "expert")
+        p.name: ScriptedPolicy(p.name, w.map, seed, rung if p.is_imposter else "expert",
+                               plans_against=plans if p.is_imposter else None)
         for p in w.state.players
     }
     checked = 0
@@ -231,7 +236,7 @@ def test_the_no_peeking_check_catches_a_peek(monkeypatch):
 
     monkeypatch.setattr(imp.Strategy, "kill", peeking)
     with pytest.raises(AssertionError, match="quiet"):
-        test_no_rung_reads_what_lies_outside_its_perception("quiet")
+        test_no_rung_reads_what_lies_outside_its_perception("quiet", None)
 
 
 # -- speech without a role tell ------------------------------------------------------------------------------
@@ -326,3 +331,53 @@ def test_a_scripted_model_reasons_with_the_likelihood_it_is_given(tmp_path):
     fit.write_text("{}")
     with pytest.raises(ValueError, match="not a mau.observer_fit version 1 file"):
         make_backend(ModelConfig(backend="scripted", likelihood=str(fit)))
+
+
+def _fit_file(path, **planted) -> str:
+    from mau import schema as F
+    from mau.infer.model import Params
+
+    path.write_text(json.dumps({F.FORMAT: F.FIT_FORMAT, F.FORMAT_VERSION: F.FIT_VERSION,
+                                "params": {**Params().to_dict(), **planted}}))
+    return str(path)
+
+
+def test_the_adversary_plans_against_the_detector_it_is_given(tmp_path):
+    """plans_against (issue 43): the adversarial imposter weighs its choices with that file's weights, its
+    own reasoning keeps its own. A planted weight flips a decision: where a report reads as innocent
+    (reported < 0) it reports a body; where the detector it plans against reads a report as guilt, it does
+    not."""
+    from mau.harness.backends import make_backend
+    from mau.harness.backends.base import ModelConfig
+    from mau.infer.fit import read_params
+    from mau.infer.model import Params
+
+    def reports(against: str | None) -> bool:
+        w = _scene()
+        b = ScriptedBrain("James", w.map, 0, "adversarial",
+                          plans_against=read_params(against) if against else None)
+        obs = w.observe("James", "ego")
+        b.observe(obs)
+        assert b.params == Params()  # its own model is the shipped one whatever it plans against
+        return b.report(obs, "Steve")
+
+    innocent = _fit_file(tmp_path / "innocent.json", reported=-6.0)
+    guilty = _fit_file(tmp_path / "guilty.json", reported=6.0)
+    assert reports(innocent) is True and reports(guilty) is False
+    assert reports(None) is (Params().reported < 0)  # by default: the shipped teacher's weights
+    backend = make_backend(ModelConfig(backend="scripted", model="scripted-adversarial",
+                                       plans_against=guilty))
+    assert backend._against.reported == 6.0 and backend._params is None
+    with pytest.raises(ValueError, match="no such file; give the observer_fit.json"):
+        ModelConfig(backend="scripted", plans_against=str(tmp_path / "nope.json"))
+
+
+def test_kill_reach_names_only_the_crewmates_the_imposter_perceives():
+    """In ego state a crewmate behind the imposter within kill reach is not in its observation's (and its
+    prompt's) ``in_kill_reach``; one in view is; all-round privileged sight names both (issue 43)."""
+    w = _scene()
+    place(w, "Jason", 84.5, 68.5)  # 2 blocks behind James: in reach, out of view
+    ego = w.observe("James", "ego")
+    assert "Jason" not in {p["name"] for p in ego["players_in_view"]}
+    assert ego["in_kill_reach"] == ["Steve"]
+    assert sorted(w.observe("James", "privileged")["in_kill_reach"]) == ["Jason", "Steve"]

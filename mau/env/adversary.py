@@ -5,7 +5,9 @@
 every step end, for each crewmate whose place it perceives, the players and bodies it perceives that stand in
 that crewmate's line of sight within view distance (facing unknown: assumed all round); every crewmate takes
 in the public record of meetings. Each crewmate's estimated evidence is an ``EvidenceLog``, read by the
-observer's model (``mau.infer.model``, the imposter's copy of the shipped parameters).
+observer's model (``mau.infer.model``) with the parameters of the detector it plans against
+(``ScriptedBrain.plans_against``: the model spec's ``plans_against`` file, else the shipped teacher's): a
+white-box attack on that detector, from the imposter's own perception.
 
 At a report decision, a speech and a vote, ``Adversary`` plays each candidate out on that model (a fork: the
 evidence the candidate would add, on top of what each crewmate already has) and takes the one with the lowest
@@ -116,7 +118,7 @@ class Adversary(Strategy):
         k = self.mind.n_imposters
         total, guilty = 0.0, {}
         for c in crew:
-            bel = self.lens.beliefs(c, obs, (extra or {}).get(c, []), self.brain.params, k)
+            bel = self.lens.beliefs(c, obs, (extra or {}).get(c, []), self.brain.plans_against, k)
             total += bel.get(me, 0.0) + sum(bel.get(m, 0.0) for m in mates)
             for n, p in bel.items():
                 if n != me and n not in mates:
@@ -206,7 +208,7 @@ class Adversary(Strategy):
         k = self.mind.n_imposters
         counts: dict[str, int] = {}
         for c in self.lens.crew(obs):
-            bel = self.lens.beliefs(c, obs, [], self.brain.params, k)
+            bel = self.lens.beliefs(c, obs, [], self.brain.plans_against, k)
             top = max(sorted(bel), key=lambda n: bel[n]) if bel else None
             if top is not None and bel[top] >= CREW_VOTE_AT:
                 counts[top] = counts.get(top, 0) + 1

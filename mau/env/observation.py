@@ -266,9 +266,12 @@ def observe(world: ObservedWorld, name: str, mode: str = "ego") -> F.Observation
     obs["reportable_bodies"] = [b.victim for b in world.rules.bodies_in_range(st, me)
                                 if b.victim in me.seen_bodies] if me_active and st.bodies else []
     if imposter and me_active:
+        # only the players it perceives (in view; in privileged mode its all-round list too): a crewmate
+        # behind it within reach is not a sense it has (issue 43), though the kill rule would reach it
         mx, mz, reach, hypot = me.x, me.z, cfg.kill_reach, math.hypot
+        perceived = {q["name"] for q in seen} | {q["name"] for q in obs.get("players") or ()}
         obs["in_kill_reach"] = [p.name for p in st.players if p.alive and not p.ejected and p.role != IMPOSTER
-                                and hypot(p.x - mx, p.z - mz) <= reach]
+                                and p.name in perceived and hypot(p.x - mx, p.z - mz) <= reach]
     # (each list below built only when not empty: a comprehension costs a call even over nothing)
     known_dead = list(st.public_dead)
     if me.seen_bodies:

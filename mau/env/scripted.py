@@ -125,7 +125,8 @@ class ScriptedBrain:
     and ``perceive(kills)`` with the kills its frames showed, before a decision."""
 
     def __init__(self, name: str, game_map: GameMap, seed: int, temperament: str = "expert",
-                 params: infer.Params | None = None, claims: ClaimsConfig | None = None):
+                 params: infer.Params | None = None, claims: ClaimsConfig | None = None,
+                 plans_against: infer.Params | None = None):
         self.name = name
         self.map = game_map
         self.rng = random.Random(f"mau-scripted-{seed}-{name}")
@@ -137,6 +138,9 @@ class ScriptedBrain:
         # my imposter strategy (mau.env.imposters), made when first needed
         self.scheme: Strategy | None = None
         self.params = params or infer.Params()
+        # the detector the adversarial imposter plans against (its evidence kinds and weights): by default the
+        # model it reasons with itself (the shipped teacher's, or ``likelihood``'s)
+        self.plans_against = plans_against or self.params
         # The expert's per-match draws (so its matches differ); the other temperaments are fixed.
         self.explore_p = self.rng.choice([0.5, 0.75, 0.85, 0.97])
         self.kill_radius = self.rng.choice([6.0, 10.0, 16.0])

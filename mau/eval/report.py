@@ -15,6 +15,7 @@ from typing import Any
 
 from mau import schema as F
 from mau.eval import detection as D
+from mau.eval import exploit
 from mau.eval.baselines import ACCUSED_ROW, LINEAR_BC_ROW, LINEAR_ROW, NO_SPEECH_ROW, PUBLIC_ROW
 from mau.eval.config import POOLED, EvalConfig
 from mau.eval.detection import (
@@ -58,10 +59,12 @@ def compute(cfg: EvalConfig, out: Path, planned: int) -> dict[str, Any]:
     from mau.claimsread.report import run_claims
 
     claims = run_claims(out, cfg.bootstrap_resamples, cfg.bootstrap_seed)
-    return {F.FORMAT: RESULTS_FORMAT, F.FORMAT_VERSION: RESULTS_VERSION, "planned": planned,
-            "seeds": cfg.seed_list(), "models": models, "max_fallback_share": cfg.max_fallback_share,
-            "arm_health": health, **res, "detection": detection, "probe_cost": cost,
-            **({"claims": claims} if claims is not None else {})}
+    out = {F.FORMAT: RESULTS_FORMAT, F.FORMAT_VERSION: RESULTS_VERSION, "planned": planned,
+           "seeds": cfg.seed_list(), "models": models, "max_fallback_share": cfg.max_fallback_share,
+           "arm_health": health, **res, "detection": detection, "probe_cost": cost,
+           **({"claims": claims} if claims is not None else {})}
+    found = exploit.pairs(cfg.arms, cfg.imposters)
+    return {**out, "exploitability": exploit.figures(out, found)} if found else out
 
 
 def bc_reader(section: Any) -> Any:
@@ -247,6 +250,8 @@ def markdown(res: dict[str, Any]) -> str:
     lines += [f"| crewmates (arm) | {k} | {v} |" for k, v in res["models"]["arms"].items()]
     lines += [f"| imposters | {k} | {v} |" for k, v in res["models"]["imposters"].items()]
     lines += ["", *paper_table(res)]
+    if res.get("exploitability"):
+        lines += ["", *exploit.markdown(res["exploitability"])]
     header = "| arm | " + " | ".join(_col(i) for i in cols) + " |"
     sep = "|---" * (len(cols) + 1) + "|"
     for name, (title, n_what, method) in METRICS.items():

@@ -143,18 +143,23 @@ class ModelConfig(Model):
     likelihood: str | None = Field(None, description="scripted: an observer_fit.json (or its folder) whose "
                                    "likelihoods the scripted crewmates reason with (default: the shipped "
                                    "ones; docs/detection.md).")
+    plans_against: str | None = Field(None, description="scripted-adversarial: the observer_fit.json (or "
+                                      "its folder) of the detector the imposter plans against, its evidence "
+                                      "kinds and weights (default: the likelihoods it reasons with, the "
+                                      "shipped teacher's unless likelihood is set; docs/detection.md, "
+                                      "\"Exploitability\").")
     price_prompt_per_mtok: float = Field(0.0, ge=0, description="USD per million prompt tokens (cost "
                                                                 "estimates).")
     price_completion_per_mtok: float = Field(0.0, ge=0, description="USD per million completion tokens.")
 
-    @field_validator("likelihood")
+    @field_validator("likelihood", "plans_against")
     @classmethod
     def _likelihood_exists(cls, v: str | None) -> str | None:
         from pathlib import Path
 
         if v is not None and not Path(v).exists():
             raise ValueError(f"{v}: no such file; give the observer_fit.json (or its folder) of mau beliefs "
-                             f"--fit")
+                             f"--fit (or a file of configs/observer/)")
         return v
 
     def identity(self) -> dict[str, Any]:

@@ -30,6 +30,8 @@ class Backend(ModelBackend):
         self._brains: dict[str, dict[str, ScriptedBrain]] = {}
         likelihood = getattr(config, "likelihood", None)
         self._params = read_params(likelihood, "likelihood") if likelihood else None
+        against = getattr(config, "plans_against", None)
+        self._against = read_params(against, "plans_against") if against else None
 
     def parts(self) -> Parts:
         """The brains of the matches being played (their memories, suspicions and random streams) change;
@@ -53,6 +55,7 @@ class Backend(ModelBackend):
             per[request.agent] = ScriptedBrain(
                 request.agent, load_map(ctx["map"]), ctx["seed"] + self.config.seed,
                 temperament_of(self.config.model), params=self._params, claims=ctx.get("claims"),
+                plans_against=self._against,
             )
         return per[request.agent]
 
