@@ -178,8 +178,7 @@ def scripted_policies(cfg: PlayConfig, game_map: Any) -> dict[str, Any]:
     """``mau play``'s scripted policy for every seat: each player's temperament (or imposter rung) from the
     scripted model of its seat (its name, else its side's: ``seats.imposter.model.model: scripted-quiet``)."""
     from mau.env.rules import imposters_of
-    from mau.env.scripted import ScriptedPolicy, temperament_of
-    from mau.infer.fit import read_params
+    from mau.env.scripted import ScriptedPolicy, read_likelihood, temperament_of
 
     imposters = set(imposters_of(cfg.world.game, cfg.seed))
     out = {}
@@ -189,10 +188,9 @@ def scripted_policies(cfg: PlayConfig, game_map: Any) -> dict[str, Any]:
         m = seat.model
         out[p.name] = ScriptedPolicy(p.name, game_map, cfg.seed,
                                      temperament_of(m.model) if scripted else "expert",
-                                     params=read_params(m.likelihood, "likelihood") if m.likelihood else None,
+                                     params=read_likelihood(m.likelihood, "likelihood"),
                                      claims=cfg.world.claims,
-                                     plans_against=read_params(m.plans_against, "plans_against")
-                                     if m.plans_against else None)
+                                     plans_against=read_likelihood(m.plans_against, "plans_against"))
     return out
 
 

@@ -313,6 +313,13 @@ def test_mau_play_gives_each_seat_its_scripted_model(tmp_path):
     imps = set(imposters_of(cfg.world.game, cfg.seed))
     assert {n: p.rung for n, p in pols.items() if n in imps} == dict.fromkeys(imps, "framer")
     assert {p.rung for n, p in pols.items() if n not in imps} == {"habit"}
+    from mau.infer.fit import read_params
+
+    habits = "configs/observer/habits.json"  # a seat's likelihood and plans_against reach its policy
+    cfg = load_config(PlayConfig, "configs/play/scripted.yaml", {"seats": {"imposter": {"model": {
+        "model": "scripted-adversarial", "plans_against": habits, "likelihood": habits}}}})
+    pols = scripted_policies(cfg, make_world().map)
+    assert all(pols[n].plans_against == read_params(habits) == pols[n].params for n in imps)
 
 
 def test_a_scripted_model_reasons_with_the_likelihood_it_is_given(tmp_path):

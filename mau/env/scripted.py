@@ -120,6 +120,14 @@ _MODE_OF = {
 }
 
 
+def read_likelihood(path: str | None, what: str) -> infer.Params | None:
+    """The parameters of an observer_fit.json given as field ``what`` (``likelihood``, ``plans_against``);
+    None when unset."""
+    from mau.infer.fit import read_params
+
+    return read_params(path, what) if path else None
+
+
 class ScriptedBrain:
     """One seat's scripted decisions. Call ``observe(obs)`` with every observation (roam steps and meetings)
     and ``perceive(kills)`` with the kills its frames showed, before a decision."""
