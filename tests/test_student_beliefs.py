@@ -230,7 +230,7 @@ def test_curve_dry_run_counts_the_points(tmp_path, capsys):
     path = "configs/student/curve.yaml"
     cfg = load_config(StudentCurveConfig, path, parse_overrides([f"output.dir={tmp_path / 'c'}"]))
     assert curve_main(cfg, RunOptions(dry_run=True)) == 0
-    assert "(9 points, 2 epochs each)" in capsys.readouterr().out  # 4 sizes x 2 objectives + belief at one
+    assert "(10 points, 2 epochs each)" in capsys.readouterr().out  # 4 sizes x 2 objectives + belief at two
     assert not (tmp_path / "c").exists()
     with pytest.raises(Exception, match="objectives.belief.sizes: 5 is not one of sizes"):
         load_config(StudentCurveConfig, path, parse_overrides(["objectives.belief.sizes=[5]"]))

@@ -59,7 +59,6 @@ def run_curve(cfg: StudentCurveConfig, out: Path) -> dict[str, Any]:
     import torch
 
     from mau.harness.backends.lm import load_text_model
-    from mau.infer.compact_reader import LinearReader
     from mau.student.examples import from_dataset_rows
     from mau.student.score import examples_of, expert_probs, read_probes, score
     from mau.student.split import SplitLM
@@ -135,15 +134,9 @@ def run_curve(cfg: StudentCurveConfig, out: Path) -> dict[str, Any]:
                      "heldout": score(probes, student_probs(split, cache, held)),
                      "train_s": round(time.perf_counter() - tp, 1)}
             if size in saved_sizes:
-                saved = out / POINTS / f"{_slug(name)}_{size}_model"
-                model.save_pretrained(saved)
-                tokenizer.save_pretrained(saved)
-                point["model"] = str(saved)
+                point["model"] = _save(model, tokenizer, out / POINTS / f"{_slug(name)}_{size}_model")
             if cfg.linear:
-                reader = LinearReader.fit_rows(linear_rows(rows), t.vote_weight, t.belief_weight)
-                point["linear"] = score(probes, [reader.probs(e.meta.get("text", ""), e.candidates)
-                                                 for e in held])
-                point["linear_weights"] = reader.to_dict()
+                point.update(_linear_peer(rows, t, probes, held))
             atomic_write(path, json.dumps(point, default=str, indent=1) + "\n")
             points.append(point)
     summary = {"points": points, "references": references, "pool": len(pool),
@@ -156,6 +149,24 @@ def run_curve(cfg: StudentCurveConfig, out: Path) -> dict[str, Any]:
     plot(summary).save(out / "curve.png")
     atomic_write(out / SUMMARY, json.dumps(summary, default=str, indent=1) + "\n")
     return summary
+
+
+def _save(model: Any, tokenizer: Any, folder: Path) -> str:
+    """A point's student, whole (model and tokenizer), playable by mau eval's lm backend."""
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+def _linear_peer(rows: list[Any], t: Any, probes: list[Any], held: list[Any]) -> dict[str, Any]:
+    """The linear reader of the compact prompt fitted on a point's rows with its objective, scored on the
+    held-out prompts."""
+    from mau.infer.compact_reader import LinearReader
+    from mau.student.score import score
+
+    reader = LinearReader.fit_rows(linear_rows(rows), t.vote_weight, t.belief_weight)
+    return {"linear": score(probes, [reader.probs(e.meta.get("text", ""), e.candidates) for e in held]),
+            "linear_weights": reader.to_dict()}
 
 
 def _trainable(split: Any) -> list[tuple[str, Any]]:
