@@ -59,12 +59,12 @@ def compute(cfg: EvalConfig, out: Path, planned: int) -> dict[str, Any]:
     from mau.claimsread.report import run_claims
 
     claims = run_claims(out, cfg.bootstrap_resamples, cfg.bootstrap_seed)
-    out = {F.FORMAT: RESULTS_FORMAT, F.FORMAT_VERSION: RESULTS_VERSION, "planned": planned,
-           "seeds": cfg.seed_list(), "models": models, "max_fallback_share": cfg.max_fallback_share,
-           "arm_health": health, **res, "detection": detection, "probe_cost": cost,
-           **({"claims": claims} if claims is not None else {})}
+    results = {F.FORMAT: RESULTS_FORMAT, F.FORMAT_VERSION: RESULTS_VERSION, "planned": planned,
+               "seeds": cfg.seed_list(), "models": models, "max_fallback_share": cfg.max_fallback_share,
+               "arm_health": health, **res, "detection": detection, "probe_cost": cost,
+               **({"claims": claims} if claims is not None else {})}
     found = exploit.pairs(cfg.arms, cfg.imposters)
-    return {**out, "exploitability": exploit.figures(out, found)} if found else out
+    return {**results, "exploitability": exploit.figures(results, found)} if found else results
 
 
 def bc_reader(section: Any) -> Any:

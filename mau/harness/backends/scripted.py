@@ -13,10 +13,9 @@ import time
 from typing import Any
 
 from mau.env.map import load_map
-from mau.env.scripted import NONE, ScriptedBrain, temperament_of
+from mau.env.scripted import NONE, ScriptedBrain, read_likelihood, temperament_of
 from mau.harness import modules as M
 from mau.harness.backends.base import ModelBackend, ModelRequest, ModelResponse
-from mau.infer.fit import read_params
 from mau.schema import IMPOSTER
 from mau.snapshot import Parts, Restored
 
@@ -29,9 +28,8 @@ class Backend(ModelBackend):
         # match id -> agent -> brain: a worker plays many matches at once on one backend (docs/collect.md)
         self._brains: dict[str, dict[str, ScriptedBrain]] = {}
         likelihood = getattr(config, "likelihood", None)
-        self._params = read_params(likelihood, "likelihood") if likelihood else None
-        against = getattr(config, "plans_against", None)
-        self._against = read_params(against, "plans_against") if against else None
+        self._params = read_likelihood(likelihood, "likelihood")
+        self._against = read_likelihood(getattr(config, "plans_against", None), "plans_against")
 
     def parts(self) -> Parts:
         """The brains of the matches being played (their memories, suspicions and random streams) change;
