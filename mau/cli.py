@@ -30,6 +30,8 @@ VERBS = {
                                                     "BC dataset"),
     "student-curve": ("mau.commands.student_curve", "the CPU student's learning curve: nested subsets x "
                                                     "objectives, scored on held-out VOTE prompts"),
+    "arms-race": ("mau.commands.arms_race", "rounds of detector and adversary planning against it, fitted on "
+                                            "training seeds; writes the cross table's eval config"),
     "student-rl": ("mau.commands.student_rl", "GRPO of the CPU student's VOTE over its candidates (vote "
                                               "rewards)"),
     "view": ("mau.commands.view", "a self-contained browser viewer of a match, collect or eval folder "

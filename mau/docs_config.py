@@ -64,6 +64,7 @@ def render() -> str:
     from mau.commands.quickstart import QuickstartConfig
     from mau.commands.tiny_model import TinyModelConfig
     from mau.datasets.config import DatasetConfig
+    from mau.eval.arms_race import ArmsRaceConfig
     from mau.eval.config import EvalConfig
     from mau.eval.report_configs import BeliefsConfig
     from mau.rl.config import RLConfig
@@ -76,7 +77,8 @@ def render() -> str:
                 ("mau fork", ForkConfig), ("mau rl", RLConfig), ("mau student-train", StudentTrainConfig),
                 ("mau student-curve", StudentCurveConfig),
                 ("mau student-rl", StudentRLConfig), ("mau tiny-model", TinyModelConfig),
-                ("mau beliefs", BeliefsConfig), ("mau claims", ClaimsConfig), ("mau judge", JudgeConfig)]
+                ("mau beliefs", BeliefsConfig), ("mau arms-race", ArmsRaceConfig),
+                ("mau claims", ClaimsConfig), ("mau judge", JudgeConfig)]
     out = [HEADER]
     for title, model in sections:
         out += [f"## `{title}`", "", (model.__doc__ or "").strip(), "", "| key | default | meaning "

@@ -211,7 +211,9 @@ IMPOSTER_COLUMN = "imposter"
 PROBES_FILE = "probes.jsonl"  # one record per probe (a model's answer or the ideal observer's posterior)
 PROBES_FORMAT = "mau.probes"
 OBSERVER_FIT = "observer_fit.json"  # mau beliefs --fit: the ideal observer's fitted likelihoods
-FIT_FORMAT, FIT_VERSION = "mau.observer_fit", 1  # its format (docs/formats.md)
+FIT_FORMAT, FIT_VERSION = "mau.observer_fit", 1  # its format (docs/formats.md): one kind's params
+FIT_MIXTURE_VERSION = 2  # the same format holding a mixture over the imposters' kinds (kinds, prior)
+FIT_VERSIONS = (FIT_VERSION, FIT_MIXTURE_VERSION)
 PROBES_FORMAT_VERSION = 3
 # the metrics read all; the observer's evidence changed in 2 and 3 (formats.md)
 PROBES_READABLE_VERSIONS = (1, 2, 3)

@@ -331,7 +331,7 @@ def test_the_evidence_block_reads_back_into_the_same_posterior():
             meetings_public=[
                 {
                     "n": 1, "caller": "C", "reason": "report", "body": "D",
-                    "votes": {"A": "C", "B": "A", "Me": "A"}, "ejected": "A",
+                    "votes": {"A": "C", "B": "A", "Me": "A", "C": "skip"}, "ejected": "A",
                 }
             ],
             ejections=[{"name": "A", "role": "imposter"}],
@@ -345,7 +345,7 @@ def test_the_evidence_block_reads_back_into_the_same_posterior():
     got = M.beliefs("Me", ROSTER, cands, 2, parse_items(prompt, "Me", ROSTER), M.Params())[0]
     assert got == pytest.approx(want, abs=1e-6)
     assert {it["k"] for it in parse_items(prompt, "Me", ROSTER)} >= {
-        "dead", "death", "accuse", "vote", "ejected", "reported", "saw_kill",
+        "dead", "death", "accuse", "vote", "ejected", "reported", "saw_kill", "skipped",
     }
 
 
@@ -501,3 +501,86 @@ def test_the_evidence_items_with_kept_bins_equal_freshly_binned_ones():
     log.observe(_obs(500, {}, known_dead=["D"],
                      meeting={"caller": "C", "reason": "report", "body": "D", "transcript": []}))
     assert next(it for it in log.items() if it["k"] == DEATH)["bins"]["C"] == [3, 3, 3]
+
+
+# -- evidence a planner cannot cheaply steer, and hypotheses over the imposters' kind (issue 43) -------------
+def test_a_withheld_vote_and_an_alibi_are_evidence_items():
+    log = EvidenceLog("Me", ROSTER)
+    far = (200.0, 200.0)
+    log.observe(_obs(100, {"A": (10, 10), "B": (50, 50), "C": far, "D": (30, 30)}))
+    log.observe(_obs(200, {"A": (31, 31), "B": (45, 50), "C": far, "D": (31, 30)}))  # D lies at (31, 30)
+    log.observe(_obs(300, {"A": (40, 30), "B": (48, 50), "C": (190, 190), "D": (31, 30)}))
+    log.observe(_obs(400, {}, known_dead=["D"], meeting={"caller": "A", "reason": "report", "body": "D",
+                                                         "transcript": []}))
+    votes = {"A": "B", "B": "skip", "C": "skip", "Me": "skip"}
+    log.observe(_obs(500, {}, meetings_public=[{"n": 1, "caller": "A", "reason": "report", "body": "D",
+                                                "votes": votes}]))
+    items = log.items()
+    # B was 20+ blocks away at every step end I saw it, C 200+: both accounted for; A stood by the spot
+    assert sorted(it["p"] for it in items if it["k"] == "alibi") == ["B", "C"]
+    assert all(it["victim"] == "D" for it in items if it["k"] == "alibi")
+    assert sorted(it["p"] for it in items if it["k"] == "skipped") == ["B", "C", "Me"]
+    # the prompt's Evidence block says both, and reads back into the same items
+    from mau.infer.learnability import parse_items
+
+    back = parse_items("\n".join(f"- {x}" for x in log.lines()), "Me", ROSTER)
+    for kind in ("alibi", "skipped"):
+        assert [it for it in back if it["k"] == kind] == [it for it in items if it["k"] == kind]
+    others = [n for n in ROSTER if n != "Me"]
+    cands = [n for n in others if n != "D"]
+    skip = M.beliefs("Me", ROSTER, cands, 2, [it for it in items if it["k"] in ("dead", "skipped")],
+                     M.Params(skipped=2.0))[0]
+    assert skip["B"] == skip["C"] > skip["A"]  # B and C skipped, A voted
+    alibi = M.beliefs("Me", ROSTER, cands, 2, [it for it in items if it["k"] in ("dead", "alibi")],
+                      M.Params(alibi=-2.0))[0]
+    assert alibi["A"] > alibi["B"] == alibi["C"]
+    # 0 (the issue-29 fit) makes both count for nothing
+    assert M.beliefs("Me", ROSTER, cands, 2, items, M.Params(skipped=0, alibi=0))[0] == M.beliefs(
+        "Me", ROSTER, cands, 2, [it for it in items if it["k"] not in ("skipped", "alibi")], M.Params())[0]
+
+
+def _mixture() -> M.Mixture:
+    planner = M.Params(strong_ii=2.5, skipped=2.0, near_0=0.0)
+    return M.Mixture(kinds={"habit": M.Params(), "planner_0": planner},
+                     prior={"habit": 0.6, "planner_0": 0.4})
+
+
+def test_a_mixture_over_kinds_sums_each_hypothesis_over_its_kinds():
+    others = ["A", "B", "C", "D"]
+    items = [{"k": "accuse", "p": "A", "target": "B", "s": "strong"}, {"k": "skipped", "p": "A"},
+             {"k": "vote", "p": "C", "target": "D"}]
+    mix = _mixture()
+    post, ok = M.posterior(others, 2, items, mix)
+    assert ok
+    want = {}
+    for h in M.hypotheses(others, 2):
+        want[h] = sum(pr * math.exp(sum(M.log_factor(it, h, mix.kinds[n]) for it in items))
+                      for n, pr in mix.prior.items())
+    total = sum(want.values())
+    for h in want:
+        assert post[h] == pytest.approx(want[h] / total, abs=1e-12)
+    # the planner kind reads an accusation of a partner as a sign of the pair: {A, B} gains on habit alone
+    habit = M.posterior(others, 2, items, M.Params())[0]
+    assert post[frozenset("AB")] > habit[frozenset("AB")]
+    # one kind is that kind's Params; the memo and the vectorised prediction agree with the posterior
+    one = M.Mixture(kinds={"habit": M.Params(weak_ic=0.7)}, prior={"habit": 1.0})
+    assert M.posterior(others, 2, items, one) == M.posterior(others, 2, items, M.Params(weak_ic=0.7))
+    memo = M.PosteriorMemo()
+    for _ in range(2):
+        assert memo.posterior(others, 2, items, mix) == (post, True)
+    pr = Probe(items, others, 2, frozenset("AB"), ["A", "B", "C"])
+    assert predict([pr], mix)[0] == pytest.approx(M.marginals(post, ["A", "B", "C"]), abs=1e-9)
+    with pytest.raises(ValueError, match="name the same kinds"):
+        M.Mixture(kinds={"habit": M.Params()}, prior={"planner": 1.0})
+    with pytest.raises(ValueError, match="sum to 1"):
+        M.Mixture(kinds={"habit": M.Params()}, prior={"habit": 0.5})
+
+
+def test_a_mixture_explains_its_belief_by_the_items_that_moved_it():
+    from mau.infer.explain import influence
+
+    roster = ["Me", "A", "B", "C", "D"]
+    items = [{"k": "skipped", "p": "A"}, {"k": "vote", "p": "C", "target": "D"}]
+    pulls = dict(influence("Me", roster, 2, items, _mixture(), "A"))
+    assert pulls[0] > 0.1  # the withheld vote moved A under the planner kind
+    assert dict(influence("Me", roster, 2, items, M.Params(), "A")).get(0, 0.0) == pytest.approx(0.0)

@@ -336,7 +336,7 @@ def test_a_scripted_model_reasons_with_the_likelihood_it_is_given(tmp_path):
     backend = make_backend(ModelConfig(backend="scripted", likelihood=str(tmp_path)))
     assert backend._params.near_0 == 9.0
     fit.write_text("{}")
-    with pytest.raises(ValueError, match="not a mau.observer_fit version 1 file"):
+    with pytest.raises(ValueError, match="not a mau.observer_fit file of version 1 or 2"):
         make_backend(ModelConfig(backend="scripted", likelihood=str(fit)))
 
 

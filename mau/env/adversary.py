@@ -83,7 +83,7 @@ class Lens:
                     and game_map.line_of_sight(cx, cz, b["position"][0], b["position"][1])]
             log.observe(base)
 
-    def beliefs(self, c: str, obs: dict[str, Any], extra: list[dict[str, Any]], params: infer.Params,
+    def beliefs(self, c: str, obs: dict[str, Any], extra: list[dict[str, Any]], params: infer.Detector,
                 k: int) -> dict[str, float]:
         cands = [n for n in self.alive(obs) if n != c]
         return infer.beliefs(c, self.roster, cands, k, self.logs[c].items() + extra, params)[0]
@@ -224,8 +224,10 @@ class Adversary(Strategy):
             skips = voters - sum(tally.values())
             out = leaders[0] if len(leaders) == 1 and top > skips else None
             what = "none" if out is None else "me" if out == me else "mate" if out in mates else "crew"
+            # a skip is evidence too where the detector weighs it (``skipped``; 0 in issue 29's likelihoods)
             vote_item = (
-                [] if choice == SKIP else [{"k": "vote", "meeting": n_meeting, "p": me, "target": choice}]
+                [{"k": "skipped", "p": me}] if choice == SKIP
+                else [{"k": "vote", "meeting": n_meeting, "p": me, "target": choice}]
             )
             c = self.cost(obs, {x: vote_item for x in self.lens.crew(obs)}, guilt=False) + EJECT_VALUE[what]
             if best is None or c < best[0] - 1e-9:

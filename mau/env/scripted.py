@@ -120,7 +120,7 @@ _MODE_OF = {
 }
 
 
-def read_likelihood(path: str | None, what: str) -> infer.Params | None:
+def read_likelihood(path: str | None, what: str) -> infer.Detector | None:
     """The parameters of an observer_fit.json given as field ``what`` (``likelihood``, ``plans_against``);
     None when unset."""
     from mau.infer.fit import read_params
@@ -133,8 +133,8 @@ class ScriptedBrain:
     and ``perceive(kills)`` with the kills its frames showed, before a decision."""
 
     def __init__(self, name: str, game_map: GameMap, seed: int, temperament: str = "expert",
-                 params: infer.Params | None = None, claims: ClaimsConfig | None = None,
-                 plans_against: infer.Params | None = None):
+                 params: infer.Detector | None = None, claims: ClaimsConfig | None = None,
+                 plans_against: infer.Detector | None = None):
         self.name = name
         self.map = game_map
         self.rng = random.Random(f"mau-scripted-{seed}-{name}")

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mau.infer.hearsay import STRONG, accusations
-from mau.schema import CLAIM_PLACED_KINDS, TICKS_PER_SECOND
+from mau.schema import CLAIM_PLACED_KINDS, SKIP, TICKS_PER_SECOND
 
 # Distance bins of a death's neighbours, in blocks: 0: <= 3 (kill reach), 1: <= 6, 2: <= 12, 3: farther or
 # unseen.
@@ -49,6 +49,11 @@ DEAD, EJECTED, SAW_KILL, DEATH, ACCUSE, VOTE, REPORTED, CALLED, CONTRADICTED, CO
     "dead", "ejected", "saw_kill", "death", "accuse", "vote", "reported", "called", "contradicted",
     "conflict",
 )
+# Evidence a planning imposter cannot cheaply steer (issue 43; docs/detection.md, "Evidence a planner cannot
+# steer"): a vote withheld (``skipped``: who gains from a meeting that ejects nobody) and my own sightings of
+# a # player away from where a victim lay during its death window (``alibi``: time accounted for).
+SKIPPED, ALIBI = "skipped", "alibi"
+ALIBI_LINE = f"Seen by me only farther than {NEAR_BINS[-1]:g} blocks from where"  # lines() of alibis
 
 
 def dist_bin(d: float | None) -> int:
@@ -345,6 +350,18 @@ class EvidenceLog:
                     best = (d.victim, x, t / TICKS_PER_SECOND)
         return best
 
+    def alibis(self) -> list[tuple[str, str]]:
+        """(victim, player) of each death window in which I saw the player only away from where the victim lay
+        (farther than ``NEAR_BINS[-1]`` at every step end I saw it): its time there is accounted for, by
+        me."""
+        out = []
+        for d in self.deaths.values():
+            for name, row in d.dists.items():
+                seen = [x for x in row if x is not None]
+                if seen and min(seen) > NEAR_BINS[-1]:
+                    out.append((d.victim, name))
+        return out
+
     def items(self) -> list[dict[str, Any]]:
         """The evidence as the likelihood model reads it (``mau.infer.model``)."""
         out: list[dict[str, Any]] = [{"k": DEAD, "p": v} for v in self.dead]
@@ -364,8 +381,10 @@ class EvidenceLog:
             {"k": ACCUSE, "p": a["speaker"], "target": a["target"], "s": a["strength"]} for a in self.accused
         ]
         out += [
-            {"k": VOTE, "p": v["voter"], "target": v["target"]} for v in self.votes if v["target"] != "skip"
+            {"k": VOTE, "p": v["voter"], "target": v["target"]} for v in self.votes if v["target"] != SKIP
         ]
+        out += [{"k": SKIPPED, "p": v["voter"]} for v in self.votes if v["target"] == SKIP]
+        out += [{"k": ALIBI, "p": name, "victim": victim} for victim, name in self.alibis()]
         for m in self.meetings:
             out.append({"k": REPORTED if m["reason"] == "report" else CALLED, "p": m["caller"]})
         out += [{"k": CONTRADICTED, "p": c["speaker"]} for c in self.contradictions]
@@ -395,6 +414,9 @@ class EvidenceLog:
             who = "; ".join(near) if near else "nobody"
             out.append(f"{d.victim} is dead{where}. Within {NEAR_BINS[-1]:g} blocks of where {d.victim} lay, "
                        f"{span} (blocks at step ends): {who}.")
+            away = [name for victim, name in self.alibis() if victim == d.victim]
+            if away:
+                out.append(f"{ALIBI_LINE} {d.victim} lay then: {', '.join(away)}.")
         for n, r in self.ejected.items():
             out.append(f"{n} was ejected: {'an Imposter' if r == 'imposter' else 'a Crewmate'}.")
         for m in self.meetings:

@@ -14,7 +14,7 @@ import math
 from typing import Any
 
 from mau.infer import evidence as E
-from mau.infer.model import Params, PosteriorMemo, hypotheses, log_factor
+from mau.infer.model import Detector, PosteriorMemo, components, hypotheses, log_factor, mix
 from mau.schema import IMPOSTER, TICKS_PER_SECOND
 
 CONSTRAINTS = (E.DEAD, E.EJECTED)  # hard facts: they define the hypotheses, they are not reasons
@@ -32,32 +32,40 @@ def _logodds(logw: list[float], member: list[bool]) -> float:
     return math.log(p / (1 - p))
 
 
-def influence(me: str, roster: list[str], k: int, items: list[dict[str, Any]], p: Params, target: str,
+def influence(me: str, roster: list[str], k: int, items: list[dict[str, Any]], p: Detector, target: str,
               memo: PosteriorMemo | None = None) -> list[tuple[int, float]]:
     """(index of the item, its pull on ``target``'s log-odds) for every item that is not a hard fact: the
-    log-odds with all ``items`` less the log-odds without that one. ``memo``: the reader's memo (its kept
-    columns; the same numbers, sooner)."""
+    log-odds with all ``items`` less the log-odds without that one (a ``Mixture``: that item left out of every
+    kind). ``memo``: the reader's memo (its kept columns; the same numbers, sooner)."""
     others = [n for n in roster if n != me]
     if target not in others or not items:
         return []
     hyps = hypotheses(others, k)
-    cols = memo.columns(others, k, items, p) if memo is not None else None
-    if cols is None:
-        cols = [[log_factor(it, h, p) for h in hyps] for it in items]
-    total = [sum(col[j] for col in cols) for j in range(len(hyps))]
+    comps = components(p)
+    priors = [lp for lp, _ in comps]
+    kind_cols = []
+    for _, pk in comps:
+        cols = memo.columns(others, k, items, pk) if memo is not None else None
+        if cols is None:
+            cols = [[log_factor(it, h, pk) for h in hyps] for it in items]
+        kind_cols.append(cols)
+    totals = [[sum(col[j] for col in cols) for j in range(len(hyps))] for cols in kind_cols]
+    total = mix(totals, priors)
     member = [target in h for h in hyps]
     if max(total) == -math.inf:
         return []  # the evidence rules out every hypothesis: nothing to explain
     base = _logodds(total, member)
     out = []
-    for i, (it, col) in enumerate(zip(items, cols)):
-        if it["k"] in CONSTRAINTS or any(math.isinf(c) for c in col):
+    for i, it in enumerate(items):
+        cols_i = [cols[i] for cols in kind_cols]
+        if it["k"] in CONSTRAINTS or any(math.isinf(c) for col in cols_i for c in col):
             continue
-        out.append((i, base - _logodds([t - c for t, c in zip(total, col)], member)))
+        without = mix([[t - c for t, c in zip(tot, col)] for tot, col in zip(totals, cols_i)], priors)
+        out.append((i, base - _logodds(without, member)))
     return out
 
 
-def reasons(me: str, roster: list[str], k: int, items: list[dict[str, Any]], p: Params, target: str,
+def reasons(me: str, roster: list[str], k: int, items: list[dict[str, Any]], p: Detector, target: str,
             log: E.EvidenceLog | None, n: int = 3, memo: PosteriorMemo | None = None) -> list[str]:
     """The ``n`` items that pulled ``target``'s P(imposter) hardest, strongest first, in words (``describe``);
     ties by the items' order."""
@@ -102,6 +110,10 @@ def describe(item: dict[str, Any], log: E.EvidenceLog | None, target: str) -> st
         return f"{who} placed someone where I saw otherwise"
     if k == E.CONFLICT:
         return f"{who} and {to} placed the same player in different rooms"
+    if k == E.SKIPPED:
+        return f"{who} withheld a vote"
+    if k == E.ALIBI:
+        return f"I saw {who} away from where {item.get('victim')} lay"
     return f"{k} {who or ''}".strip()
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from mau.infer import evidence as E
-from mau.infer.model import ROLE_PAIRS, Params, hypotheses
+from mau.infer.model import ROLE_PAIRS, Detector, Mixture, Params, components, hypotheses
 from mau.schema import IMPOSTER
 
 FIXED = ("saw_kill_error",)
@@ -92,7 +92,7 @@ class _Compiled:
                             self.F[
                                 i, h_i, lin.index(f"{pref}_{'i' if s_imp else 'c'}{'i' if t_imp else 'c'}")
                             ] += 1
-                    elif kind in (E.REPORTED, E.CALLED):
+                    elif kind in (E.REPORTED, E.CALLED, E.SKIPPED, E.ALIBI):
                         if it["p"] in h:
                             self.F[i, h_i, lin.index(kind)] += 1
                     elif kind == E.CONTRADICTED:
@@ -216,9 +216,9 @@ def fit(probes: list[Probe], start: Params | None = None, l2: float = 0.01, iter
             "probes": n_total, "iterations": it}
 
 
-def predict(probes: list[Probe], p: Params) -> list[dict[str, float]]:
+def predict(probes: list[Probe], p: Detector) -> list[dict[str, float]]:
     """P(imposter) of each probe's candidates under ``p`` (vectorised: the same numbers as
-    ``mau.infer.model.beliefs``)."""
+    ``mau.infer.model.beliefs``; a ``Mixture`` sums each hypothesis over its kinds)."""
     out: list[dict[str, float] | None] = [None] * len(probes)
     shapes: dict[tuple[int, int], list[int]] = {}
     for i, pr in enumerate(probes):
@@ -226,7 +226,11 @@ def predict(probes: list[Probe], p: Params) -> list[dict[str, float]]:
     for idxs in shapes.values():
         group = [probes[i] for i in idxs]
         c = _Compiled(group, Params.names())
-        s = c.scores(p)
+        per_kind = np.stack([lp + c.scores(pk) for lp, pk in components(p)])  # (kinds, probes, hypotheses)
+        top_k = per_kind.max(axis=0)
+        safe = np.where(np.isfinite(top_k), top_k, 0)
+        s = safe + np.log(np.exp(per_kind - safe[None]).sum(axis=0))  # log sum over kinds
+        s = np.where(np.isfinite(top_k), s, -np.inf)
         top = s.max(axis=1, keepdims=True)
         w = np.where(np.isfinite(top), np.exp(s - np.where(np.isfinite(top), top, 0)), 1.0)
         w = w / w.sum(axis=1, keepdims=True)
@@ -240,9 +244,10 @@ def predict(probes: list[Probe], p: Params) -> list[dict[str, float]]:
 __all__ = ["Probe", "fit", "predict", "ROLE_PAIRS", "math"]
 
 
-def read_params(path: str, what: str = "likelihood") -> Params:
-    """The parameters of an ``observer_fit.json`` (or a folder holding one); a bad file is a ValueError naming
-    ``what`` (the field or flag it was given as) and the fix."""
+def read_params(path: str, what: str = "likelihood") -> Detector:
+    """The detector of an ``observer_fit.json`` (or a folder holding one): version 1 holds one kind's
+    ``params`` (a ``Params``), version 2 a ``Mixture`` (``kinds`` and their ``prior``); a bad file is a
+    ValueError naming ``what`` (the field or flag it was given as) and the fix."""
     import json
     from pathlib import Path
 
@@ -255,10 +260,16 @@ def read_params(path: str, what: str = "likelihood") -> Params:
     except (OSError, ValueError) as e:
         raise ValueError(f"{what} {path}: cannot read an observer fit ({e}); give the observer_fit.json that "
                          "mau beliefs --fit wrote") from None
-    if (
-        not isinstance(doc, dict)
-        or doc.get(F.FORMAT) != F.FIT_FORMAT
-        or doc.get(F.FORMAT_VERSION) != F.FIT_VERSION
-    ):
-        raise ValueError(f"{what} {path}: not a {F.FIT_FORMAT} version {F.FIT_VERSION} file")
-    return Params.from_dict(doc["params"])
+    version = doc.get(F.FORMAT_VERSION) if isinstance(doc, dict) else None
+    if not isinstance(doc, dict) or doc.get(F.FORMAT) != F.FIT_FORMAT or version not in F.FIT_VERSIONS:
+        raise ValueError(f"{what} {path}: not a {F.FIT_FORMAT} file of version "
+                         f"{' or '.join(map(str, F.FIT_VERSIONS))} (write it with mau beliefs --fit or mau "
+                         "arms-race)")
+    try:
+        if version == F.FIT_MIXTURE_VERSION:
+            kinds = {n: Params.from_dict(d) for n, d in doc["kinds"].items()}
+            return Mixture(kinds=kinds, prior=doc["prior"])
+        return Params.from_dict(doc["params"])
+    except (KeyError, TypeError, AttributeError, ValueError) as e:
+        raise ValueError(f"{what} {path}: a damaged observer fit ({str(e).splitlines()[0]}); write it again "
+                         "with mau beliefs --fit or mau arms-race") from None

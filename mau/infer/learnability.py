@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from mau.infer import model as infer_model
-from mau.infer.evidence import UNKNOWN_FALL, dist_bin
+from mau.infer.evidence import ALIBI_LINE, UNKNOWN_FALL, dist_bin
 from mau.infer.hearsay import STRONG, accusations
 
 FEATURES = (
@@ -47,6 +47,7 @@ _SPAN_END = re.compile(r"from ([\d.]+) s to ([\d.]+) s")
 _IMPOSTERS = re.compile(r"(\d+) secret Imposters?")
 _CONTRA = re.compile(r"^- Meeting \d+: (\w+) placed .*?; I (?:saw|was) ")
 _CONFLICT = re.compile(r"^- Meeting \d+: (\w+) placed .*?, but (\w+) placed ")
+_ALIBI = re.compile(r"^- " + re.escape(ALIBI_LINE) + r" (\w+) lay then: (.*)\.$")
 STEP_S = 5.0  # game seconds between two step ends (docs/game.md, "Time")
 
 
@@ -116,11 +117,14 @@ def parse_items(prompt: str, me: str, roster: list[str]) -> list[dict[str, Any]]
             items.append({"k": "reported" if m.group(2) == "reported" else "called", "p": m.group(1)})
             items += [{"k": "accuse", "p": a, "target": t, "s": st} for a, t, st in _ACC.findall(line)]
             if "votes:" in line:
-                items += [
-                    {"k": "vote", "p": a, "target": t}
-                    for a, t in _VOTE.findall(line.split("votes:", 1)[1])
-                    if t != "skip"
-                ]
+                cast = _VOTE.findall(line.split("votes:", 1)[1])
+                items += [{"k": "vote", "p": a, "target": t} for a, t in cast if t != "skip"]
+                items += [{"k": "skipped", "p": a} for a, t in cast if t == "skip"]
+            continue
+        m = _ALIBI.match(line)
+        if m:
+            items += [{"k": "alibi", "p": n.strip(), "victim": m.group(1)} for n in m.group(2).split(",")
+                      if n.strip() in roster]
     return items
 
 

@@ -19,7 +19,9 @@ likelihood ratios (``Params``; 0 makes a kind of evidence count for nothing):
 - ``contradicted`` (S placed a player where I saw it was not; claims on): factor 1 if S in H, else
   exp(``contradicted``);
 - ``conflict`` (S and T placed the same player in different places at once): factor 1 if S or T in H, else
-  exp(``conflict``).
+  exp(``conflict``);
+- ``skipped`` (S withheld its vote at a meeting) and ``alibi`` (I saw S during a death window, only away from
+  where the victim lay): exp(param) if S in H (issue 43's evidence a planner cannot cheaply steer).
 
 The defaults are the maximum-likelihood fit on training seeds (``mau beliefs --fit``; docs/detection.md gives
 the command and the run it came from).
@@ -33,7 +35,7 @@ from functools import reduce
 from itertools import combinations
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from mau.config import Model
 from mau.infer import evidence as E
@@ -78,6 +80,12 @@ class Params(Model):
     conflict: float = Field(-0.788, description="Two speakers' claims that cannot both hold: log P(that | "
                                                 "both are crewmates) - log P(that | one is an imposter) "
                                                 "(claims on).")
+    skipped: float = Field(0.0, description="A vote withheld (skip) in a meeting: log LR imposter : crewmate "
+                                            "of the voter (issue 43: who gains from a meeting that ejects "
+                                            "nobody; 0 in the issue-29 fit, which had no such kind).")
+    alibi: float = Field(0.0, description="A death window in which I saw the player only farther than 12 "
+                                          "blocks from where the victim lay: log LR imposter : crewmate (its "
+                                          "time accounted for; 0 in the issue-29 fit).")
 
     @classmethod
     def names(cls) -> list[str]:
@@ -127,7 +135,57 @@ class Params(Model):
 GROUPS: dict[str, list[str]] = {
     "speech": [f"{kind}_{pair}" for kind in ("strong", "weak", "vote") for pair in ROLE_PAIRS],
     "positions": ["near_0", "near_1", "near_2"], "claims": ["contradicted", "conflict"],
+    "planner": ["skipped", "alibi"],
 }
+
+
+class Mixture(Model):
+    """Hypotheses over the imposters' kind (issue 43; docs/detection.md, "A teacher that expects planners"):
+    each kind of imposter (``habit``: the ladder's scripted habits; ``planner_<k>``: the adversary that
+    planned against the detector of arms-race round k) has its own likelihoods, and the evidence's probability
+    under a hypothesis H of who the imposters are is the prior-weighted sum over kinds: P(e | H) = sum_kind
+    P(kind) P(e | H, kind). The posterior over H stays exact (C(n, k) x kinds terms). Every kind's factors are
+    ratios against the same crewmate-crewmate reference (an accusation between two crewmates counts 0 in
+    every kind): crewmates behave alike whoever the imposters are, so the kinds' likelihoods compare."""
+
+    kinds: dict[str, Params] = Field(description="Each kind's likelihoods (a Params per kind).")
+    prior: dict[str, float] = Field(description="P(kind), summing to 1, over the same names as kinds.")
+
+    @model_validator(mode="after")
+    def _same_names(self) -> Mixture:
+        if not self.kinds or set(self.kinds) != set(self.prior):
+            raise ValueError(f"mixture: kinds {sorted(self.kinds)} and prior {sorted(self.prior)} must name "
+                             "the same kinds (at least one)")
+        if any(v <= 0 for v in self.prior.values()) or abs(sum(self.prior.values()) - 1.0) > 1e-6:
+            raise ValueError(f"mixture prior {self.prior}: each P(kind) > 0 and they sum to 1")
+        return self
+
+    def components(self) -> list[tuple[float, Params]]:
+        """(log P(kind), its likelihoods) per kind, in name order."""
+        return [(math.log(self.prior[n]), self.kinds[n]) for n in sorted(self.kinds)]
+
+
+Detector = Params | Mixture  # what a crewmate reasons with: one kind of imposter, or a mixture of kinds
+
+
+def components(p: Detector) -> list[tuple[float, Params]]:
+    """(log prior, likelihoods) of each kind a detector weighs: one kind (log prior 0) for a ``Params``."""
+    return p.components() if isinstance(p, Mixture) else [(0.0, p)]
+
+
+def mix(per_kind: list[list[float]], log_priors: list[float]) -> list[float]:
+    """Each hypothesis's log weight summed over kinds: log sum_kind exp(log prior + its log weight)."""
+    if len(per_kind) == 1:
+        return per_kind[0]
+    out = []
+    for row in zip(*per_kind):
+        terms = [lp + x for lp, x in zip(log_priors, row) if x != -math.inf]
+        if not terms:
+            out.append(-math.inf)
+            continue
+        top = max(terms)
+        out.append(top + math.log(sum(math.exp(t - top) for t in terms)))
+    return out
 
 
 def hypotheses(others: list[str], k: int) -> list[frozenset[str]]:
@@ -180,24 +238,33 @@ def log_factor(item: dict[str, Any], h: frozenset[str], p: Params) -> float:
         return p.called if item["p"] in h else 0.0
     if k == E.CONTRADICTED:
         return 0.0 if item["p"] in h else p.contradicted
+    if k == E.SKIPPED:
+        return p.skipped if item["p"] in h else 0.0
+    if k == E.ALIBI:
+        return p.alibi if item["p"] in h else 0.0
     if k == E.CONFLICT:
         return 0.0 if item["p"] in h or item["target"] in h else p.conflict
     raise ValueError(f"unknown evidence kind {k!r}")
 
 
 def posterior(others: list[str], k: int, items: list[dict[str, Any]],
-              p: Params) -> tuple[dict[frozenset[str], float], bool]:
+              p: Detector) -> tuple[dict[frozenset[str], float], bool]:
     """(posterior over the k-subsets of ``others``, consistent). Evidence that rules out every hypothesis
-    gives the uniform prior and ``consistent`` False."""
+    gives the uniform prior and ``consistent`` False. A ``Mixture`` sums each hypothesis over its kinds."""
     hyps = hypotheses(others, k)
-    logw = []
-    for h in hyps:
-        s = 0.0
-        for it in items:
-            s += log_factor(it, h, p)
-            if s == -math.inf:
-                break
-        logw.append(s)
+    comps = components(p)
+    per_kind = []
+    for _, pk in comps:
+        logw = []
+        for h in hyps:
+            s = 0.0
+            for it in items:
+                s += log_factor(it, h, pk)
+                if s == -math.inf:
+                    break
+            logw.append(s)
+        per_kind.append(logw)
+    logw = mix(per_kind, [lp for lp, _ in comps])
     top = max(logw)
     if top == -math.inf:
         return {h: 1.0 / len(hyps) for h in hyps}, False
@@ -218,41 +285,48 @@ class PosteriorMemo:
     listed once. Each
     hypothesis still sums the same factors in the same order, and each marginal the same weights in the same
     order, so the answers equal ``posterior``'s and ``beliefs``' bit for bit (tests/test_infer.py compares
-    them). Plain data (deep-copyable with its owner); a change of the parameters clears it."""
+    them). A ``Mixture`` keeps each kind's columns. Plain data (deep-copyable with its owner); the columns
+    of at most 8 parameter sets are kept (a fit's steps would grow it)."""
 
     def __init__(self) -> None:
-        self._params: tuple[float, ...] | None = None
         # (others, k) -> the hypotheses, and each player's indices among them (in order)
         self._hyps: dict[tuple[tuple[str, ...], int], tuple[list[frozenset[str]], dict[str, list[int]]]] = {}
-        # (others, k) -> item key -> its column over those hypotheses
-        self._cols: dict[tuple[tuple[str, ...], int], dict[Any, list[float]]] = {}
+        # a kind's parameters (their values) -> (others, k) -> item key -> its column over those hypotheses;
+        # a mixture keeps one such store per kind
+        self._cols: dict[tuple[float, ...], dict[tuple[tuple[str, ...], int], dict[Any, list[float]]]] = {}
 
     def posterior(self, others: list[str], k: int, items: list[dict[str, Any]],
-                  p: Params) -> tuple[dict[frozenset[str], float], bool]:
+                  p: Detector) -> tuple[dict[frozenset[str], float], bool]:
         """``posterior(others, k, items, p)``."""
         hyps, _, w, ok = self._weights(others, k, items, p)
         return dict(zip(hyps, w)), ok
 
     def beliefs(self, others: list[str], candidates: list[str], k: int, items: list[dict[str, Any]],
-                p: Params) -> tuple[dict[str, float], bool]:
+                p: Detector) -> tuple[dict[str, float], bool]:
         """``beliefs`` of the reader whose other players are ``others``."""
         _, members, w, ok = self._weights(others, k, items, p)
         # marginals(): each candidate's weights summed in the hypotheses' order (sum of none: the int 0)
         return {n: round(sum([w[i] for i in members.get(n, ())]), 6) for n in candidates}, ok
 
-    def columns(self, others: list[str], k: int, items: list[dict[str, Any]],
-                p: Params) -> list[list[float]] | None:
-        """Each item's log factors over ``hypotheses(others, k)`` (the kept columns; computed and kept where
-        missing), or None when one item cannot be kept (then ask ``log_factor`` item by item)."""
-        vec = tuple(vars(p).values())
-        if vec != self._params:
-            self._params, self._cols = vec, {}
+    def _store(self, others: list[str], k: int,
+               p: Params) -> tuple[list[frozenset[str]], dict[str, list[int]], dict[Any, list[float]]]:
+        """(hypotheses, each player's indices among them, the kept columns of kind ``p`` there)."""
+        vec = tuple(vars(p).values())  # the parameters' values (p.vector(), without pydantic's lookups)
+        if vec not in self._cols and len(self._cols) >= 8:
+            self._cols = {}  # parameters that change (a fit's steps): keep the memo small
         where = (tuple(others), k)
         if where not in self._hyps:
             hs = hypotheses(others, k)
             self._hyps[where] = hs, {n: [i for i, h in enumerate(hs) if n in h] for n in others}
-        hyps = self._hyps[where][0]
-        cols = self._cols.setdefault(where, {})
+        hyps, members = self._hyps[where]
+        return hyps, members, self._cols.setdefault(vec, {}).setdefault(where, {})
+
+    def columns(self, others: list[str], k: int, items: list[dict[str, Any]],
+                p: Params) -> list[list[float]] | None:
+        """Each item's log factors over ``hypotheses(others, k)`` under one kind's ``p`` (the kept columns;
+        computed and kept where missing), or None when one item cannot be kept (then ask ``log_factor`` item
+        by item)."""
+        hyps, _, cols = self._store(others, k, p)
         out = []
         for it in items:
             col = _column(it, hyps, p, cols)
@@ -262,17 +336,25 @@ class PosteriorMemo:
         return out
 
     def _weights(self, others: list[str], k: int, items: list[dict[str, Any]],
-                 p: Params) -> tuple[list[frozenset[str]], dict[str, list[int]], list[float], bool]:
+                 p: Detector) -> tuple[list[frozenset[str]], dict[str, list[int]], list[float], bool]:
         """(hypotheses, each player's indices among them, posterior's weight of each, consistent)."""
-        vec = tuple(vars(p).values())  # the parameters' values (p.vector(), without pydantic's lookups)
-        if vec != self._params:
-            self._params, self._cols = vec, {}
-        where = (tuple(others), k)
-        if where not in self._hyps:
-            hs = hypotheses(others, k)
-            self._hyps[where] = hs, {n: [i for i, h in enumerate(hs) if n in h] for n in others}
-        hyps, members = self._hyps[where]
-        cols = self._cols.setdefault(where, {})
+        comps = components(p)
+        per_kind = []
+        for _, pk in comps:
+            hyps, members, cols = self._store(others, k, pk)
+            per_kind.append(self._logw(hyps, items, pk, cols))
+        logw = mix(per_kind, [lp for lp, _ in comps])
+        top = max(logw)
+        if top == -math.inf:
+            return hyps, members, [1.0 / len(hyps)] * len(hyps), False
+        w = [math.exp(x - top) for x in logw]
+        total = sum(w)
+        return hyps, members, [x / total for x in w], True
+
+    @staticmethod
+    def _logw(hyps: list[frozenset[str]], items: list[dict[str, Any]], p: Params,
+              cols: dict[Any, list[float]]) -> list[float]:
+        """Each hypothesis's sum of log factors under one kind, as ``posterior`` adds them."""
         # The items whose columns are kept, up to the first that is not: each hypothesis's sum of their
         # factors in item order, as posterior adds them (0.0, then + each: reduce with operator.add is that
         # loop in C). A hypothesis posterior rules out on the way stops there at -inf; here it reads on, and
@@ -295,12 +377,7 @@ class PosteriorMemo:
             for i in live:
                 logw[i] += log_factor(it, hyps[i], p) if col is None else col[i]
             live = [i for i in live if logw[i] != -math.inf]
-        top = max(logw)
-        if top == -math.inf:
-            return hyps, members, [1.0 / len(hyps)] * len(hyps), False
-        w = [math.exp(x - top) for x in logw]
-        total = sum(w)
-        return hyps, members, [x / total for x in w], True
+        return logw
 
 
 def _column(it: dict[str, Any], hyps: list[frozenset[str]], p: Params,
@@ -361,7 +438,7 @@ def marginals(post: dict[frozenset[str], float], players: list[str]) -> dict[str
 
 
 def beliefs(me: str, roster: list[str], candidates: list[str], k: int, items: list[dict[str, Any]],
-            p: Params, memo: PosteriorMemo | None = None) -> tuple[dict[str, float], bool]:
+            p: Detector, memo: PosteriorMemo | None = None) -> tuple[dict[str, float], bool]:
     """P(imposter) of each candidate (the players ``me`` believes alive) and consistency; ``memo``: the
     reader's ``PosteriorMemo`` (the same answer, sooner)."""
     others = [n for n in roster if n != me]
