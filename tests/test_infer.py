@@ -510,13 +510,15 @@ def test_a_withheld_vote_and_an_alibi_are_evidence_items():
     log.observe(_obs(100, {"A": (10, 10), "B": (50, 50), "C": far, "D": (30, 30)}))
     log.observe(_obs(200, {"A": (31, 31), "B": (45, 50), "C": far, "D": (31, 30)}))  # D lies at (31, 30)
     log.observe(_obs(300, {"A": (40, 30), "B": (48, 50), "C": (190, 190), "D": (31, 30)}))
-    log.observe(_obs(400, {}, known_dead=["D"], meeting={"caller": "A", "reason": "report", "body": "D",
+    log.observe(_obs(400, {"A": (45, 30), "B": (48, 52), "C": (150, 150), "D": (31, 30)}))
+    log.observe(_obs(500, {}, known_dead=["D"], meeting={"caller": "C", "reason": "report", "body": "D",
                                                          "transcript": []}))
     votes = {"A": "B", "B": "skip", "C": "skip", "Me": "skip"}
-    log.observe(_obs(500, {}, meetings_public=[{"n": 1, "caller": "A", "reason": "report", "body": "D",
+    log.observe(_obs(600, {}, meetings_public=[{"n": 1, "caller": "C", "reason": "report", "body": "D",
                                                 "votes": votes}]))
     items = log.items()
-    # B was 20+ blocks away at every step end I saw it, C 200+: both accounted for; A stood by the spot
+    # B was 20+ blocks away at every step end I saw it, C 200+ (its last two, its walk to the body, unread):
+    # both accounted for; A stood by the spot at 10 s
     assert sorted(it["p"] for it in items if it["k"] == "alibi") == ["B", "C"]
     assert all(it["victim"] == "D" for it in items if it["k"] == "alibi")
     assert sorted(it["p"] for it in items if it["k"] == "skipped") == ["B", "C", "Me"]

@@ -15,6 +15,7 @@ from mau.env import imposters
 from mau.env.runner import play_match
 from mau.env.scripted import ScriptedBrain, ScriptedPolicy
 from mau.env.sim import SimWorld
+from mau.schema import SKIP
 from mau.env.speech import POOLS, Act, kinds, realise
 from mau.eval.phrasing import NaiveBayes, speakers_of, templates, within_meeting_auroc
 from mau.infer.hearsay import STRONG, WEAK, accusations
@@ -377,6 +378,24 @@ def test_the_adversary_plans_against_the_detector_it_is_given(tmp_path):
     assert backend._against.reported == 6.0 and backend._params is None
     with pytest.raises(ValueError, match="no such file; give the observer_fit.json"):
         ModelConfig(backend="scripted", plans_against=str(tmp_path / "nope.json"))
+
+
+def test_the_adversary_weighs_its_own_skip_where_the_detector_does(tmp_path):
+    """A vote withheld is evidence to a detector that weighs ``skipped`` (issue 43): the adversary planning
+    against one that reads a skip as innocence skips, against one that reads it as guilt it votes."""
+    from mau.infer.fit import read_params
+
+    def vote(skipped: float) -> str:
+        w = _scene()
+        w.rules._start_meeting(w.state, w.state.player("Steve"), "emergency", None)
+        against = read_params(_fit_file(tmp_path / f"skip{skipped}.json", skipped=skipped))
+        b = ScriptedBrain("James", w.map, 0, "adversarial", plans_against=against)
+        obs = w.observe("James", "ego")
+        b.observe(obs)
+        return b.vote(obs)
+
+    assert vote(-6.0) == SKIP
+    assert vote(6.0) != SKIP
 
 
 def test_kill_reach_names_only_the_crewmates_the_imposter_perceives():
