@@ -59,12 +59,12 @@ def table(model: type[BaseModel], prefix: str = "") -> list[str]:
 
 def render() -> str:
     from mau.claimsread.config import ClaimsConfig, JudgeConfig
+    from mau.collect.arms_race import ArmsRaceConfig
     from mau.collect.run import CollectConfig
     from mau.commands.fork import ForkConfig
     from mau.commands.quickstart import QuickstartConfig
     from mau.commands.tiny_model import TinyModelConfig
     from mau.datasets.config import DatasetConfig
-    from mau.eval.arms_race import ArmsRaceConfig
     from mau.eval.config import EvalConfig
     from mau.eval.report_configs import BeliefsConfig
     from mau.rl.config import RLConfig

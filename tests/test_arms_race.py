@@ -12,8 +12,8 @@ from mau import schema as F
 
 
 def _race_cfg(tmp_path, **over):
+    from mau.collect.arms_race import ArmsRaceConfig
     from mau.config import build
-    from mau.eval.arms_race import ArmsRaceConfig
 
     template = yaml.safe_load(open("configs/collect/ladder.yaml"))
     template["workers"] = 1
@@ -36,8 +36,8 @@ def test_the_race_refuses_eval_seeds_it_would_train_on(tmp_path):
 
 
 def test_a_small_race_fits_each_round_on_its_own_training_seeds_and_scores_on_held_out_ones(tmp_path):
+    from mau.collect.arms_race import run_race
     from mau.config import build
-    from mau.eval.arms_race import run_race
     from mau.eval.config import EvalConfig
     from mau.infer.fit import read_params
     from mau.infer.model import Mixture, Params

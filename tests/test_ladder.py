@@ -15,10 +15,10 @@ from mau.env import imposters
 from mau.env.runner import play_match
 from mau.env.scripted import ScriptedBrain, ScriptedPolicy
 from mau.env.sim import SimWorld
-from mau.schema import SKIP
 from mau.env.speech import POOLS, Act, kinds, realise
 from mau.eval.phrasing import NaiveBayes, speakers_of, templates, within_meeting_auroc
 from mau.infer.hearsay import STRONG, WEAK, accusations
+from mau.schema import SKIP
 from tests.helpers import make_world, place
 
 LADDER = ("accusatory", "expert", "mission", "cautious", "quiet", "framer", "adversarial")

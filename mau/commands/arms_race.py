@@ -3,7 +3,7 @@
 The arms race of issue 43 (docs/detection.md, "The arms race"): detector 0 is a likelihood file (issue 29's
 teacher); in each round k the adversary that plans against detector k plays the teacher's crewmates (who
 reason with it) on that round's training seeds, and detector k+1 is a mixture over the imposters' kinds
-fitted on the habits' matches and every earlier adversary's (``mau.eval.arms_race``). Writes
+fitted on the habits' matches and every earlier adversary's (``mau.collect.arms_race``). Writes
 round_<k>/observer_fit.json (the detectors; version 2 files hold a mixture), the training runs (habits/,
 round_<k>/adversary/), race.json, and the two eval configs that score the race on held-out seeds:
 cross.yaml (every detector against every adversary) and ladder.yaml (the first and last detectors against
@@ -19,11 +19,11 @@ FLAGS = [*config_flags("rounds=1"),
          Flag("--out", "run folder", key="out"),
          Flag("--resume", "keep the rounds already played and fitted in --out", key="resume", type=bool),
          NO_PROGRESS, DRY_RUN]
-CONFIG = "mau.eval.arms_race:ArmsRaceConfig"
+CONFIG = "mau.collect.arms_race:ArmsRaceConfig"
 
 
 def main(cfg, opts: RunOptions = RunOptions()) -> int:
-    from mau.eval.arms_race import run_race
+    from mau.collect.arms_race import run_race
     from mau.rundir import RunDir
 
     run = RunDir.choose(cfg.out, "arms-race", opts.tag("race"), "arms race")
