@@ -399,6 +399,27 @@ def test_beliefs_fit_writes_the_likelihoods_and_params_rescore_a_run(aria_run, t
     assert rep["observer_params"]["near_0"] == doc["params"]["near_0"]
     assert "re-scored from its recorded evidence" in (tmp_path / "rep" / F.BELIEFS_MD).read_text()
     assert main(["beliefs", str(aria_run), "--fit", "--params", str(tmp_path / "fit")]) == 2
+    # a mixture over kinds (observer_fit.json version 2, mau arms-race): one kind is that kind's fit, and
+    # the baselines and --ablate read a mixture too
+    one = tmp_path / "one.json"
+    one.write_text(json.dumps({F.FORMAT: F.FIT_FORMAT, F.FORMAT_VERSION: F.FIT_MIXTURE_VERSION,
+                               "kinds": {"habit": doc["params"]}, "prior": {"habit": 1.0}}))
+    assert main(["beliefs", str(aria_run), "--params", str(one), "--out", str(tmp_path / "rep1"),
+                 "--resamples", "20"]) == 0
+    rep1 = json.loads((tmp_path / "rep1" / F.BELIEFS_JSON).read_text())
+    assert rep1["observer_params"]["kinds"]["habit"] == doc["params"]
+    cells = lambda r: [(c["row"], c["imposter"], c["metrics"]["auroc_within"]) for c in r["cells"]]  # noqa: E731
+    assert cells(rep1) == cells(rep)
+    two = tmp_path / "two.json"
+    two.write_text(json.dumps({F.FORMAT: F.FIT_FORMAT, F.FORMAT_VERSION: F.FIT_MIXTURE_VERSION,
+                               "kinds": {"habit": doc["params"], "planner_0": {"strong_ii": 3.0}},
+                               "prior": {"habit": 0.5, "planner_0": 0.5}}))
+    assert main(["beliefs", str(aria_run), "--params", str(two), "--ablate", "speech", "--out",
+                 str(tmp_path / "rep2"), "--resamples", "20"]) == 0
+    two.write_text(json.dumps({F.FORMAT: F.FIT_FORMAT, F.FORMAT_VERSION: F.FIT_MIXTURE_VERSION,
+                               "kinds": {"habit": doc["params"]}, "prior": {"habit": 0.5}}))
+    assert main(["beliefs", str(aria_run), "--params", str(two), "--out", str(tmp_path / "rep3")]) == 2
+    assert "sum to 1" in capsys.readouterr().err
 
 
 def test_beliefs_ablate_compares_the_observer_with_and_without_kinds_of_evidence(aria_run, tmp_path):

@@ -46,11 +46,12 @@ FLAGS = [
     Flag("--params", "an observer_fit.json (or its folder): re-score the ideal observer with its likelihoods",
          key="params"),
     Flag("--ablate", "comma-separated parameters of the model (e.g. contradicted,conflict) or groups "
-                     "(speech, positions, claims): compare the observer with the same observer without them, "
-                     "paired",
+                     "(speech, positions, claims, unsteerable): compare the observer with the same observer "
+                     "without them, paired",
          key="ablate"),
     Flag("--without", "with --fit: log likelihood ratios held at 0, comma-separated, or the groups speech, "
-                      "positions, claims (an observer that ignores those kinds of evidence)", key="without"),
+                      "positions, claims, unsteerable (an observer that ignores those kinds of evidence)",
+         key="without"),
     Flag("--bc-rows", "a BC dataset (mau dataset): add the 'linear (BC rows)' row, the linear reader of the "
                       "compact VOTE prompt fitted on its training rows", key="bc_rows"),
     Flag("--leave-one-out", "fit the observer on every imposter model but one and score it on that one, for "

@@ -27,7 +27,7 @@ import numpy as np
 
 from mau import schema as F
 from mau.infer import evidence as E
-from mau.infer.model import GROUPS, Params, beliefs
+from mau.infer.model import GROUPS, Detector, beliefs, zeroed
 
 PUBLIC_ROW = "public only"
 ACCUSED_ROW = "most accused"
@@ -49,15 +49,15 @@ def _normalise(scores: dict[str, float], k: int) -> dict[str, float]:
     return {c: round(min(1.0, k * v / total), 6) for c, v in scores.items()}
 
 
-def public_only(rec: dict[str, Any], roster: list[str], params: Params) -> dict[str, float]:
+def public_only(rec: dict[str, Any], roster: list[str], params: Detector) -> dict[str, float]:
     items = [it for it in rec["evidence"] if it["k"] in PUBLIC_KINDS]
     return beliefs(
         rec[F.AGENT], roster, list(rec[F.PROBE_BELIEFS]), int(rec.get("n_imposters", 2)), items, params
     )[0]
 
 
-def no_speech(rec: dict[str, Any], roster: list[str], params: Params) -> dict[str, float]:
-    quiet = Params.from_dict({**params.to_dict(), **dict.fromkeys(GROUPS["speech"], 0.0)})
+def no_speech(rec: dict[str, Any], roster: list[str], params: Detector) -> dict[str, float]:
+    quiet = zeroed(params, GROUPS["speech"])
     return beliefs(rec[F.AGENT], roster, list(rec[F.PROBE_BELIEFS]), int(rec.get("n_imposters", 2)),
                    rec["evidence"], quiet)[0]
 

@@ -19,7 +19,7 @@ from mau.errors import MauError
 from mau.eval.detection import read_probes
 from mau.eval.rescore import as_probe
 from mau.infer.fit import Probe, fit, read_params
-from mau.infer.model import Params
+from mau.infer.model import Detector, Params, weighs, zeroed
 from mau.matchdir import finished_matches, read_header
 from mau.rundir import atomic_write
 
@@ -76,15 +76,15 @@ def fit_runs(
     return doc
 
 
-def read_fit(path: str | Path) -> Params:
-    """The parameters of an ``observer_fit.json`` (or a folder holding one)."""
+def read_fit(path: str | Path) -> Detector:
+    """The detector of an ``observer_fit.json`` (or a folder holding one): one kind, or a mixture."""
     try:
         return read_params(str(path), "--params")
     except ValueError as e:
         raise MauError(str(e)) from None
 
 
-def ablation(runs: list[str], params: Params, drop: list[str], resamples: int = 1000,
+def ablation(runs: list[str], params: Detector, drop: list[str], resamples: int = 1000,
              seed: int = 0) -> dict[str, Any]:
     """The ideal observer with ``params`` against the same observer with the ``drop`` kinds counting for
     nothing (their log likelihood ratios 0), re-scored on the same recorded probes: each metric of both, and
@@ -96,8 +96,8 @@ def ablation(runs: list[str], params: Params, drop: list[str], resamples: int = 
         raise MauError(f"--ablate {','.join(unknown)}: not a log likelihood ratio of the model "
                        f"({', '.join(Params.ratios())})")
     # kinds the observer weighs at 0 in both arms (a fit --without them): the base the lift is measured on
-    absent = [n for n in Params.ratios() if getattr(params, n) == 0.0 and n not in drop]
-    without = Params.from_dict({**params.to_dict(), **dict.fromkeys(drop, 0.0)})
+    absent = [n for n in Params.ratios() if not weighs(params, n) and n not in drop]
+    without = zeroed(params, drop)
     both = [m for r in runs for m in load_run(r, params)]
     full = {m.match_id: m for m in both if m.row == IDEAL_ROW}
     nothing = [m for m in both if m.row == KNOWS_NOTHING_ROW]  # the chance level, at the same probes

@@ -30,7 +30,7 @@ class BeliefsConfig(Model):
     params: str | None = Field(None, description="An observer_fit.json (or its folder): re-score the ideal "
                                "observer with its likelihoods.")
     ablate: list[str] | None = Field(None, description="Parameters of the model (or groups speech, "
-                                     "positions, claims) compared away, paired.")
+                                     "positions, claims, unsteerable) compared away, paired.")
     without: list[str] | None = Field(None, description="With fit: log likelihood ratios held at 0 (names or "
                                       "groups).")
     leave_one_out: bool = Field(False, description="Fit on every imposter model but one, score on that one, "

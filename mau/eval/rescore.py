@@ -8,7 +8,7 @@ from typing import Any
 
 from mau import schema as F
 from mau.infer.fit import Probe, predict
-from mau.infer.model import Params
+from mau.infer.model import Detector
 
 
 def as_probe(r: dict[str, Any], roles: dict[str, str]) -> Probe:
@@ -18,7 +18,7 @@ def as_probe(r: dict[str, Any], roles: dict[str, str]) -> Probe:
     return Probe(r["evidence"], others, len(truth), truth, list(r[F.PROBE_BELIEFS]))
 
 
-def rescore(recs: list[dict[str, Any]], roles: dict[str, str], params: Params) -> list[dict[str, Any]]:
+def rescore(recs: list[dict[str, Any]], roles: dict[str, str], params: Detector) -> list[dict[str, Any]]:
     """The ideal-observer records of one match with their beliefs recomputed from their evidence."""
     ideal = [r for r in recs if r[F.PROBE_SOURCE] == F.PROBE_SOURCE_IDEAL and r[F.PROBE_BELIEFS] is not None]
     if not ideal:

@@ -229,7 +229,8 @@ def predict(probes: list[Probe], p: Detector) -> list[dict[str, float]]:
         per_kind = np.stack([lp + c.scores(pk) for lp, pk in components(p)])  # (kinds, probes, hypotheses)
         top_k = per_kind.max(axis=0)
         safe = np.where(np.isfinite(top_k), top_k, 0)
-        s = safe + np.log(np.exp(per_kind - safe[None]).sum(axis=0))  # log sum over kinds
+        with np.errstate(divide="ignore"):  # a hypothesis every kind rules out: log 0 = -inf, as meant
+            s = safe + np.log(np.exp(per_kind - safe[None]).sum(axis=0))  # log sum over kinds
         s = np.where(np.isfinite(top_k), s, -np.inf)
         top = s.max(axis=1, keepdims=True)
         w = np.where(np.isfinite(top), np.exp(s - np.where(np.isfinite(top), top, 0)), 1.0)
@@ -271,5 +272,7 @@ def read_params(path: str, what: str = "likelihood") -> Detector:
             return Mixture(kinds=kinds, prior=doc["prior"])
         return Params.from_dict(doc["params"])
     except (KeyError, TypeError, AttributeError, ValueError) as e:
-        raise ValueError(f"{what} {path}: a damaged observer fit ({str(e).splitlines()[0]}); write it again "
-                         "with mau beliefs --fit or mau arms-race") from None
+        errors = getattr(e, "errors", None)  # pydantic's: say each problem, not its headline
+        why = "; ".join(x["msg"] for x in errors()) if callable(errors) else str(e).splitlines()[0]
+        raise ValueError(f"{what} {path}: a damaged observer fit ({why}); write it again with mau beliefs "
+                         "--fit or mau arms-race") from None

@@ -98,8 +98,8 @@ class Params(Model):
 
     @classmethod
     def expand(cls, spec: str, flag: str) -> list[str]:
-        """Comma-separated log likelihood ratios or groups (``GROUPS``: speech, positions, claims) as names;
-        an unknown one is a one-line error naming ``flag``."""
+        """Comma-separated log likelihood ratios or groups (``GROUPS``: speech, positions, claims,
+        unsteerable) as names; an unknown one is a one-line error naming ``flag``."""
         out: list[str] = []
         for word in (w.strip() for w in spec.split(",")):
             if not word:
@@ -135,7 +135,7 @@ class Params(Model):
 GROUPS: dict[str, list[str]] = {
     "speech": [f"{kind}_{pair}" for kind in ("strong", "weak", "vote") for pair in ROLE_PAIRS],
     "positions": ["near_0", "near_1", "near_2"], "claims": ["contradicted", "conflict"],
-    "planner": ["skipped", "alibi"],
+    "unsteerable": ["skipped", "alibi"],  # issue 43: what a planner cannot cheaply steer
 }
 
 
@@ -164,8 +164,25 @@ class Mixture(Model):
         """(log P(kind), its likelihoods) per kind, in name order."""
         return [(math.log(self.prior[n]), self.kinds[n]) for n in sorted(self.kinds)]
 
+    def to_dict(self) -> dict[str, Any]:
+        """As observer_fit.json version 2 holds it: each kind's log likelihood ratios and the prior."""
+        return {"kinds": {n: p.to_dict() for n, p in self.kinds.items()}, "prior": dict(self.prior)}
+
 
 Detector = Params | Mixture  # what a crewmate reasons with: one kind of imposter, or a mixture of kinds
+
+
+def zeroed(p: Detector, names: list[str]) -> Detector:
+    """The same detector with the log likelihood ratios ``names`` at 0 in every kind (those kinds of evidence
+    count for nothing): ablations and the baselines' "no speech"."""
+    if isinstance(p, Mixture):
+        return Mixture(kinds={n: zeroed(k, names) for n, k in p.kinds.items()}, prior=dict(p.prior))
+    return Params.from_dict({**p.to_dict(), **dict.fromkeys(names, 0.0)})
+
+
+def weighs(p: Detector, name: str) -> bool:
+    """Whether any kind of the detector weighs the ratio ``name`` (not 0)."""
+    return any(getattr(k, name) != 0.0 for _, k in components(p))
 
 
 def components(p: Detector) -> list[tuple[float, Params]]:
