@@ -67,12 +67,9 @@ class ArmsRaceConfig(Model):
         if any(k not in d for k in ("rounds", "habits", "habit_repetitions", "adversary_repetitions",
                                     "train_seed")):
             return seeds
-        n_hab = len(d["habits"]) * MAX_CREWMATES * d["habit_repetitions"]
-        n_adv = MAX_CREWMATES * d["adversary_repetitions"]
-        train = set(range(d["train_seed"], d["train_seed"] + n_hab))
-        for k in range(d["rounds"] + 1):
-            lo = d["train_seed"] + SEED_STRIDE * (k + 1)
-            train |= set(range(lo, lo + n_adv))
+        ranges = training_seeds(d["train_seed"], d["rounds"], len(d["habits"]) * d["habit_repetitions"],
+                                d["adversary_repetitions"], MAX_CREWMATES)
+        train = {s for lo, n in ranges.values() for s in range(lo, lo + n)}
         clash = sorted(train & set(seeds))
         if clash:
             raise ValueError(f"{clash[:5]} are training seeds of the race (from train_seed "
@@ -81,17 +78,23 @@ class ArmsRaceConfig(Model):
         return seeds
 
     def seed_ranges(self, crewmates: int) -> dict[str, tuple[int, int]]:
-        """(first seed, matches) of each training run: ``habits`` and ``round_<k>`` (at most ``crewmates``
-        crewmate temperaments)."""
-        n_hab = len(self.habits) * crewmates * self.habit_repetitions
-        n_adv = crewmates * self.adversary_repetitions
-        if max(n_hab, n_adv) > SEED_STRIDE:
-            raise ValueError(f"habit_repetitions / adversary_repetitions: a run of more than {SEED_STRIDE} "
-                             "matches would reuse the next round's seeds; lower them")
-        out = {HABIT: (self.train_seed, n_hab)}
-        for k in range(self.rounds + 1):
-            out[f"round_{k}"] = (self.train_seed + SEED_STRIDE * (k + 1), n_adv)
-        return out
+        """(first seed, matches) of each training run: ``habits`` and ``round_<k>``."""
+        return training_seeds(self.train_seed, self.rounds, len(self.habits) * self.habit_repetitions,
+                              self.adversary_repetitions, crewmates)
+
+
+def training_seeds(train_seed: int, rounds: int, habit_pairings: int, adversary_reps: int,
+                   crewmates: int) -> dict[str, tuple[int, int]]:
+    """(first seed, matches) of the habits' run and of each round's adversary run (one seed per match, each
+    run ``SEED_STRIDE`` apart)."""
+    n_hab, n_adv = habit_pairings * crewmates, adversary_reps * crewmates
+    if max(n_hab, n_adv) > SEED_STRIDE:
+        raise ValueError(f"habit_repetitions / adversary_repetitions: a run of more than {SEED_STRIDE} "
+                         "matches would reuse the next round's seeds; lower them")
+    out = {HABIT: (train_seed, n_hab)}
+    for k in range(rounds + 1):
+        out[f"round_{k}"] = (train_seed + SEED_STRIDE * (k + 1), n_adv)
+    return out
 
 
 def _collect_cfg(cfg: ArmsRaceConfig, detector: str | None, imposters: list[str], reps: int, seed: int,
@@ -162,6 +165,12 @@ def run_race(cfg: ArmsRaceConfig, out: Path, progress: bool = True) -> dict[str,
     adversary = next((p["name"] for p in pool if p["model"].get("model") == PLANNER), None)
     if adversary is None:
         raise MauError(f"{cfg.collect}: the pool has no {PLANNER} model (the race's adversary)")
+    from mau.infer.fit import read_params
+
+    try:
+        read_params(cfg.base, "base")  # detector 0 must be a likelihood file before anything is played
+    except ValueError as e:
+        raise MauError(str(e)) from None
     out.mkdir(parents=True, exist_ok=True)
     detectors = [out / "round_0" / F.OBSERVER_FIT]
     detectors[0].parent.mkdir(parents=True, exist_ok=True)
