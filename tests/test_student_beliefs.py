@@ -234,3 +234,5 @@ def test_curve_dry_run_counts_the_points(tmp_path, capsys):
     assert not (tmp_path / "c").exists()
     with pytest.raises(Exception, match="objectives.belief.sizes: 5 is not one of sizes"):
         load_config(StudentCurveConfig, path, parse_overrides(["objectives.belief.sizes=[5]"]))
+    with pytest.raises(Exception, match="save_sizes: 5 is not one of sizes"):  # no point would save it
+        load_config(StudentCurveConfig, path, parse_overrides(["save_sizes=[1000, 5]"]))

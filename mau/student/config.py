@@ -170,4 +170,8 @@ class StudentCurveConfig(Model):
             bad = [n for n in o.sizes or [] if n not in self.sizes]
             if bad:
                 raise ValueError(f"objectives.{name}.sizes: {bad[0]} is not one of sizes {self.sizes}")
+        bad = [n for n in self.save_sizes or [] if n not in self.sizes]
+        if bad:  # a size no point is trained at would be saved by none, silently
+            raise ValueError(f"save_sizes: {bad[0]} is not one of sizes {self.sizes}; save sizes the curve "
+                             "trains")
         return self
