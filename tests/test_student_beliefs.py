@@ -156,6 +156,9 @@ def test_the_learning_curve_scores_every_point_on_the_same_heldout_prompts(stude
         e = p["heldout"]["all"]["auroc_within"]
         assert e["value"] is None or 0 <= e["value"] <= 1
     assert {"curve.md", "curve.csv", "curve.png", "features.pt"} <= {f.name for f in out.iterdir()}
+    # the simple reader beside the expert: "most accused" on the same prompts
+    assert s["references"]["most accused"]["all"]["probes"] == s["heldout"]["probes"]
+    assert "| most accused |" in (out / "curve.md").read_text()
     saved = sorted(p.name for p in (out / "points").glob("*_model"))
     # the students of save_sizes, playable
     assert saved == ["belief_3_model", "vote_3_model", "vote_belief_3_model"]
@@ -236,3 +239,15 @@ def test_curve_dry_run_counts_the_points(tmp_path, capsys):
         load_config(StudentCurveConfig, path, parse_overrides(["objectives.belief.sizes=[5]"]))
     with pytest.raises(Exception, match="save_sizes: 5 is not one of sizes"):  # no point would save it
         load_config(StudentCurveConfig, path, parse_overrides(["save_sizes=[1000, 5]"]))
+
+
+def test_most_accused_reads_accusations_and_votes_received_from_the_compact_prompt():
+    from types import SimpleNamespace
+
+    from mau.student.curve import accused_probs
+
+    text = ("Evidence:\n- Meeting 1 (Noah called): Noah accused Ethan; Steve accused Ethan; votes "
+            "Noah->Ethan, Ethan->skip.\nCandidates: Ethan, Noah, Steve, skip.")
+    cands = ["Ethan", "Noah", "Steve", F.SKIP]
+    probs = accused_probs([SimpleNamespace(meta={"text": text}, candidates=cands)])[0]
+    assert probs[0] > probs[1] == probs[2] and probs[3] == 0.0 and sum(probs) == pytest.approx(1.0)

@@ -29,6 +29,7 @@ SUMMARY = "curve.json"
 PALETTE = [(76, 114, 176), (221, 132, 82), (85, 168, 104), (196, 78, 82)]  # (mau.eval.plots's first four)
 POINTS = "points"
 EXPERT_ROW = "expert's beliefs"
+ACCUSED_ROW = "most accused"  # a simple reader of the same prompts: accusations and votes received
 LINEAR_PREFIX = "linear"
 
 
@@ -104,7 +105,8 @@ def run_curve(cfg: StudentCurveConfig, out: Path) -> dict[str, Any]:
     used = pool[:max(cfg.sizes)]  # nested subsets: the largest point's rows hold every point's
     cache.fill(split, used + evals + held, desc="features (train, validation, held-out)", path=cache_path)
     start = {n: p.detach().clone() for n, p in _trainable(split)}
-    references = {EXPERT_ROW: score(probes, expert_probs(probes))}
+    references = {EXPERT_ROW: score(probes, expert_probs(probes)),
+                  ACCUSED_ROW: score(probes, accused_probs(held))}
     saved_sizes = set(cfg.save_sizes if cfg.save_sizes is not None else [max(cfg.sizes)])
     points = []
     for size in cfg.sizes:
@@ -169,6 +171,22 @@ def _linear_peer(rows: list[Any], t: Any, probes: list[Any], held: list[Any]) ->
             "linear_weights": reader.to_dict()}
 
 
+def accused_probs(held: list[Any]) -> list[list[float]]:
+    """"Most accused" at each held-out prompt: each candidate's accusations and votes received in the compact
+    prompt (earlier meetings and this one's speech), plus a half count, as shares (skip 0): the simple reader
+    that needs no fit, as beside every detection table (``mau.eval.baselines``)."""
+    from mau.infer.compact_reader import features
+
+    out = []
+    for e in held:
+        living = [c for c in e.candidates if c != F.SKIP]
+        f = features(e.meta.get("text", ""), living)
+        got = [0.5 + sum(f[c][k] for k in ("acc_got", "votes_got", "now_strong", "now_weak")) for c in living]
+        total = sum(got)
+        out.append([got[living.index(c)] / total if c != F.SKIP else 0.0 for c in e.candidates])
+    return out
+
+
 def _trainable(split: Any) -> list[tuple[str, Any]]:
     ids = {id(p) for p in split.trainable()}
     return [(n, p) for n, p in split.model.named_parameters() if id(p) in ids]
@@ -195,13 +213,17 @@ def markdown(summary: dict[str, Any], rungs: list[str]) -> list[str]:
                      f"{100 * p['heldout']['all']['agree_vote']:.1f} % | "
                      f"{'-' if kl is None else f'{kl:.3f}'} |")
     ref = summary["references"][EXPERT_ROW]
-    lines += ["", f"The expert's own beliefs on the same probes: {_auroc(ref):.3f}; knowing nothing: 0.500. "
+    acc = summary["references"].get(ACCUSED_ROW)
+    lines += ["", f"The expert's own beliefs on the same probes: {_auroc(ref):.3f}; "
+              + (f"most accused (no fit): {_auroc(acc):.3f}; " if acc else "") + "knowing nothing: 0.500. "
               f"{summary['heldout']['probes']} held-out VOTE prompts of {summary['heldout']['matches']} "
               "matches.",
               "", "By imposter rung (held-out within-probe AUROC):", ""]
     lines.append("| row | " + " | ".join(rungs) + " |")
     lines.append("|---" * (len(rungs) + 1) + "|")
     lines.append(f"| {EXPERT_ROW} | " + " | ".join(_fmt(_auroc(ref, r)) for r in rungs) + " |")
+    if acc:
+        lines.append(f"| {ACCUSED_ROW} | " + " | ".join(_fmt(_auroc(acc, r)) for r in rungs) + " |")
     for p in summary["points"]:
         lines.append(f"| {p['objective']} @ {p['examples']} | "
                      + " | ".join(_fmt(_auroc(p["heldout"], r)) for r in rungs) + " |")
@@ -229,6 +251,8 @@ def csv_text(summary: dict[str, Any]) -> str:
         if p.get("linear"):
             add(LINEAR_PREFIX, p["objective"], p["examples"], p["linear"])
     add("expert", "-", "-", summary["references"][EXPERT_ROW])
+    if ACCUSED_ROW in summary["references"]:
+        add("most_accused", "-", "-", summary["references"][ACCUSED_ROW])
     return "\n".join(rows) + "\n"
 
 
