@@ -14,6 +14,7 @@ against the habit rungs).
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -97,11 +98,11 @@ def training_seeds(train_seed: int, rounds: int, habit_pairings: int, adversary_
     return out
 
 
-def _collect_cfg(cfg: ArmsRaceConfig, detector: str | None, imposters: list[str], reps: int, seed: int,
-                 adversary_against: str | None) -> dict[str, Any]:
+def _collect_cfg(cfg: ArmsRaceConfig, template: dict[str, Any], detector: str | None, imposters: list[str],
+                 reps: int, seed: int, adversary_against: str | None) -> dict[str, Any]:
     """The collect config of one training run: the template's pool with the crewmates reasoning with
     ``detector`` and the adversary planning against ``adversary_against``."""
-    doc = read_yaml(cfg.collect)
+    doc = copy.deepcopy(template)
     grid = doc["grid"]
     cases = [c for c in grid["cases"] if c.get("name") == cfg.case]
     if not cases:
@@ -175,7 +176,7 @@ def run_race(cfg: ArmsRaceConfig, out: Path, progress: bool = True) -> dict[str,
     detectors = [out / "round_0" / F.OBSERVER_FIT]
     detectors[0].parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(cfg.base, detectors[0])
-    habit_run = _collect(cfg, out / "habits", _collect_cfg(cfg, str(detectors[0]), cfg.habits,
+    habit_run = _collect(cfg, out / "habits", _collect_cfg(cfg, template, str(detectors[0]), cfg.habits,
                                                            cfg.habit_repetitions, seeds[HABIT][0], None),
                          progress)
     habit, n_habit = _fit([habit_run], cfg.l2)
@@ -184,31 +185,30 @@ def run_race(cfg: ArmsRaceConfig, out: Path, progress: bool = True) -> dict[str,
     for k in range(cfg.rounds + 1):
         det = str(detectors[k])
         run = _collect(cfg, out / f"round_{k}" / "adversary",
-                       _collect_cfg(cfg, det, [adversary], cfg.adversary_repetitions, seeds[f"round_{k}"][0],
-                                    det), progress)
+                       _collect_cfg(cfg, template, det, [adversary], cfg.adversary_repetitions,
+                                    seeds[f"round_{k}"][0], det), progress)
         rounds.append({"round": k, "detector": det, "adversary_run": str(run),
                        "train_seeds": list(seeds[f"round_{k}"])})
         if k == cfg.rounds:
             break
         planners[f"planner_{k}"], _ = _fit([run], cfg.l2)
         kinds = {HABIT: habit, **planners}
-        share = cfg.planner_prior / len(planners)
-        prior = {HABIT: round(1 - cfg.planner_prior, 6), **{n: round(share, 6) for n in planners}}
-        prior[HABIT] = round(1 - sum(v for n, v in prior.items() if n != HABIT), 6)
+        share = round(cfg.planner_prior / len(planners), 6)  # the habit kind takes what rounding leaves
+        prior = {HABIT: round(1 - share * len(planners), 6), **dict.fromkeys(planners, share)}
         detectors.append(out / f"round_{k + 1}" / F.OBSERVER_FIT)
         _write_detector(detectors[-1], kinds, prior, f"arms race round {k + 1}: habit fitted on {habit_run} "
                                                      f"({n_habit} matches), planner_j on round j's adversary")
     summary = {"rounds": rounds, "habits_run": str(habit_run), "habit_train_seeds": list(seeds[HABIT]),
                "eval_seeds": cfg.eval_seeds, "detectors": [str(d) for d in detectors]}
-    _write_eval_configs(cfg, out, detectors)
+    _write_eval_configs(cfg, template, out, detectors)
     atomic_write(out / "race.json", (json.dumps(summary, indent=1) + "\n").encode())
     return summary
 
 
-def _write_eval_configs(cfg: ArmsRaceConfig, out: Path, detectors: list[Path]) -> None:
+def _write_eval_configs(cfg: ArmsRaceConfig, template: dict[str, Any], out: Path,
+                        detectors: list[Path]) -> None:
     """cross.yaml (every detector x every adversary) and ladder.yaml (the first and last detectors x the habit
     rungs), on the held-out seeds, in the race's case."""
-    template = read_yaml(cfg.collect)
     case = next(c for c in template["grid"]["cases"] if c.get("name") == cfg.case)
     habits = {p["name"]: p["model"] for p in template["grid"]["pool"] if p["name"] in cfg.habits}
     arms = {f"teacher_r{k}": {"backend": "scripted", "model": cfg.detector_model, "seed": 0,

@@ -33,15 +33,12 @@ def main(cfg, opts: RunOptions = RunOptions()) -> int:
               f"{cfg.collect} case {cfg.case}; eval seeds {cfg.eval_seeds[0]}..{cfg.eval_seeds[-1]} "
               f"({len(cfg.eval_seeds)}) -> {run.path} (nothing written)")
         return 0
-    if (run.path / "race.json").exists() and not cfg.resume:
-        from mau.errors import MauError
-
-        raise MauError(f"--out {run.path}: already holds a finished arms race; pass --resume to keep it or "
-                       "choose another --out")
     if not run.is_empty() and not cfg.resume:
         from mau.errors import MauError
 
-        raise MauError(f"--out {run.path}: not empty; pass --resume to go on with the race in it")
+        what = "a finished arms race" if (run.path / "race.json").exists() else "files"
+        raise MauError(f"--out {run.path}: already holds {what}; pass --resume to go on with the race in it "
+                       "(finished rounds are kept) or choose another --out")
     from mau.config import dump_yaml
 
     run.write_config(dump_yaml(cfg.model_copy(update={"resume": False})))

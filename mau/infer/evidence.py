@@ -49,9 +49,9 @@ DEAD, EJECTED, SAW_KILL, DEATH, ACCUSE, VOTE, REPORTED, CALLED, CONTRADICTED, CO
     "dead", "ejected", "saw_kill", "death", "accuse", "vote", "reported", "called", "contradicted",
     "conflict",
 )
-# Evidence a planning imposter cannot cheaply steer (issue 43; docs/detection.md, "Evidence a planner cannot
-# steer"): a vote withheld (``skipped``: who gains from a meeting that ejects nobody) and my own sightings of
-# a # player away from where a victim lay during its death window (``alibi``: time accounted for).
+# Evidence a planning imposter was thought unable to steer cheaply (issue 43; docs/detection.md, "Evidence"):
+# a vote withheld (``skipped``: who gains from a meeting that ejects nobody) and my own sightings of a player
+# away from where a victim lay during its death window (``alibi``: time accounted for).
 SKIPPED, ALIBI = "skipped", "alibi"
 ALIBI_LINE = f"Seen by me only farther than {NEAR_BINS[-1]:g} blocks from where"  # lines() of alibis
 
@@ -78,6 +78,8 @@ class _Death:
     # the distances' bins per player and whether any is near (items() reads them at every posterior): kept
     # until _fill_window, the only writer of the window, sets it again (None: not binned yet)
     binned: tuple[dict[str, list[int]], bool] | None = None
+    # the players seen in the window only farther than NEAR_BINS[-1] from the spot (alibis): kept as binned
+    away: list[str] | None = None
 
 
 class EvidenceLog:
@@ -302,7 +304,7 @@ class EvidenceLog:
     def _fill_window(self, d: _Death) -> None:
         """The step ends from the first one at which the victim lay where it fell (as far as I was shown)
         until the death was known; per other player, its distance to that spot at each (None: not shown)."""
-        d.ticks, d.dists, d.binned = [], {}, None
+        d.ticks, d.dists, d.binned, d.away = [], {}, None, None
         if d.spot is None:
             return
         fx, fz = d.spot
@@ -354,13 +356,7 @@ class EvidenceLog:
         """(victim, player) of each death window in which I saw the player only away from where the victim lay
         (farther than ``NEAR_BINS[-1]`` at every step end I saw it): its time there is accounted for, by
         me."""
-        out = []
-        for d in self.deaths.values():
-            for name, row in d.dists.items():
-                seen = [x for x in row if x is not None]
-                if seen and min(seen) > NEAR_BINS[-1]:
-                    out.append((d.victim, name))
-        return out
+        return [(d.victim, name) for d in self.deaths.values() for name in _away(d)]
 
     def items(self) -> list[dict[str, Any]]:
         """The evidence as the likelihood model reads it (``mau.infer.model``)."""
@@ -414,9 +410,8 @@ class EvidenceLog:
             who = "; ".join(near) if near else "nobody"
             out.append(f"{d.victim} is dead{where}. Within {NEAR_BINS[-1]:g} blocks of where {d.victim} lay, "
                        f"{span} (blocks at step ends): {who}.")
-            away = [name for victim, name in self.alibis() if victim == d.victim]
-            if away:
-                out.append(f"{ALIBI_LINE} {d.victim} lay then: {', '.join(away)}.")
+            if _away(d):
+                out.append(f"{ALIBI_LINE} {d.victim} lay then: {', '.join(_away(d))}.")
         for n, r in self.ejected.items():
             out.append(f"{n} was ejected: {'an Imposter' if r == 'imposter' else 'a Crewmate'}.")
         for m in self.meetings:
@@ -490,6 +485,18 @@ class EvidenceLog:
         out += [f"{c['first']['speaker']} and {c['second']['speaker']} placed {c['who']} in different rooms."
                 for c in self.conflicts]
         return out
+
+
+def _away(d: _Death) -> list[str]:
+    """The players seen in the death's window, only farther than ``NEAR_BINS[-1]`` from the spot; kept on the
+    death until its window changes (items() reads it at every posterior, as it reads the bins)."""
+    if d.away is None:
+        d.away = []
+        for name, row in d.dists.items():
+            seen = [x for x in row if x is not None]
+            if seen and min(seen) > NEAR_BINS[-1]:
+                d.away.append(name)
+    return d.away
 
 
 def _who(name: str, speaker: str | None, me: str) -> str:
