@@ -109,16 +109,17 @@ def test_rerun_needs_resume_and_resume_needs_the_same_config(tmp_path, capsys):
 
 def test_kill_9_then_resume_loses_and_duplicates_nothing(tmp_path):
     run = tmp_path / "run"
+    half = ["--set", "world.game.max_steps=30", "--set", "grid.repetitions=1"]  # 18 matches: the suite's time
     cmd = [sys.executable, "-m", "mau", "collect", "--config", SMOKE, "--out", str(run), "--workers", "2",
-           "--set", "world.game.max_steps=40", "--no-progress"]
+           *half, "--no-progress"]
     proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     kill_group_when(proc, lambda: len(_finished(run)) >= 3, 120)  # some, not all, matches are done
     done_before = _finished(run)
-    assert 3 <= len(done_before) < 36
+    assert 3 <= len(done_before) < len(_planned(run))
     before = {m: (run / F.MATCHES_DIR / m / F.MATCH_HEADER).read_text() for m in done_before}
-    assert main(["collect", "--config", SMOKE, "--out", str(run), "--resume", "--workers", "2",
-                 "--set", "world.game.max_steps=40", "--no-progress"]) == 0
-    assert _finished(run) == _planned(run)
+    assert main(["collect", "--config", SMOKE, "--out", str(run), "--resume", "--workers", "2", *half,
+                 "--no-progress"]) == 0
+    assert _finished(run) == _planned(run) and len(_planned(run)) == 18
     assert not [p for p in (run / F.MATCHES_DIR).iterdir() if p.name.startswith(".")]  # no staging leftovers
     for m, text in before.items():  # finished matches were kept, not replayed
         assert (run / F.MATCHES_DIR / m / F.MATCH_HEADER).read_text() == text

@@ -9,6 +9,7 @@ import importlib.util
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -163,7 +164,7 @@ def test_lm_backend_refuses_images(student):
 
 
 # -- the compact VOTE prompt ---------------------------------------------------------------------------------
-def _compact_prompt(n_lines: int = 40, n_said: int = 12, profile: str = "compact"
+def _compact_prompt(n_lines: int = 40, n_said: int = 12, profile: str = "compact", **aria: Any
                     ) -> tuple[list[dict], list[str], list[str]]:
     """A crewmate's compact VOTE prompt with more evidence and speech than fit: (messages, evidence,
     speech)."""
@@ -176,7 +177,7 @@ def _compact_prompt(n_lines: int = 40, n_said: int = 12, profile: str = "compact
     world = SimWorld(load_config(PlayConfig, ARIA).world)
     world.reset(0)
     st = world.state
-    seat = SeatConfig(aria=AriaConfig(prompt_profile={"vote": profile}))
+    seat = SeatConfig(aria=AriaConfig(prompt_profile={"vote": profile}, **aria))
     me = next(p.name for p in st.players if not p.is_imposter)
     agent = AriaAgent(me, "crewmate", [q.name for q in st.players], seat, None,
                       PromptBuilder(seat.aria, world.cfg, world.map), Caller(world, CallLog(None), "t", {}),
@@ -209,6 +210,18 @@ def test_compact_prompt_holds_the_newest_evidence_and_speech_within_budget():
     # speech stays quoted (the leak audit reads quotes)
     assert all(line.count('"') == 2 for line in chat.split("\n"))
     assert compact_candidates(text)[-1] == "skip" and len(compact_candidates(text)) == 8
+
+
+def test_compact_evidence_budget_is_the_configs():
+    """aria.compact_evidence_chars sets how much evidence the compact prompt keeps (the newest lines)."""
+    def evidence_block(**aria: Any) -> str:
+        text = _compact_prompt(**aria)[0][1]["content"][0]["text"]
+        return text.split("What you know:\n")[1].split("\nThis meeting:")[0]
+
+    small, large = evidence_block(), evidence_block(compact_evidence_chars=1200)
+    assert 1000 < len(large) <= 1200 + 2 * large.count("\n") + 2 and len(small) < 460
+    assert large.endswith(small)  # the same newest lines, and older ones before them
+    assert "Line 39:" in small and "Line 30:" in large and "Line 30:" not in small
 
 
 def test_compact_prompt_fits_the_students_token_budget():

@@ -46,8 +46,9 @@ def _compact() -> tuple[Template, dict[str, Template]]:
 
 
 # The compact profile's budgets in characters (about 4 per token): the evidence keeps its newest lines and the
-# meeting its latest words within them, so the whole prompt stays near 300 tokens (docs/harness.md).
-COMPACT_EVIDENCE_CHARS = 380
+# meeting its latest words within them, so the whole prompt stays near 300 tokens (docs/harness.md) at the
+# default evidence budget (aria.compact_evidence_chars; a larger one keeps more of the evidence).
+COMPACT_EVIDENCE_CHARS = AriaConfig.model_fields["compact_evidence_chars"].default
 COMPACT_CHAT_CHARS = 230
 
 
@@ -191,7 +192,7 @@ class PromptBuilder:
         system, mods = _compact()
         m = obs.get("meeting") or {}
         said = [f'{t["speaker"]}: "{t["text"]}"' for t in m.get("transcript", [])]  # quoted: players' words
-        ev = _newest(evidence, COMPACT_EVIDENCE_CHARS)
+        ev = _newest(evidence, self.aria.compact_evidence_chars)
         chat = _newest(said, COMPACT_CHAT_CHARS) if speech else ["(speech not shown)"]
         text = mods[module].substitute(
             evidence="\n".join(f"- {x}" for x in ev) or "- nothing yet", chat="\n".join(chat) or "nobody "
