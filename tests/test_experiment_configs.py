@@ -116,6 +116,19 @@ def test_bc_chain_and_no_config_shares_a_seed_with_its_eval() -> None:
                for a in ("untrained", "distilled", "bcwin", "bcvote", "bcwin+vote"))
     assert {a: table.arm_seeds.get(a, 20) for a in table.arms} == {
         "untrained": 20, "distilled": 20, "teacher": 20, "bcwin": 10, "bcvote": 10, "bcwin+vote": 10}
+    # the curve on whole-evidence prompts: the same grids with the budget raised (the curve's seeds)
+    long_budget = ["grid.cases.0.crewmate.compact_evidence_chars=1200"]
+    long = load_config(StudentCurveConfig, "configs/student/curve_long.yaml")
+    assert seeds("configs/collect/bc_ladder.yaml", long_budget) == train
+    assert seeds("configs/collect/heldout_ladder.yaml", long_budget) == held
+    for path in ("configs/collect/bc_ladder.yaml", "configs/collect/heldout_ladder.yaml"):
+        case = load_config(CollectConfig, path, parse_overrides(long_budget)).grid.cases[0]
+        aria = case.crewmate
+        assert aria.compact_evidence_chars == 1200 and aria.prompt_profile == {"vote": "compact"}
+    assert long.data.dataset == "runs/bc42/bcvote" and long.heldout.runs == ["runs/bc42/heldout"]
+    assert long.training.feature_cache != curve.training.feature_cache  # other prompts, other features
+    assert long.training.model_dump() == curve.training.model_dump(exclude={"feature_cache"}) | {
+        "feature_cache": long.training.feature_cache}
     qs = QuickstartConfig()
     demo_train = seeds(qs.collect_config, qs.collect_set)
     demo_eval = set(load_config(EvalConfig, qs.eval_config).seed_list())
