@@ -173,11 +173,10 @@ def _linear_peer(rows: list[Any], t: Any, probes: list[Any], held: list[Any]) ->
 
 
 def evidence_chars(texts: list[str]) -> dict[str, Any]:
-    """The length of the compact prompts' evidence (its lines joined by newlines, without the "- " bullets, as
-    the budget counts them) in characters:
-    median, 90th percentile, max, and the share longer than the default budget
-    (``aria.compact_evidence_chars``): what that budget would cut from them. Prompts recorded with a smaller
-    budget than their evidence are already cut; record with a large one to measure."""
+    """The length in characters of the compact prompts' evidence (its lines joined by newlines, without the
+    "- " bullets, as the budget counts them): median, 90th percentile, max, and the share longer than the
+    default budget (``aria.compact_evidence_chars``), i.e. what that budget would cut. Prompts recorded with a
+    smaller budget than their evidence are already cut: record with a large one to measure."""
     from mau.harness.prompting import COMPACT_EVIDENCE_CHARS
 
     n = sorted(len("\n".join(x[2:] for x in _evidence_lines(t))) for t in texts)
