@@ -49,8 +49,8 @@ class AriaConfig(Model):
         380, ge=40, le=20000,
         description="The compact VOTE prompt's evidence budget in characters: its newest lines that fit. 380 "
                     "keeps the whole prompt within about 300 tokens (the demo's setting) but cuts the older "
-                    "lines of 4 in 10 prompts on the ladder; 1200 cuts almost none (docs/student.md, \"What "
-                    "the compact prompt cuts\").")
+                    "lines of nearly half the prompts on the ladder; 1200 cuts almost none (docs/student.md, "
+                    "\"What the compact prompt cuts\").")
 
     @field_validator("prompt_profile")
     @classmethod

@@ -18,6 +18,7 @@ from mau.claims.config import ClaimsConfig
 from mau.env.config import GameConfig
 from mau.env.map import GameMap
 from mau.harness.config import AriaConfig
+from mau.infer.compact_reader import NO_EVIDENCE
 from mau.infer.compact_reader import compact_candidates as compact_candidates  # re-exported
 from mau.schema import IMPOSTER, SKIP, TICKS_PER_SECOND
 
@@ -195,7 +196,7 @@ class PromptBuilder:
         ev = _newest(evidence, self.aria.compact_evidence_chars)
         chat = _newest(said, COMPACT_CHAT_CHARS) if speech else ["(speech not shown)"]
         text = mods[module].substitute(
-            evidence="\n".join(f"- {x}" for x in ev) or "- nothing yet", chat="\n".join(chat) or "nobody "
+            evidence="\n".join(f"- {x}" for x in ev) or NO_EVIDENCE, chat="\n".join(chat) or "nobody "
                                                                                                  "spoke",
             candidates=", ".join(others + [SKIP]))
         return [

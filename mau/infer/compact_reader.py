@@ -28,6 +28,8 @@ FEATURES = (
     "voted_crew", "reported", "called", "contradicted", "conflict", "now_strong", "now_weak", "now_accuses",
 )
 CANDIDATES_LINE = "Candidates: "  # the compact prompt's last line but one (mau/harness/prompts/compact.yaml)
+EVIDENCE_HEADER, MEETING_HEADER = "What you know:", "This meeting:"  # the lines around its evidence block
+NO_EVIDENCE = "- nothing yet"  # the evidence block when there is none (mau.harness.prompting)
 _KILL = re.compile(r"^- I saw (\w+) kill (\w+) in ")
 _FLAG = re.compile(r"^- At [\d.]+ s I flagged (\w+): ")
 _DIED = re.compile(r"^- (\w+) died(?: in [^;]*)?; near the body before it was found: (.*)\.$")
@@ -48,6 +50,14 @@ def compact_candidates(text: str) -> list[str]:
         if line.startswith(CANDIDATES_LINE):
             return [c.strip() for c in line[len(CANDIDATES_LINE):].rstrip(".").split(",") if c.strip()]
     return []
+
+
+def evidence_lines(text: str) -> list[str]:
+    """The "- " lines of a compact prompt's evidence block (none without evidence or without the block)."""
+    if EVIDENCE_HEADER not in text:
+        return []
+    block = text.split(EVIDENCE_HEADER + "\n", 1)[-1].split("\n" + MEETING_HEADER, 1)[0]
+    return [x for x in block.split("\n") if x.startswith("- ") and x != NO_EVIDENCE]
 
 
 def features(text: str, candidates: list[str]) -> dict[str, dict[str, float]]:

@@ -178,20 +178,14 @@ def evidence_chars(texts: list[str]) -> dict[str, Any]:
     default budget (``aria.compact_evidence_chars``), i.e. what that budget would cut. Prompts recorded with a
     smaller budget than their evidence are already cut: record with a large one to measure."""
     from mau.harness.prompting import COMPACT_EVIDENCE_CHARS
+    from mau.infer.compact_reader import evidence_lines
 
-    n = sorted(len("\n".join(x[2:] for x in _evidence_lines(t))) for t in texts)
+    n = sorted(len("\n".join(x[2:] for x in evidence_lines(t))) for t in texts)
     if not n:
         return {"n": 0}
     return {"n": len(n), "median": n[len(n) // 2], "p90": n[int(0.9 * len(n))], "max": n[-1],
             "budget": COMPACT_EVIDENCE_CHARS,
             "over_budget": round(sum(x > COMPACT_EVIDENCE_CHARS for x in n) / len(n), 4)}
-
-
-def _evidence_lines(text: str) -> list[str]:
-    """The "- " lines of a compact prompt's "What you know:" block ("- nothing yet" counts as none)."""
-    block = text.split("What you know:\n", 1)[-1].split("\nThis meeting:", 1)[0] if "What you know:" in text \
-        else ""
-    return [x for x in block.split("\n") if x.startswith("- ") and x != "- nothing yet"]
 
 
 def accused_probs(held: list[Any]) -> list[list[float]]:
