@@ -67,6 +67,9 @@ CLAIM_LABEL_KEYS: tuple[str, ...] = ("intent", "verdict", "epistemic")
 CLAIM_LABEL_RE = re.compile(
     r"""["']?\b(?:intent|verdict|epistemic)\b["']?\s*[:=]|\bUNSUPPORTED\b|\bUNVERIFIABLE\b"""
 )
+# Every match of CLAIM_LABEL_RE holds one of these words: a text without them is skipped in a fraction of the
+# time (a leading optional quote and word boundaries defeat the regex engine's own literal scan).
+_CLAIM_LABEL_WORDS = re.compile(r"intent|verdict|epistemic|UNSUPPORTED|UNVERIFIABLE")
 # The caller's own earlier answers shorter than this are not taken out (names, rooms, "skip").
 MIN_AUTHORED_CHARS = 16
 
@@ -152,6 +155,16 @@ class Auditor:
             )
             for tick, killer, victim in match.kills
         ]
+        # The union of every kill's phrases: one pass tells whether any of them occurs (almost never), so the
+        # per-kill patterns, which say which kill and whether it happened yet, run only then. The boundaries
+        # are written once around the alternatives: the engine then scans for their first letters (about 10x
+        # faster than boundaries inside each alternative).
+        self.any_kill_re = re.compile(
+            r"(?<![\w])(?:"
+            + "|".join(_phrase_regex(ph.format(killer=killer.lower(), victim=victim.lower()))
+                       for _, killer, victim in match.kills for ph in KILL_AUTHOR_PHRASES)
+            + r")(?![\w])"
+        ) if match.kills else None
 
     def observe(self, call: dict[str, Any]) -> None:
         """Remember what this call's answer may bring into the caller's later prompts (its own words)."""
@@ -175,10 +188,10 @@ class Auditor:
         return text
 
     def find(self, call: dict[str, Any]) -> Leak | None:
-        label = claim_label_leak(call, self.searched_text(call))
+        text = self.searched_text(call)
+        label = claim_label_leak(call, text)
         if label is not None:
             return Leak(None, label)
-        text = self.searched_text(call)
         low = text.lower()
         same = len(low) == len(text)  # show the phrase as written when lower-casing kept the positions
 
@@ -193,6 +206,8 @@ class Auditor:
             name = self.canonical[m.group("name")]
             if name in hidden:
                 return Leak(name, phrase(m))
+        if self.any_kill_re is None or self.any_kill_re.search(low) is None:
+            return None
         for tick, killer, victim, rx in self.kill_res:
             if tick <= int(call[F.TICK]):
                 m = rx.search(low)
@@ -248,7 +263,8 @@ def claim_label_leak(call: dict[str, Any], text: str | None = None) -> str | Non
         key = next((k for k in _keys(a) if k in CLAIM_LABEL_KEYS), None)
         if key is not None:
             return f"{CLAIM_LABEL_PREFIX}the answer has a key {key!r}"
-    m = CLAIM_LABEL_RE.search(input_text(call.get(F.MESSAGES) or []) if text is None else text)
+    searched = input_text(call.get(F.MESSAGES) or []) if text is None else text
+    m = CLAIM_LABEL_RE.search(searched) if _CLAIM_LABEL_WORDS.search(searched) else None
     return f"{CLAIM_LABEL_PREFIX}{m.group(0)}" if m else None
 
 
