@@ -294,3 +294,36 @@ def test_leave_one_out_never_fits_on_the_imposter_model_it_scores(tmp_path, monk
         held = json.loads((tmp_path / "loo" / "fits" / g / F.OBSERVER_FIT).read_text())
         assert held["held_out"] == g and g not in held["fitted_on"]
     assert "leave one imposter model out" in (tmp_path / "loo" / "leave_one_out.md").read_text()
+
+
+@pytest.mark.parametrize("pair_matrix", [True, False])
+def test_the_vectorised_bootstrap_equals_the_definition_resample_by_resample(monkeypatch, pair_matrix):
+    """``Weighted.values_many`` (every resample at once) equals ``values`` (the metrics' definition) at each
+    resample, None as NaN: matches with no probes, ties, one-role matches and the large-run path."""
+    import numpy as np
+
+    if not pair_matrix:
+        monkeypatch.setattr(B, "PAIR_MATRIX_MAX_MATCHES", 3)
+    rng = np.random.default_rng(5)
+    ms = []
+    for i in range(9):
+        n = [0, 1, 7, 12][i % 4]
+        p = np.round(rng.random(n), 1)  # rounded: ties within and across matches
+        y = (rng.random(n) < (0.0 if i == 5 else 0.3)).astype(float)  # match 5 holds no imposter
+        ms.append(B.MatchBeliefs(
+            f"m{i}", "r", "imp", i, p, y, probe_auroc=list(rng.random(i % 3)),
+            probe_moment=["before_vote"] * (i % 3), probe_brier=list(rng.random(i % 2)),
+            top2_hits=float(i % 2), top2_n=i % 3, ttd=[None, 0.5][: i % 3],
+            leads=[0.1] * (i % 2), asked=i, fallbacks=i % 2))
+    wd = B.Weighted(ms)
+    idx = B.bootstrap_indices(len(ms), 300, 1)
+    many = wd.resampled(idx)
+    for r, row in enumerate(idx):
+        one = wd.values(np.bincount(row, minlength=len(ms)).astype(float))
+        for k, v in one.items():
+            got = many[k][r]
+            assert (v is None and np.isnan(got)) or got == pytest.approx(v, abs=1e-12), (k, r)
+    assert not np.isnan(many["auroc"]).all()
+    assert np.isnan(B.Weighted(ms[5:6]).resampled(idx[:, :1] * 0)["auroc"]).all()  # no imposter: undefined
+    for k in ("auroc", "brier", "ece"):
+        assert many[k] == pytest.approx(wd.resampled(idx, k)[k], nan_ok=True)

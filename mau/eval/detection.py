@@ -355,6 +355,7 @@ class Weighted:
             )
         self.n = {k: int(c.sum()) for k, (_, c) in self.sums.items()}
         self.n.update(auroc=len(self.p), brier=len(self.p), ece=len(self.p))
+        self._per: dict[str, np.ndarray] | None = None
 
     def values(self, w: np.ndarray | None = None, only: str | None = None) -> dict[str, float | None]:
         """Every metric at match weights ``w`` (None: each match once); ``only``: that metric alone (the same
@@ -389,12 +390,97 @@ class Weighted:
         out["ece"] = float(np.sum(wb[ok] / total * np.abs(pb[ok] / wb[ok] - yb[ok] / wb[ok])))
         return out
 
-    def resampled(self, idx: np.ndarray) -> list[dict[str, float | None]]:
-        """``values`` of every resample of a (resamples, m) index array."""
-        return [self.values(np.bincount(row, minlength=self.m).astype(float)) for row in idx]
+    def resampled(self, idx: np.ndarray, only: str | None = None) -> dict[str, np.ndarray]:
+        """``values`` of every resample of a (resamples, m) index array, as one array per metric (NaN where
+        ``values`` gives None), computed for all resamples at once (``values_many``)."""
+        return self.values_many(_weights(idx, self.m), only)
+
+    def values_many(self, w: np.ndarray, only: str | None = None,
+                    chunk: int = 256) -> dict[str, np.ndarray]:
+        """``values`` at each row of a (resamples, m) weight matrix, with matrix products instead of a loop
+        over resamples (the bootstrap of one cell was most of a report's time). Equal to ``values`` row by
+        row (tests/test_detection.py). The pooled AUROC is a quadratic form: with ``pair[a, b]`` the pairs
+        (an imposter's probability in match a, a crewmate's in match b) ranked right (ties half), its
+        numerator at weights w is w @ pair @ w."""
+        out: dict[str, np.ndarray] = {}
+        for k, (num, den) in self.sums.items():
+            if only is None or k == only:
+                out[k] = _ratio(w @ num, w @ den)
+        if only is not None and only in self.sums:
+            return out
+        per = self._per_match()
+        total = w @ per["n"]
+        if only in (None, "auroc"):
+            if self.m > PAIR_MATRIX_MAX_MATCHES:  # the (m, m) matrix would cost more than the loop
+                out["auroc"] = np.asarray([np.nan if (v := self.values(row, "auroc")["auroc"]) is None else v
+                                           for row in w])
+            else:
+                wp, wn = w @ per["pos"], w @ per["neg"]
+                pairs = np.concatenate([np.einsum("ij,ij->i", w[i:i + chunk] @ per["pair"], w[i:i + chunk])
+                                        for i in range(0, len(w), chunk)]) if len(w) else np.zeros(0)
+                out["auroc"] = _ratio(pairs, wp * wn)
+            if only == "auroc":
+                return out
+        out["brier"] = _ratio(w @ per["sq"], total)
+        if only == "brier":
+            return out
+        wb, pb, yb = w @ per["bin_n"], w @ per["bin_p"], w @ per["bin_y"]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            gap = np.where(wb > 0, wb * np.abs(pb / wb - yb / wb), 0.0)
+        out["ece"] = _ratio(gap.sum(axis=1), total)
+        return out
+
+    def _per_match(self) -> dict[str, np.ndarray]:
+        """Per-match sums of the probe-level metrics (computed once)."""
+        if self._per is not None:
+            return self._per
+        m, of, y = self.m, self.of, self.y
+        per = {"n": np.bincount(of, minlength=m).astype(float),
+               "pos": np.bincount(of, weights=y, minlength=m),
+               "neg": np.bincount(of, weights=1 - y, minlength=m),
+               "sq": np.bincount(of, weights=(self.p - self.y) ** 2, minlength=m)}
+        for name, wt in (("bin_n", None), ("bin_p", self.p), ("bin_y", y)):
+            a = np.zeros((m, ECE_BINS))
+            np.add.at(a, (of, self.bins), 1.0 if wt is None else wt)
+            per[name] = a
+        per["pair"] = pair = np.zeros((m, m) if m <= PAIR_MATRIX_MAX_MATCHES else (0, 0))
+        if m > PAIR_MATRIX_MAX_MATCHES:
+            self._per = per
+            return per
+        pos = y > 0.5
+        pos_p, pos_of = self.p[pos], of[pos]
+        for b in range(m):
+            negs = np.sort(self.p[(of == b) & ~pos])
+            if len(negs) and len(pos_p):
+                lo, hi = np.searchsorted(negs, pos_p, "left"), np.searchsorted(negs, pos_p, "right")
+                pair[:, b] = np.bincount(pos_of, weights=lo + 0.5 * (hi - lo), minlength=m)
+        self._per = per
+        return per
 
 
 ECE_BINS = 10
+# Above this many matches a cell's pooled AUROC is bootstrapped one resample at a time (its pair matrix is
+# m x m).
+PAIR_MATRIX_MAX_MATCHES = 2500
+
+
+def _weights(idx: np.ndarray, m: int) -> np.ndarray:
+    """A (resamples, m) index array as match weights: how often each match was drawn."""
+    idx = np.asarray(idx, dtype=int).reshape(len(idx), -1)
+    w = np.zeros((len(idx), m))
+    np.add.at(w, (np.repeat(np.arange(len(idx)), idx.shape[1]), idx.ravel()), 1.0)
+    return w
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """num / den, NaN where den is 0 (``values``' None)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(den != 0, num / np.where(den != 0, den, 1.0), np.nan)
+
+
+def _interval(boot: np.ndarray) -> tuple[float | None, float | None]:
+    """The percentile interval of the defined resamples."""
+    return percentile_interval(np.asarray(boot[~np.isnan(boot)], float))
 
 
 def _values(ms: list[MatchBeliefs], only: str | None = None) -> dict[str, tuple[float | None, int]]:
@@ -408,11 +494,10 @@ def cell(ms: list[MatchBeliefs], resamples: int = 2000, seed: int = 0) -> dict[s
     """Every metric of a cell with its match-level bootstrap interval (undefined values get none)."""
     wd = Weighted(ms)
     vals = wd.values()
-    boot = wd.resampled(bootstrap_indices(len(ms), resamples, seed)) if ms else []
+    boot = wd.resampled(bootstrap_indices(len(ms), resamples, seed)) if ms else {}
     out = {}
     for k in DETECTION_METRICS:
-        lo, hi = (None, None) if vals[k] is None else percentile_interval(
-            np.asarray([b[k] for b in boot if b[k] is not None], float))
+        lo, hi = (None, None) if vals[k] is None else _interval(boot[k])
         out[k] = Estimate(vals[k], lo, hi, wd.n[k], "bootstrap")
     return out
 
@@ -431,9 +516,8 @@ def paired_diff(a: dict[Any, MatchBeliefs], b: dict[Any, MatchBeliefs], metric: 
     d = diff(None) if keys else None
     lo = hi = None
     if d is not None:
-        idx = bootstrap_indices(len(keys), resamples, seed)
-        s = [diff(np.bincount(row, minlength=len(keys)).astype(float)) for row in idx]
-        lo, hi = percentile_interval(np.asarray([x for x in s if x is not None], float))
+        w = _weights(bootstrap_indices(len(keys), resamples, seed), len(keys))
+        lo, hi = _interval(wa.values_many(w, metric)[metric] - wb.values_many(w, metric)[metric])
     return {"metric": metric, "n_pairs": len(keys), "diff": d, "ci_low": lo, "ci_high": hi,
             "method": "paired_bootstrap"}
 
@@ -468,11 +552,10 @@ def by_moment(
         mine = [m for m in ms if m.row == row]
         wd = Weighted(mine)
         vals = wd.values()
-        boot = wd.resampled(bootstrap_indices(len(mine), resamples, seed)) if mine else []
+        boot = wd.resampled(bootstrap_indices(len(mine), resamples, seed)) if mine else {}
         out[row] = {}
         for mo in MOMENTS:
-            lo, hi = (None, None) if vals[mo] is None else percentile_interval(
-                np.asarray([b[mo] for b in boot if b[mo] is not None], float))
+            lo, hi = (None, None) if vals[mo] is None else _interval(boot[mo])
             out[row][mo] = Estimate(vals[mo], lo, hi, wd.n[mo], "bootstrap").to_dict()
     return out
 
