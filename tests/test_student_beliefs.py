@@ -173,6 +173,19 @@ def test_the_learning_curve_scores_every_point_on_the_same_heldout_prompts(stude
     assert curve_main(cfg.model_copy(update={"resume": True}), RunOptions(progress=False)) == 0
     again = json.loads((out / "curve.json").read_text())
     assert [p["heldout"] for p in again["points"]] == [p["heldout"] for p in s["points"]]
+    # beside the validation, the same reading on as many of the point's own training rows (under- or
+    # overfitting); a point of an older curve without it gets it on --resume from its saved student, the
+    # same figures as when it was trained
+    for p in s["points"]:
+        fit, val = p["training_fit"], p["validation"]
+        assert fit["n"] == min(p["examples"], val.get("n") or 1000) and "kl" in fit and "acc" in fit
+    assert "| training KL |" in (out / "curve.md").read_text()
+    old = out / "points" / "vote_belief_3.json"
+    point = json.loads(old.read_text())
+    fit = point.pop("training_fit")
+    old.write_text(json.dumps(point))
+    assert curve_main(cfg.model_copy(update={"resume": True}), RunOptions(progress=False)) == 0
+    assert json.loads(old.read_text())["training_fit"] == pytest.approx(fit, rel=1e-5)
 
 
 def test_student_train_learns_beliefs_and_scores_heldout_matches(student, bc_run, tmp_path):

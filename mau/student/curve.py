@@ -28,6 +28,7 @@ from mau.student.config import StudentCurveConfig
 SUMMARY = "curve.json"
 PALETTE = [(76, 114, 176), (221, 132, 82), (85, 168, 104), (196, 78, 82)]  # (mau.eval.plots's first four)
 POINTS = "points"
+TRAIN_FIT = "training_fit"  # a point's reading on as many of its own training rows as the validation has
 EXPERT_ROW = "expert's beliefs"
 ACCUSED_ROW = "most accused"  # a simple reader of the same prompts: accusations and votes received
 LINEAR_PREFIX = "linear"
@@ -115,13 +116,19 @@ def run_curve(cfg: StudentCurveConfig, out: Path) -> dict[str, Any]:
             if obj.sizes is not None and size not in obj.sizes:
                 continue
             path = out / POINTS / f"{_slug(name)}_{size}.json"
-            if path.is_file():
-                points.append(json.loads(path.read_text()))
-                continue
             t = cfg.training.model_copy(update={"vote_weight": obj.vote_weight,
                                                 "belief_weight": obj.belief_weight})
             rows = [e for e in pool[:n] if usable(e, t.vote_weight, t.belief_weight)]
             val = [e for e in evals if usable(e, t.vote_weight, t.belief_weight)]
+            if path.is_file():
+                point = json.loads(path.read_text())
+                if TRAIN_FIT not in point and point.get("model") and _load_trainable(split, point["model"]):
+                    # a point of an older curve: its saved student read on its own rows, as new points are
+                    cache.fill(split, _fit_rows(rows, val), desc="features (training fit)", path=cache_path)
+                    point[TRAIN_FIT] = evaluate(split, cache, _fit_rows(rows, val))
+                    atomic_write(path, json.dumps(point, default=str, indent=1) + "\n")
+                points.append(point)
+                continue
             with torch.no_grad():
                 for pn, p in _trainable(split):
                     p.copy_(start[pn])
@@ -133,6 +140,9 @@ def run_curve(cfg: StudentCurveConfig, out: Path) -> dict[str, Any]:
             point = {"objective": name, "weights": {"vote": t.vote_weight, "belief": t.belief_weight},
                      "size": size, "examples": len(rows), "matches": len({e.meta.get(F.MATCH) for e in rows}),
                      "steps": steps, "train_loss": loss, "validation": evaluate(split, cache, val),
+                     # the same reading on as many of its own training rows: beside the validation's, it
+                     # says whether the student underfits (the two alike) or overfits (training far better)
+                     TRAIN_FIT: evaluate(split, cache, _fit_rows(rows, val)),
                      "heldout": score(probes, student_probs(split, cache, held)),
                      "train_s": round(time.perf_counter() - tp, 1)}
             if size in saved_sizes:
@@ -204,6 +214,29 @@ def accused_probs(held: list[Any]) -> list[list[float]]:
     return out
 
 
+def _fit_rows(rows: list[Any], val: list[Any]) -> list[Any]:
+    """The training rows a point's fit is read on: as many as the validation rows (the first in the curve's
+    order), or up to 1,000 when there is no validation."""
+    return rows[:len(val) or 1000]
+
+
+def _load_trainable(split: Any, folder: str) -> bool:
+    """The trained layers of a saved point's student into ``split`` (False when its weights are gone)."""
+    import torch
+    from safetensors.torch import load_file
+
+    f = Path(folder) / "model.safetensors"
+    if not f.is_file():
+        return False
+    saved = load_file(str(f))
+    with torch.no_grad():
+        for n, p in _trainable(split):
+            if n not in saved:
+                return False
+            p.copy_(saved[n])
+    return True
+
+
 def _trainable(split: Any) -> list[tuple[str, Any]]:
     ids = {id(p) for p in split.trainable()}
     return [(n, p) for n, p in split.model.named_parameters() if id(p) in ids]
@@ -220,15 +253,18 @@ def _auroc(res: dict[str, Any], rung: str = "all") -> float | None:
 def markdown(summary: dict[str, Any], rungs: list[str]) -> list[str]:
     """The curve as a table: per point, the student's and the linear reader's held-out within-probe AUROC."""
     lines = ["| objective | examples | student AUROC within (held-out) | 95 % interval | linear, same rows | "
-             "student vote agreement | validation KL |", "|---" * 7 + "|"]
+             "student vote agreement | validation KL | training KL | validation / training vote accuracy |",
+             "|---" * 9 + "|"]
     for p in summary["points"]:
         e = p["heldout"]["all"]["auroc_within"]
         lin = _auroc(p.get("linear") or {})
-        kl = (p.get("validation") or {}).get("kl")
+        val, fit = p.get("validation") or {}, p.get(TRAIN_FIT) or {}
+        acc = "-" if val.get("acc") is None or fit.get("acc") is None else \
+            f"{100 * val['acc']:.1f} % / {100 * fit['acc']:.1f} %"
         lines.append(f"| {p['objective']} | {p['examples']} | {e['value']:.3f} | [{e['ci_low']:.3f}, "
                      f"{e['ci_high']:.3f}] | {'-' if lin is None else f'{lin:.3f}'} | "
-                     f"{100 * p['heldout']['all']['agree_vote']:.1f} % | "
-                     f"{'-' if kl is None else f'{kl:.3f}'} |")
+                     f"{100 * p['heldout']['all']['agree_vote']:.1f} % | {_fmt(val.get('kl'))} | "
+                     f"{_fmt(fit.get('kl'))} | {acc} |")
     ref = summary["references"][EXPERT_ROW]
     acc = summary["references"].get(ACCUSED_ROW)
     lines += ["", f"The expert's own beliefs on the same probes: {_auroc(ref):.3f}; "
