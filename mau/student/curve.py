@@ -121,13 +121,7 @@ def run_curve(cfg: StudentCurveConfig, out: Path) -> dict[str, Any]:
             rows = [e for e in pool[:n] if usable(e, t.vote_weight, t.belief_weight)]
             val = [e for e in evals if usable(e, t.vote_weight, t.belief_weight)]
             if path.is_file():
-                point = json.loads(path.read_text())
-                if TRAIN_FIT not in point and point.get("model") and _load_trainable(split, point["model"]):
-                    # a point of an older curve: its saved student read on its own rows, as new points are
-                    cache.fill(split, _fit_rows(rows, val), desc="features (training fit)", path=cache_path)
-                    point[TRAIN_FIT] = evaluate(split, cache, _fit_rows(rows, val))
-                    atomic_write(path, json.dumps(point, default=str, indent=1) + "\n")
-                points.append(point)
+                points.append(_finished_point(path, split, cache, cache_path, _fit_rows(rows, val)))
                 continue
             with torch.no_grad():
                 for pn, p in _trainable(split):
@@ -212,6 +206,20 @@ def accused_probs(held: list[Any]) -> list[list[float]]:
         total = sum(got)
         out.append([got[living.index(c)] / total if c != F.SKIP else 0.0 for c in e.candidates])
     return out
+
+
+def _finished_point(path: Path, split: Any, cache: Any, cache_path: Path,
+                    fit_rows: list[Any]) -> dict[str, Any]:
+    """A point of an earlier run, as saved; one of an older curve without ``TRAIN_FIT`` gets it from its saved
+    student, read on its own rows as new points are (and saved back)."""
+    from mau.student.train import evaluate
+
+    point = json.loads(path.read_text())
+    if TRAIN_FIT not in point and point.get("model") and _load_trainable(split, point["model"]):
+        cache.fill(split, fit_rows, desc="features (training fit)", path=cache_path)
+        point[TRAIN_FIT] = evaluate(split, cache, fit_rows)
+        atomic_write(path, json.dumps(point, default=str, indent=1) + "\n")
+    return point
 
 
 def _fit_rows(rows: list[Any], val: list[Any]) -> list[Any]:
