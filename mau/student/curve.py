@@ -267,12 +267,12 @@ def markdown(summary: dict[str, Any], rungs: list[str]) -> list[str]:
         e = p["heldout"]["all"]["auroc_within"]
         lin = _auroc(p.get("linear") or {})
         val, fit = p.get("validation") or {}, p.get(TRAIN_FIT) or {}
-        acc = "-" if val.get("acc") is None or fit.get("acc") is None else \
+        vote_acc = "-" if val.get("acc") is None or fit.get("acc") is None else \
             f"{100 * val['acc']:.1f} % / {100 * fit['acc']:.1f} %"
         lines.append(f"| {p['objective']} | {p['examples']} | {e['value']:.3f} | [{e['ci_low']:.3f}, "
                      f"{e['ci_high']:.3f}] | {'-' if lin is None else f'{lin:.3f}'} | "
                      f"{100 * p['heldout']['all']['agree_vote']:.1f} % | {_fmt(val.get('kl'))} | "
-                     f"{_fmt(fit.get('kl'))} | {acc} |")
+                     f"{_fmt(fit.get('kl'))} | {vote_acc} |")
     ref = summary["references"][EXPERT_ROW]
     acc = summary["references"].get(ACCUSED_ROW)
     lines += ["", f"The expert's own beliefs on the same probes: {_auroc(ref):.3f}; "
