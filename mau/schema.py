@@ -213,7 +213,8 @@ PROBES_FORMAT = "mau.probes"
 OBSERVER_FIT = "observer_fit.json"  # mau beliefs --fit: the ideal observer's fitted likelihoods
 FIT_FORMAT, FIT_VERSION = "mau.observer_fit", 1  # its format (docs/formats.md): one kind's params
 FIT_MIXTURE_VERSION = 2  # the same format holding a mixture over the imposters' kinds (kinds, prior)
-FIT_VERSIONS = (FIT_VERSION, FIT_MIXTURE_VERSION)
+FIT_LINEAR_VERSION = 3  # the same format holding a linear detector (linear: weights, bias; mau.infer.linear)
+FIT_VERSIONS = (FIT_VERSION, FIT_MIXTURE_VERSION, FIT_LINEAR_VERSION)
 PROBES_FORMAT_VERSION = 3
 # the metrics read all; the observer's evidence changed in 2 and 3 (formats.md)
 PROBES_READABLE_VERSIONS = (1, 2, 3)

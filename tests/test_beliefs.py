@@ -422,6 +422,29 @@ def test_beliefs_fit_writes_the_likelihoods_and_params_rescore_a_run(aria_run, t
     assert "sum to 1" in capsys.readouterr().err
 
 
+def test_beliefs_fit_linear_writes_a_linear_detector_that_rescores_a_run(aria_run, tmp_path, capsys):
+    """--fit --linear (issue 43): the linear detector fitted on the truth (observer_fit.json version 3), read
+    back by --params and --ablate like the likelihoods; --linear without --fit is refused."""
+    from mau.cli import main
+    from mau.infer.linear import LINEAR_FEATURES
+
+    assert main(["beliefs", str(aria_run), "--fit", "--linear", "--out", str(tmp_path / "lin")]) == 0
+    doc = json.loads((tmp_path / "lin" / F.OBSERVER_FIT).read_text())
+    assert doc[F.FORMAT_VERSION] == F.FIT_LINEAR_VERSION and doc["matches"] == 6 and doc["l2"] == 1.0
+    assert set(doc["linear"]["weights"]) == set(LINEAR_FEATURES) and doc["loglik_per_candidate"] < 0
+    assert "linear fit:" in capsys.readouterr().out
+    assert main(["beliefs", str(aria_run), "--params", str(tmp_path / "lin"), "--out", str(tmp_path / "rep"),
+                 "--resamples", "20"]) == 0
+    rep = json.loads((tmp_path / "rep" / F.BELIEFS_JSON).read_text())
+    assert rep["observer_params"]["weights"] == doc["linear"]["weights"]
+    ideal = [c for c in rep["cells"] if c["row"] == "ideal observer"]
+    assert ideal and ideal[0]["metrics"]["auroc_within"]["value"] > 0.5  # it reads its own training matches
+    assert main(["beliefs", str(aria_run), "--params", str(tmp_path / "lin"), "--ablate", "speech", "--out",
+                 str(tmp_path / "abl"), "--resamples", "20"]) == 0
+    assert main(["beliefs", str(aria_run), "--linear", "--out", str(tmp_path / "x")]) == 2
+    assert "--linear: only with --fit" in capsys.readouterr().err
+
+
 def test_beliefs_ablate_compares_the_observer_with_and_without_kinds_of_evidence(aria_run, tmp_path):
     """--ablate re-scores the same probes without some kinds of evidence: without evidence the run has (claims
     are off here) nothing changes; without the positions near each death the observer does worse; the

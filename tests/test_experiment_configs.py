@@ -133,3 +133,24 @@ def test_bc_chain_and_no_config_shares_a_seed_with_its_eval() -> None:
     demo_train = seeds(qs.collect_config, qs.collect_set)
     demo_eval = set(load_config(EvalConfig, qs.eval_config).seed_list())
     assert not demo_train & demo_eval
+
+
+def test_the_linear_detectors_round_trains_on_no_seed_it_is_scored_on() -> None:
+    """configs/arms/linear_round1.yaml (the linear detector's round 1) plays training seeds only: none a seed
+    of the linear detector's evals, none a seed of the arms race's rounds; the detector and the adversary of
+    the round are the shipped linear file."""
+    from mau.collect.grid import enumerate_grid
+
+    grid = load_config(CollectConfig, "configs/arms/linear_round1.yaml").grid
+    train = {s.seed for s in enumerate_grid(grid)}
+    assert len(train) == 42 and min(train) == 46000
+    scored = set(load_config(EvalConfig, "configs/arms/linear.yaml").seed_list())
+    from mau.collect.arms_race import ArmsRaceConfig
+
+    race_cfg = load_config(ArmsRaceConfig, "configs/arms/race.yaml")
+    race = {s for lo, n in race_cfg.seed_ranges(3).values() for s in range(lo, lo + n)}  # its fit's seeds
+    assert len(race) == 108 + 4 * 42 and not train & scored and not train & race and not race & scored
+    lin = "configs/observer/linear_race.json"
+    pool = {p.name: p.model for p in grid.pool}
+    assert pool["adversarial"].plans_against == lin
+    assert all(pool[c].likelihood == lin for c in grid.crewmates)

@@ -339,7 +339,7 @@ def test_a_scripted_model_reasons_with_the_likelihood_it_is_given(tmp_path):
     backend = make_backend(ModelConfig(backend="scripted", likelihood=str(tmp_path)))
     assert backend._params.near_0 == 9.0
     fit.write_text("{}")
-    with pytest.raises(ValueError, match="not a mau.observer_fit file of version 1 or 2"):
+    with pytest.raises(ValueError, match="not a mau.observer_fit file of version 1 or 2 or 3"):
         make_backend(ModelConfig(backend="scripted", likelihood=str(fit)))
 
 
@@ -380,6 +380,24 @@ def test_the_adversary_plans_against_the_detector_it_is_given(tmp_path):
     assert backend._against.reported == 6.0 and backend._params is None
     with pytest.raises(ValueError, match="no such file; give the observer_fit.json"):
         ModelConfig(backend="scripted", plans_against=str(tmp_path / "nope.json"))
+
+
+def test_the_adversary_plans_against_a_linear_detector_with_its_weights(tmp_path):
+    """plans_against a linear detector (observer_fit.json version 3): a planted weight flips the report."""
+    from mau import schema as F
+    from mau.infer.fit import read_params
+
+    def reports(weight: float) -> bool:
+        path = tmp_path / f"lin{weight}.json"
+        path.write_text(json.dumps({F.FORMAT: F.FIT_FORMAT, F.FORMAT_VERSION: F.FIT_LINEAR_VERSION,
+                                    "linear": {"weights": {"reported": weight}, "bias": -1.0}}))
+        w = _scene()
+        b = ScriptedBrain("James", w.map, 0, "adversarial", plans_against=read_params(str(path)))
+        obs = w.observe("James", "ego")
+        b.observe(obs)
+        return b.report(obs, "Steve")
+
+    assert reports(-6.0) is True and reports(6.0) is False
 
 
 def test_the_adversary_weighs_its_own_skip_where_the_detector_does(tmp_path):

@@ -42,7 +42,11 @@ FLAGS = [
     Flag("--fit", "fit the ideal observer's likelihoods on the runs (training seeds): writes "
                   "observer_fit.json",
          key="fit", type=bool),
-    Flag("--l2", "the fit's L2 penalty on the log likelihood ratios (default 0.01)", key="l2", type=float),
+    Flag("--l2", "the fit's L2 penalty (default 0.01 on the log likelihood ratios, 1.0 with --linear)",
+         key="l2", type=float),
+    Flag("--linear", "with --fit: fit the linear detector (a logistic model of per-player evidence counts; "
+                     "docs/detection.md, 'A linear detector') instead of the likelihoods", key="linear",
+         type=bool),
     Flag("--params", "an observer_fit.json (or its folder): re-score the ideal observer with its likelihoods",
          key="params"),
     Flag("--ablate", "comma-separated parameters of the model (e.g. contradicted,conflict) or groups "
@@ -88,8 +92,11 @@ def config_from_args(args: argparse.Namespace) -> BeliefsConfig:
     if cfg.without is not None and not cfg.fit:
         raise ConfigError("--without: only with --fit (the fit writes the held parameters as 0; --params "
                           "and --ablate then read them from the fit)")
-    if cfg.l2 < 0:
+    if cfg.l2 is not None and cfg.l2 < 0:
         raise ConfigError("--l2: must be 0 or more")
+    if cfg.linear and (not cfg.fit or cfg.without):
+        raise ConfigError("--linear: only with --fit, and without --without (the linear fit weighs every "
+                          "feature; give a fit's file to --params to re-score)")
     if cfg.params and not Path(cfg.params).exists():
         raise ConfigError(f"--params {cfg.params}: no such file; give the observer_fit.json of mau beliefs "
                           f"--fit")
@@ -106,15 +113,25 @@ def main(cfg: BeliefsConfig, opts: RunOptions = RunOptions()) -> int:
     if cfg.leave_one_out:
         from mau.eval.observer_fit import leave_one_out, loo_markdown
 
-        doc = leave_one_out(cfg.runs, out, cfg.l2, cfg.resamples, cfg.seed)
+        doc = leave_one_out(cfg.runs, out, 0.01 if cfg.l2 is None else cfg.l2, cfg.resamples, cfg.seed)
         print(loo_markdown(doc))
         print(f"leave one out: {len(doc['imposters'])} imposter models -> {out}/leave_one_out.{{md,json}} "
               f"and {out}/fits/<imposter>/observer_fit.json")
         return 0
+    if cfg.fit and cfg.linear:
+        from mau.eval.observer_fit import fit_linear_runs
+
+        doc = fit_linear_runs(cfg.runs, out, 1.0 if cfg.l2 is None else cfg.l2)
+        print("linear:", " ".join(f"{k}={v:g}" for k, v in doc["linear"]["weights"].items()),
+              f"bias={doc['linear']['bias']:g}")
+        print(f"linear fit: {doc['candidates']} candidates at {doc['probes']} probes of {doc['matches']} "
+              f"matches, log-likelihood per candidate {doc['loglik_per_candidate']:.4f} -> "
+              f"{out}/observer_fit.json")
+        return 0
     if cfg.fit:
         from mau.eval.observer_fit import fit_runs
 
-        doc = fit_runs(cfg.runs, out, cfg.l2, cfg.without)
+        doc = fit_runs(cfg.runs, out, 0.01 if cfg.l2 is None else cfg.l2, cfg.without)
         print("likelihood:", " ".join(f"{k}={v:g}" for k, v in doc["params"].items()))
         print(f"observer fit: {doc['probes']} probes of {doc['matches']} matches, log-likelihood per probe "
               f"{doc['start_loglik_per_probe']:.4f} -> {doc['loglik_per_probe']:.4f} -> "

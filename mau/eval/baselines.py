@@ -27,6 +27,7 @@ import numpy as np
 
 from mau import schema as F
 from mau.infer import evidence as E
+from mau.infer.linear import BASE_FEATURES, counts, fit_logistic
 from mau.infer.model import GROUPS, Detector, beliefs, zeroed
 
 PUBLIC_ROW = "public only"
@@ -37,9 +38,7 @@ NO_SPEECH_ROW = "observer, no speech"
 BASELINE_ROWS = (PUBLIC_ROW, ACCUSED_ROW, LINEAR_ROW, LINEAR_BC_ROW, NO_SPEECH_ROW)
 # What every player hears or sees at meetings (a vote withheld is as public as a vote cast).
 PUBLIC_KINDS = (E.DEAD, E.EJECTED, E.ACCUSE, E.VOTE, E.SKIPPED, E.REPORTED, E.CALLED, E.CONFLICT)
-FEATURES = ("strong_got", "weak_got", "votes_got", "accused_imposter", "accused_crew", "voted_imposter",
-            "voted_crew", "accused_by_imposter", "near0", "near1", "near2", "reported", "called", "saw_kill",
-            "contradicted", "conflict")
+FEATURES = BASE_FEATURES  # the linear baseline's counts (the linear detector adds skips and alibis)
 
 
 def _normalise(scores: dict[str, float], k: int) -> dict[str, float]:
@@ -73,56 +72,15 @@ def most_accused(rec: dict[str, Any]) -> dict[str, float]:
 
 
 def features(rec: dict[str, Any]) -> dict[str, list[float]]:
-    """Per candidate of a probe, the counts of ``FEATURES`` in its evidence."""
-    cands = list(rec[F.PROBE_BELIEFS])
-    revealed = {it["p"]: it["role"] for it in rec["evidence"] if it["k"] == E.EJECTED}
-    f = {c: dict.fromkeys(FEATURES, 0.0) for c in cands}
-    for it in rec["evidence"]:
-        k, p, t = it["k"], it.get("p"), it.get("target")
-        if k == E.ACCUSE and t in f:
-            f[t]["strong_got" if it.get("s") == "strong" else "weak_got"] += 1
-            f[t]["accused_by_imposter"] += revealed.get(p) == F.IMPOSTER
-        if k == E.VOTE and t in f:
-            f[t]["votes_got"] += 1
-        if k in (E.ACCUSE, E.VOTE) and p in f and t in revealed:
-            kind = "accused" if k == E.ACCUSE else "voted"
-            f[p][f"{kind}_{'imposter' if revealed[t] == 'imposter' else 'crew'}"] += 1
-        if k == E.DEATH:
-            for c, bins in it["bins"].items():
-                if c in f:
-                    for b in bins:
-                        if b < 3:
-                            f[c][f"near{b}"] += 1
-        if k in (E.REPORTED, E.CALLED, E.SAW_KILL, E.CONTRADICTED) and p in f:
-            f[p][k] += 1
-        if k == E.CONFLICT:
-            for x in (p, t):
-                if x in f:
-                    f[x]["conflict"] += 1
-    return {c: [math.log1p(v[n]) for n in FEATURES] for c, v in f.items()}
+    """Per candidate of a probe, log(1 + count) of each of ``FEATURES`` in its evidence."""
+    return {c: [math.log1p(v[n]) for n in FEATURES]
+            for c, v in counts(rec["evidence"], list(rec[F.PROBE_BELIEFS])).items()}
 
 
 def fold_of(seed: int) -> int:
     """The linear baseline's fold of a match: by its seed, so the matches that different arms played on one
     seed (same roles, same imposters) fall in the same fold."""
     return hashlib.blake2b(str(int(seed)).encode(), digest_size=2).digest()[0] % 2
-
-
-def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1.0, iters: int = 50) -> np.ndarray:
-    """Weights (bias last) of an L2-penalised logistic regression, by Newton's method."""
-    xb = np.hstack([x, np.ones((len(x), 1))])
-    w = np.zeros(xb.shape[1])
-    reg = np.full(xb.shape[1], l2)
-    reg[-1] = 0.0
-    for _ in range(iters):
-        p = 1 / (1 + np.exp(-np.clip(xb @ w, -30, 30)))
-        g = xb.T @ (p - y) + reg * w
-        h = (xb * (p * (1 - p))[:, None]).T @ xb + np.diag(reg + 1e-9)
-        step = np.linalg.solve(h, g)
-        w -= step
-        if np.max(np.abs(step)) < 1e-8:
-            break
-    return w
 
 
 def linear_rows(recs_by_match: dict[str, tuple[list[dict[str, Any]], dict[str, str]]],

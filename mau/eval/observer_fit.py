@@ -76,6 +76,33 @@ def fit_runs(
     return doc
 
 
+def fit_linear_runs(runs: list[str], out: Path, l2: float = 1.0) -> dict[str, Any]:
+    """Fit the linear detector (``mau.infer.linear``) on the truth of every ideal-observer probe's candidates
+    in ``runs`` and write it as ``observer_fit.json`` version 3 in ``out``; returns what it wrote."""
+    import math
+
+    from mau.infer.linear import fit_linear
+
+    probes, matches = training_probes(runs)
+    rows = [(pr.items, pr.candidates, pr.truth) for pr in probes]
+    try:
+        lin = fit_linear(rows, l2)
+    except ValueError as e:
+        raise MauError(f"{', '.join(runs)}: {e} (no probe with both roles among its candidates)") from None
+    ll, n = 0.0, 0
+    for items, cands, truth in rows:
+        for c, s in lin.scores(items, cands).items():
+            z = -s if c in truth else s  # log P(the truth) = -softplus(z), computed stably
+            ll -= max(z, 0.0) + math.log1p(math.exp(-abs(z)))
+            n += 1
+    doc = {F.FORMAT: FIT_FORMAT, F.FORMAT_VERSION: F.FIT_LINEAR_VERSION, "runs": [str(r) for r in runs],
+           "matches": matches, "probes": len(probes), "candidates": n, "l2": l2,
+           "loglik_per_candidate": round(ll / max(1, n), 6), "linear": lin.to_dict()}
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write(out / F.OBSERVER_FIT, (json.dumps(doc, indent=1) + "\n").encode())
+    return doc
+
+
 def read_fit(path: str | Path) -> Detector:
     """The detector of an ``observer_fit.json`` (or a folder holding one): one kind, or a mixture."""
     try:

@@ -26,7 +26,11 @@ class BeliefsConfig(Model):
                               "with model probes).")
     fit: bool = Field(False, description="Fit the ideal observer's likelihoods on the runs: "
                                          "observer_fit.json.")
-    l2: float = Field(0.01, description="The fit's L2 penalty on the log likelihood ratios (0 or more).")
+    l2: float | None = Field(None, description="The fit's L2 penalty (0 or more; default 0.01 on the log "
+                             "likelihood ratios, 1.0 on a linear detector's weights, as the linear "
+                             "baseline's).")
+    linear: bool = Field(False, description="With fit: fit the linear detector (mau.infer.linear: a logistic "
+                         "model of per-player evidence counts on the truth) instead of the likelihoods.")
     params: str | None = Field(None, description="An observer_fit.json (or its folder): re-score the ideal "
                                "observer with its likelihoods.")
     ablate: list[str] | None = Field(None, description="Parameters of the model (or groups speech, "

@@ -14,6 +14,7 @@ import math
 from typing import Any
 
 from mau.infer import evidence as E
+from mau.infer.linear import Linear
 from mau.infer.model import Detector, PosteriorMemo, components, hypotheses, log_factor, mix
 from mau.schema import IMPOSTER, TICKS_PER_SECOND
 
@@ -40,6 +41,8 @@ def influence(me: str, roster: list[str], k: int, items: list[dict[str, Any]], p
     others = [n for n in roster if n != me]
     if target not in others or not items:
         return []
+    if isinstance(p, Linear):
+        return _linear_influence(others, k, items, p, target)
     hyps = hypotheses(others, k)
     comps = components(p)
     priors = [lp for lp, _ in comps]
@@ -62,6 +65,29 @@ def influence(me: str, roster: list[str], k: int, items: list[dict[str, Any]], p
             continue
         without = mix([[t - c for t, c in zip(tot, col)] for tot, col in zip(totals, cols_i)], priors)
         out.append((i, base - _logodds(without, member)))
+    return out
+
+
+def _linear_influence(others: list[str], k: int, items: list[dict[str, Any]], p: Linear,
+                      target: str) -> list[tuple[int, float]]:
+    """``influence`` under a linear detector: its posterior with every item, less without each one."""
+    def logodds(its: list[dict[str, Any]]) -> float | None:
+        post, ok = p.posterior(others, k, its)
+        if not ok:
+            return None
+        hyps = list(post)
+        return _logodds([math.log(max(post[h], 1e-300)) for h in hyps], [target in h for h in hyps])
+
+    base = logodds(items)
+    if base is None:
+        return []  # the evidence rules out every hypothesis: nothing to explain
+    out = []
+    for i, it in enumerate(items):
+        if it["k"] in CONSTRAINTS:
+            continue
+        without = logodds(items[:i] + items[i + 1:])
+        if without is not None:
+            out.append((i, base - without))
     return out
 
 

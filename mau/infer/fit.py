@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from mau.infer import evidence as E
+from mau.infer.linear import Linear
 from mau.infer.model import ROLE_PAIRS, Detector, Mixture, Params, components, hypotheses
 from mau.schema import IMPOSTER
 
@@ -218,7 +219,14 @@ def fit(probes: list[Probe], start: Params | None = None, l2: float = 0.01, iter
 
 def predict(probes: list[Probe], p: Detector) -> list[dict[str, float]]:
     """P(imposter) of each probe's candidates under ``p`` (vectorised: the same numbers as
-    ``mau.infer.model.beliefs``; a ``Mixture`` sums each hypothesis over its kinds)."""
+    ``mau.infer.model.beliefs``; a ``Mixture`` sums each hypothesis over its kinds; a ``Linear`` detector is
+    read probe by probe)."""
+    if isinstance(p, Linear):
+        out_lin = []
+        for pr in probes:
+            post, _ = p.posterior(pr.others, pr.k, pr.items)
+            out_lin.append({n: sum(w for h, w in post.items() if n in h) for n in pr.candidates})
+        return out_lin
     out: list[dict[str, float] | None] = [None] * len(probes)
     shapes: dict[tuple[int, int], list[int]] = {}
     for i, pr in enumerate(probes):
@@ -247,7 +255,8 @@ __all__ = ["Probe", "fit", "predict", "ROLE_PAIRS", "math"]
 
 def read_params(path: str, what: str = "likelihood") -> Detector:
     """The detector of an ``observer_fit.json`` (or a folder holding one): version 1 holds one kind's
-    ``params`` (a ``Params``), version 2 a ``Mixture`` (``kinds`` and their ``prior``); a bad file is a
+    ``params`` (a ``Params``), version 2 a ``Mixture`` (``kinds`` and their ``prior``), version 3 a ``Linear``
+    detector (``linear``: its ``weights`` and ``bias``); a bad file is a
     ValueError naming ``what`` (the field or flag it was given as) and the fix."""
     import json
     from pathlib import Path
@@ -264,9 +273,11 @@ def read_params(path: str, what: str = "likelihood") -> Detector:
     version = doc.get(F.FORMAT_VERSION) if isinstance(doc, dict) else None
     if not isinstance(doc, dict) or doc.get(F.FORMAT) != F.FIT_FORMAT or version not in F.FIT_VERSIONS:
         raise ValueError(f"{what} {path}: not a {F.FIT_FORMAT} file of version "
-                         f"{' or '.join(map(str, F.FIT_VERSIONS))} (write it with mau beliefs --fit or mau "
-                         "arms-race)")
+                         f"{' or '.join(map(str, F.FIT_VERSIONS))} (write it with mau beliefs --fit "
+                         "[--linear] or mau arms-race)")
     try:
+        if version == F.FIT_LINEAR_VERSION:
+            return Linear(**doc["linear"])
         if version == F.FIT_MIXTURE_VERSION:
             kinds = {n: Params.from_dict(d) for n, d in doc["kinds"].items()}
             return Mixture(kinds=kinds, prior=doc["prior"])

@@ -39,6 +39,7 @@ from pydantic import Field, model_validator
 
 from mau.config import Model
 from mau.infer import evidence as E
+from mau.infer.linear import Linear
 from mau.schema import IMPOSTER
 
 ROLE_PAIRS = ("ci", "ic", "ii")
@@ -169,12 +170,16 @@ class Mixture(Model):
         return {"kinds": {n: p.to_dict() for n, p in self.kinds.items()}, "prior": dict(self.prior)}
 
 
-Detector = Params | Mixture  # what a crewmate reasons with: one kind of imposter, or a mixture of kinds
+# What a crewmate reasons with: one kind of imposter, a mixture of kinds, or the linear detector
+# (``mau.infer.linear``: a logistic reader of per-player counts inside the same exact posterior).
+Detector = Params | Mixture | Linear
 
 
 def zeroed(p: Detector, names: list[str]) -> Detector:
     """The same detector with the log likelihood ratios ``names`` at 0 in every kind (those kinds of evidence
     count for nothing): ablations and the baselines' "no speech"."""
+    if isinstance(p, Linear):
+        return p.zeroed(names)
     if isinstance(p, Mixture):
         return Mixture(kinds={n: zeroed(k, names) for n, k in p.kinds.items()}, prior=dict(p.prior))
     return Params.from_dict({**p.to_dict(), **dict.fromkeys(names, 0.0)})
@@ -182,11 +187,15 @@ def zeroed(p: Detector, names: list[str]) -> Detector:
 
 def weighs(p: Detector, name: str) -> bool:
     """Whether any kind of the detector weighs the ratio ``name`` (not 0)."""
+    if isinstance(p, Linear):
+        return p.weighs(name)
     return any(getattr(k, name) != 0.0 for _, k in components(p))
 
 
 def components(p: Detector) -> list[tuple[float, Params]]:
     """(log prior, likelihoods) of each kind a detector weighs: one kind (log prior 0) for a ``Params``."""
+    if isinstance(p, Linear):
+        raise TypeError("a linear detector has no likelihood kinds (ask posterior or beliefs)")
     return p.components() if isinstance(p, Mixture) else [(0.0, p)]
 
 
@@ -268,6 +277,8 @@ def posterior(others: list[str], k: int, items: list[dict[str, Any]],
               p: Detector) -> tuple[dict[frozenset[str], float], bool]:
     """(posterior over the k-subsets of ``others``, consistent). Evidence that rules out every hypothesis
     gives the uniform prior and ``consistent`` False. A ``Mixture`` sums each hypothesis over its kinds."""
+    if isinstance(p, Linear):
+        return p.posterior(others, k, items)
     hyps = hypotheses(others, k)
     comps = components(p)
     per_kind = []
@@ -315,12 +326,17 @@ class PosteriorMemo:
     def posterior(self, others: list[str], k: int, items: list[dict[str, Any]],
                   p: Detector) -> tuple[dict[frozenset[str], float], bool]:
         """``posterior(others, k, items, p)``."""
+        if isinstance(p, Linear):  # no columns to keep: its scores read the items as a whole
+            return p.posterior(others, k, items)
         hyps, _, w, ok = self._weights(others, k, items, p)
         return dict(zip(hyps, w)), ok
 
     def beliefs(self, others: list[str], candidates: list[str], k: int, items: list[dict[str, Any]],
                 p: Detector) -> tuple[dict[str, float], bool]:
         """``beliefs`` of the reader whose other players are ``others``."""
+        if isinstance(p, Linear):
+            post, ok = p.posterior(others, k, items)
+            return {n: round(v, 6) for n, v in marginals(post, candidates).items()}, ok
         _, members, w, ok = self._weights(others, k, items, p)
         # marginals(): each candidate's weights summed in the hypotheses' order (sum of none: the int 0)
         return {n: round(sum([w[i] for i in members.get(n, ())]), 6) for n in candidates}, ok
