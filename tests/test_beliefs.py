@@ -443,6 +443,16 @@ def test_beliefs_fit_linear_writes_a_linear_detector_that_rescores_a_run(aria_ru
                  str(tmp_path / "abl"), "--resamples", "20"]) == 0
     assert main(["beliefs", str(aria_run), "--linear", "--out", str(tmp_path / "x")]) == 2
     assert "--linear: only with --fit" in capsys.readouterr().err
+    # --without with --linear: features (or the group own_acts) held at 0, the rest fitted
+    assert main(["beliefs", str(aria_run), "--fit", "--linear", "--without", "own_acts,near2", "--out",
+                 str(tmp_path / "lin2")]) == 0
+    held = json.loads((tmp_path / "lin2" / F.OBSERVER_FIT).read_text())
+    assert held["without"][-1] == "near2" and "called" in held["without"]
+    assert all(held["linear"]["weights"][n] == 0.0 for n in held["without"])
+    assert held["linear"]["weights"]["strong_got"] != 0.0
+    assert main(["beliefs", str(aria_run), "--fit", "--linear", "--without", "strong_ci", "--out",
+                 str(tmp_path / "x")]) == 2
+    assert "not a feature of the linear detector" in capsys.readouterr().err
 
 
 def test_beliefs_ablate_compares_the_observer_with_and_without_kinds_of_evidence(aria_run, tmp_path):

@@ -136,15 +136,21 @@ def test_bc_chain_and_no_config_shares_a_seed_with_its_eval() -> None:
 
 
 def test_the_linear_detectors_round_trains_on_no_seed_it_is_scored_on() -> None:
-    """configs/arms/linear_round1.yaml (the linear detector's round 1) plays training seeds only: none a seed
-    of the linear detector's evals, none a seed of the arms race's rounds; the detector and the adversary of
-    the round are the shipped linear file."""
+    """configs/arms/linear_round1.yaml and linear_habits.yaml (the linear detector's own training matches)
+    play training seeds only: none a seed of the linear detector's evals, none a seed of the arms race's
+    rounds; the detector and the adversary of round 1 are the shipped linear file."""
     from mau.collect.grid import enumerate_grid
 
     grid = load_config(CollectConfig, "configs/arms/linear_round1.yaml").grid
     train = {s.seed for s in enumerate_grid(grid)}
     assert len(train) == 42 and min(train) == 46000
+    habit_grid = load_config(CollectConfig, "configs/arms/linear_habits.yaml").grid
+    habits = {s.seed for s in enumerate_grid(habit_grid)}
+    assert len(habits) == 108 and not habits & train
+    train |= habits
     scored = set(load_config(EvalConfig, "configs/arms/linear.yaml").seed_list())
+    for later in ("configs/arms/linear_r1.yaml", "configs/arms/linear_r2.yaml"):
+        assert scored == set(load_config(EvalConfig, later).seed_list())
     from mau.collect.arms_race import ArmsRaceConfig
 
     race_cfg = load_config(ArmsRaceConfig, "configs/arms/race.yaml")

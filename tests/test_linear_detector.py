@@ -90,6 +90,8 @@ def test_the_fit_recovers_a_planted_weight():
         rows.append((items, OTHERS, truth))
     lin = fit_linear(rows, l2=1.0)
     assert lin.weights["strong_got"] > 1.0
+    held = fit_linear(rows, l2=1.0, hold=("strong_got",))  # a held feature: weight 0, the rest refitted
+    assert held.weights["strong_got"] == 0.0 and held.bias != lin.bias
     with pytest.raises(ValueError, match="both roles"):
         fit_linear([(rows[0][0], OTHERS, frozenset())])
 

@@ -54,7 +54,8 @@ FLAGS = [
                      "without them, paired",
          key="ablate"),
     Flag("--without", "with --fit: log likelihood ratios held at 0, comma-separated, or the groups speech, "
-                      "positions, claims, unsteerable (an observer that ignores those kinds of evidence)",
+                      "positions, claims, unsteerable (an observer that ignores those kinds of evidence); "
+                      "with --linear: features or the group own_acts",
          key="without"),
     Flag("--bc-rows", "a BC dataset (mau dataset): add the 'linear (BC rows)' row, the linear reader of the "
                       "compact VOTE prompt fitted on its training rows", key="bc_rows"),
@@ -72,8 +73,14 @@ def config_from_args(args: argparse.Namespace) -> BeliefsConfig:
     from mau.errors import ConfigError
     from mau.infer.model import Params
 
-    try:  # names or groups -> the model's parameter names
+    try:  # names or groups -> the model's parameter names (a linear fit's --without: its feature names)
+        if getattr(args, "linear", False) and args.without is not None:
+            from mau.infer.linear import expand
+
+            args.without = expand([w.strip() for w in args.without.split(",") if w.strip()], "--without")
         for flag in ("ablate", "without"):
+            if flag == "without" and getattr(args, "linear", False):
+                continue
             if getattr(args, flag) is not None:
                 setattr(args, flag, Params.expand(getattr(args, flag), f"--{flag}"))
                 if not getattr(args, flag):
@@ -94,9 +101,8 @@ def config_from_args(args: argparse.Namespace) -> BeliefsConfig:
                           "and --ablate then read them from the fit)")
     if cfg.l2 is not None and cfg.l2 < 0:
         raise ConfigError("--l2: must be 0 or more")
-    if cfg.linear and (not cfg.fit or cfg.without):
-        raise ConfigError("--linear: only with --fit, and without --without (the linear fit weighs every "
-                          "feature; give a fit's file to --params to re-score)")
+    if cfg.linear and not cfg.fit:
+        raise ConfigError("--linear: only with --fit (give a linear fit's file to --params to re-score)")
     if cfg.params and not Path(cfg.params).exists():
         raise ConfigError(f"--params {cfg.params}: no such file; give the observer_fit.json of mau beliefs "
                           f"--fit")
@@ -121,7 +127,7 @@ def main(cfg: BeliefsConfig, opts: RunOptions = RunOptions()) -> int:
     if cfg.fit and cfg.linear:
         from mau.eval.observer_fit import fit_linear_runs
 
-        doc = fit_linear_runs(cfg.runs, out, 1.0 if cfg.l2 is None else cfg.l2)
+        doc = fit_linear_runs(cfg.runs, out, 1.0 if cfg.l2 is None else cfg.l2, cfg.without)
         print("linear:", " ".join(f"{k}={v:g}" for k, v in doc["linear"]["weights"].items()),
               f"bias={doc['linear']['bias']:g}")
         print(f"linear fit: {doc['candidates']} candidates at {doc['probes']} probes of {doc['matches']} "

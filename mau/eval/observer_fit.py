@@ -76,9 +76,11 @@ def fit_runs(
     return doc
 
 
-def fit_linear_runs(runs: list[str], out: Path, l2: float = 1.0) -> dict[str, Any]:
+def fit_linear_runs(runs: list[str], out: Path, l2: float = 1.0,
+                    without: list[str] | None = None) -> dict[str, Any]:
     """Fit the linear detector (``mau.infer.linear``) on the truth of every ideal-observer probe's candidates
-    in ``runs`` and write it as ``observer_fit.json`` version 3 in ``out``; returns what it wrote."""
+    in ``runs`` and write it as ``observer_fit.json`` version 3 in ``out``; returns what it wrote.
+    ``without``: features held at 0."""
     import math
 
     from mau.infer.linear import fit_linear
@@ -86,7 +88,7 @@ def fit_linear_runs(runs: list[str], out: Path, l2: float = 1.0) -> dict[str, An
     probes, matches = training_probes(runs)
     rows = [(pr.items, pr.candidates, pr.truth) for pr in probes]
     try:
-        lin = fit_linear(rows, l2)
+        lin = fit_linear(rows, l2, tuple(without or ()))
     except ValueError as e:
         raise MauError(f"{', '.join(runs)}: {e} (no probe with both roles among its candidates)") from None
     ll, n = 0.0, 0
@@ -97,6 +99,7 @@ def fit_linear_runs(runs: list[str], out: Path, l2: float = 1.0) -> dict[str, An
             n += 1
     doc = {F.FORMAT: FIT_FORMAT, F.FORMAT_VERSION: F.FIT_LINEAR_VERSION, "runs": [str(r) for r in runs],
            "matches": matches, "probes": len(probes), "candidates": n, "l2": l2,
+           "without": list(without or []),
            "loglik_per_candidate": round(ll / max(1, n), 6), "linear": lin.to_dict()}
     out.mkdir(parents=True, exist_ok=True)
     atomic_write(out / F.OBSERVER_FIT, (json.dumps(doc, indent=1) + "\n").encode())

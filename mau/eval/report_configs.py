@@ -36,7 +36,8 @@ class BeliefsConfig(Model):
     ablate: list[str] | None = Field(None, description="Parameters of the model (or groups speech, "
                                      "positions, claims, unsteerable) compared away, paired.")
     without: list[str] | None = Field(None, description="With fit: log likelihood ratios held at 0 (names or "
-                                      "groups).")
+                                      "groups); with linear: features held at 0 (names or the group "
+                                      "own_acts).")
     leave_one_out: bool = Field(False, description="Fit on every imposter model but one, score on that one, "
                                 "for each.")
     bc_rows: str | None = Field(None, description="A BC dataset: add the 'linear (BC rows)' row, the linear "

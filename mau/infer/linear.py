@@ -30,6 +30,13 @@ BASE_FEATURES = ("strong_got", "weak_got", "votes_got", "accused_imposter", "acc
                  "voted_crew", "accused_by_imposter", "near0", "near1", "near2", "reported", "called",
                  "saw_kill", "contradicted", "conflict")
 LINEAR_FEATURES = BASE_FEATURES + ("skipped", "alibi")
+# Named groups of features for ``--fit --linear --without``: ``own_acts``, the counts a player sets by its own
+# acts at no cost (whom it accused or voted among the revealed, its reports, calls and skips), which a planner
+# steers at will.
+LINEAR_GROUPS: dict[str, tuple[str, ...]] = {
+    "own_acts": ("accused_imposter", "accused_crew", "voted_imposter", "voted_crew", "reported", "called",
+                 "skipped"),
+}
 # The likelihood model's ratios (``Params``) by the features that read the same evidence: --ablate and the
 # "no speech" baseline name ratios, and a linear detector zeroes the features fed by the same items.
 _FEATURES_OF_RATIO = {
@@ -145,17 +152,34 @@ def fit_logistic(x: Any, y: Any, l2: float = 1.0, iters: int = 50) -> Any:
     return w
 
 
-def fit_linear(rows: list[tuple[list[dict[str, Any]], list[str], frozenset[str]]], l2: float = 1.0) -> Linear:
+def expand(spec: list[str], flag: str) -> list[str]:
+    """Feature names or groups (``LINEAR_GROUPS``) as feature names; an unknown one is a one-line error."""
+    out: list[str] = []
+    for word in spec:
+        names = LINEAR_GROUPS.get(word, (word,))
+        bad = [n for n in names if n not in LINEAR_FEATURES]
+        if bad:
+            raise ValueError(f"{flag} {word}: not a feature of the linear detector nor a group "
+                             f"({', '.join(LINEAR_GROUPS)}; features: {', '.join(LINEAR_FEATURES)})")
+        out += [n for n in names if n not in out]
+    return out
+
+
+def fit_linear(rows: list[tuple[list[dict[str, Any]], list[str], frozenset[str]]], l2: float = 1.0,
+               hold: tuple[str, ...] = ()) -> Linear:
     """The maximum-likelihood logistic model (L2 ``l2`` on the weights, not the bias) of "x is an imposter"
-    over every candidate x of every (evidence items, candidates, true imposters) row."""
+    over every candidate x of every (evidence items, candidates, true imposters) row; ``hold``: features
+    left out (weight 0)."""
     import numpy as np
 
+    used = [n for n in LINEAR_FEATURES if n not in hold]
     x, y = [], []
     for items, cands, truth in rows:
         for c, fc in counts(items, cands).items():
-            x.append([math.log1p(fc[n]) for n in LINEAR_FEATURES])
+            x.append([math.log1p(fc[n]) for n in used])
             y.append(float(c in truth))
     if len(set(y)) < 2:
         raise ValueError("a linear fit needs candidates of both roles")
-    w = fit_logistic(np.asarray(x), np.asarray(y), l2)
-    return Linear(weights={n: float(v) for n, v in zip(LINEAR_FEATURES, w[:-1])}, bias=float(w[-1]))
+    w = fit_logistic(np.asarray(x).reshape(len(x), len(used)), np.asarray(y), l2)
+    weights = dict.fromkeys(LINEAR_FEATURES, 0.0) | {n: float(v) for n, v in zip(used, w[:-1])}
+    return Linear(weights=weights, bias=float(w[-1]))
