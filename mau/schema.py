@@ -214,7 +214,8 @@ OBSERVER_FIT = "observer_fit.json"  # mau beliefs --fit: the ideal observer's fi
 FIT_FORMAT, FIT_VERSION = "mau.observer_fit", 1  # its format (docs/formats.md): one kind's params
 FIT_MIXTURE_VERSION = 2  # the same format holding a mixture over the imposters' kinds (kinds, prior)
 FIT_LINEAR_VERSION = 3  # the same format holding a linear detector (linear: weights, bias; mau.infer.linear)
-FIT_VERSIONS = (FIT_VERSION, FIT_MIXTURE_VERSION, FIT_LINEAR_VERSION)
+FIT_POOL_VERSION = 4  # the same format holding a pool of detectors (pool: members as paths, weights, rule)
+FIT_VERSIONS = (FIT_VERSION, FIT_MIXTURE_VERSION, FIT_LINEAR_VERSION, FIT_POOL_VERSION)
 PROBES_FORMAT_VERSION = 3
 # the metrics read all; the observer's evidence changed in 2 and 3 (formats.md)
 PROBES_READABLE_VERSIONS = (1, 2, 3)

@@ -339,7 +339,7 @@ def test_a_scripted_model_reasons_with_the_likelihood_it_is_given(tmp_path):
     backend = make_backend(ModelConfig(backend="scripted", likelihood=str(tmp_path)))
     assert backend._params.near_0 == 9.0
     fit.write_text("{}")
-    with pytest.raises(ValueError, match="not a mau.observer_fit file of version 1 or 2 or 3"):
+    with pytest.raises(ValueError, match="not a mau.observer_fit file of version 1 or 2 or 3 or 4"):
         make_backend(ModelConfig(backend="scripted", likelihood=str(fit)))
 
 
@@ -398,6 +398,30 @@ def test_the_adversary_plans_against_a_linear_detector_with_its_weights(tmp_path
         return b.report(obs, "Steve")
 
     assert reports(-6.0) is True and reports(6.0) is False
+
+
+def test_the_adversary_plans_against_a_pool_with_its_weights(tmp_path):
+    """plans_against a pool (observer_fit.json version 4): the member weighted most decides the report."""
+    from mau import schema as F
+    from mau.infer.fit import read_params
+
+    for name, weight in (("likes", -6.0), ("hates", 6.0)):
+        (tmp_path / f"{name}.json").write_text(json.dumps({
+            F.FORMAT: F.FIT_FORMAT, F.FORMAT_VERSION: F.FIT_LINEAR_VERSION,
+            "linear": {"weights": {"reported": weight}, "bias": -1.0}}))
+
+    def reports(w_likes: float) -> bool:
+        path = tmp_path / f"pool{w_likes}.json"
+        path.write_text(json.dumps({F.FORMAT: F.FIT_FORMAT, F.FORMAT_VERSION: F.FIT_POOL_VERSION, "pool": {
+            "members": {"likes": "likes.json", "hates": "hates.json"},
+            "weights": {"likes": w_likes, "hates": round(1 - w_likes, 6)}}}))
+        w = _scene()
+        b = ScriptedBrain("James", w.map, 0, "adversarial", plans_against=read_params(str(path)))
+        obs = w.observe("James", "ego")
+        b.observe(obs)
+        return b.report(obs, "Steve")
+
+    assert reports(0.9) is True and reports(0.1) is False
 
 
 def test_the_adversary_weighs_its_own_skip_where_the_detector_does(tmp_path):

@@ -15,7 +15,7 @@ from typing import Any
 
 from mau.infer import evidence as E
 from mau.infer.linear import Linear
-from mau.infer.model import Detector, PosteriorMemo, components, hypotheses, log_factor, mix
+from mau.infer.model import Detector, Pool, PosteriorMemo, components, hypotheses, log_factor, mix, posterior
 from mau.schema import IMPOSTER, TICKS_PER_SECOND
 
 CONSTRAINTS = (E.DEAD, E.EJECTED)  # hard facts: they define the hypotheses, they are not reasons
@@ -41,8 +41,8 @@ def influence(me: str, roster: list[str], k: int, items: list[dict[str, Any]], p
     others = [n for n in roster if n != me]
     if target not in others or not items:
         return []
-    if isinstance(p, Linear):
-        return _linear_influence(others, k, items, p, target)
+    if isinstance(p, (Linear, Pool)):
+        return _whole_influence(others, k, items, p, target)
     hyps = hypotheses(others, k)
     comps = components(p)
     priors = [lp for lp, _ in comps]
@@ -68,11 +68,12 @@ def influence(me: str, roster: list[str], k: int, items: list[dict[str, Any]], p
     return out
 
 
-def _linear_influence(others: list[str], k: int, items: list[dict[str, Any]], p: Linear,
-                      target: str) -> list[tuple[int, float]]:
-    """``influence`` under a linear detector: its posterior with every item, less without each one."""
+def _whole_influence(others: list[str], k: int, items: list[dict[str, Any]], p: Linear | Pool,
+                     target: str) -> list[tuple[int, float]]:
+    """``influence`` under a detector that reads the evidence as a whole (linear, or a pool): its posterior
+    with every item, less without each one."""
     def logodds(its: list[dict[str, Any]]) -> float | None:
-        post, ok = p.posterior(others, k, its)
+        post, ok = posterior(others, k, its, p)
         if not ok:
             return None
         hyps = list(post)

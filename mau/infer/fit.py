@@ -19,7 +19,7 @@ import numpy as np
 
 from mau.infer import evidence as E
 from mau.infer.linear import Linear
-from mau.infer.model import ROLE_PAIRS, Detector, Mixture, Params, components, hypotheses
+from mau.infer.model import ROLE_PAIRS, Detector, Mixture, Params, Pool, components, hypotheses, posterior
 from mau.schema import IMPOSTER
 
 FIXED = ("saw_kill_error",)
@@ -220,11 +220,11 @@ def fit(probes: list[Probe], start: Params | None = None, l2: float = 0.01, iter
 def predict(probes: list[Probe], p: Detector) -> list[dict[str, float]]:
     """P(imposter) of each probe's candidates under ``p`` (vectorised: the same numbers as
     ``mau.infer.model.beliefs``; a ``Mixture`` sums each hypothesis over its kinds; a ``Linear`` detector is
-    read probe by probe)."""
-    if isinstance(p, Linear):
+    read probe by probe, as a ``Pool``)."""
+    if isinstance(p, (Linear, Pool)):
         out_lin = []
         for pr in probes:
-            post, _ = p.posterior(pr.others, pr.k, pr.items)
+            post, _ = posterior(pr.others, pr.k, pr.items, p)
             out_lin.append({n: sum(w for h, w in post.items() if n in h) for n in pr.candidates})
         return out_lin
     out: list[dict[str, float] | None] = [None] * len(probes)
@@ -256,8 +256,9 @@ __all__ = ["Probe", "fit", "predict", "ROLE_PAIRS", "math"]
 def read_params(path: str, what: str = "likelihood") -> Detector:
     """The detector of an ``observer_fit.json`` (or a folder holding one): version 1 holds one kind's
     ``params`` (a ``Params``), version 2 a ``Mixture`` (``kinds`` and their ``prior``), version 3 a ``Linear``
-    detector (``linear``: its ``weights`` and ``bias``); a bad file is a
-    ValueError naming ``what`` (the field or flag it was given as) and the fix."""
+    detector (``linear``: its ``weights`` and ``bias``), version 4 a ``Pool`` (``pool``: its ``members``, each
+    the path of another observer fit, relative to this file's folder, its ``weights`` and ``rule``); a bad
+    file is a ValueError naming ``what`` (the field or flag it was given as) and the fix."""
     import json
     from pathlib import Path
 
@@ -276,6 +277,8 @@ def read_params(path: str, what: str = "likelihood") -> Detector:
                          f"{' or '.join(map(str, F.FIT_VERSIONS))} (write it with mau beliefs --fit "
                          "[--linear] or mau arms-race)")
     try:
+        if version == F.FIT_POOL_VERSION:
+            return _pool(doc["pool"], p, what)
         if version == F.FIT_LINEAR_VERSION:
             return Linear(**doc["linear"])
         if version == F.FIT_MIXTURE_VERSION:
@@ -287,3 +290,17 @@ def read_params(path: str, what: str = "likelihood") -> Detector:
         why = "; ".join(x["msg"] for x in errors()) if callable(errors) else str(e).splitlines()[0]
         raise ValueError(f"{what} {path}: a damaged observer fit ({why}); write it again with mau beliefs "
                          "--fit or mau arms-race") from None
+
+
+def _pool(doc: dict[str, Any], where: Any, what: str) -> Pool:
+    """The ``Pool`` of a version 4 file at ``where``: each member read from its own file (a path relative to
+    the pool file's folder); a member that is itself a pool is refused (one level keeps a file readable)."""
+    members = {}
+    for name, rel in doc["members"].items():
+        if not isinstance(rel, str):
+            raise ValueError(f"member {name!r} must be the path of an observer fit, not {type(rel).__name__}")
+        m = read_params(str(where.parent / rel), f"{what} (member {name})")
+        if isinstance(m, Pool):
+            raise ValueError(f"member {name!r} ({rel}) is itself a pool; name its members instead")
+        members[name] = m
+    return Pool(members=members, weights=doc["weights"], rule=doc.get("rule", "linear"))

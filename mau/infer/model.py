@@ -33,7 +33,7 @@ import math
 import operator
 from functools import reduce
 from itertools import combinations
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -170,9 +170,57 @@ class Mixture(Model):
         return {"kinds": {n: p.to_dict() for n, p in self.kinds.items()}, "prior": dict(self.prior)}
 
 
-# What a crewmate reasons with: one kind of imposter, a mixture of kinds, or the linear detector
-# (``mau.infer.linear``: a logistic reader of per-player counts inside the same exact posterior).
-Detector = Params | Mixture | Linear
+class Pool(Model):
+    """A pool of detectors (issue 43; docs/detection.md, "A pool of detectors"): each member (a likelihood
+    model, a mixture or a linear detector) reads the same evidence into its own exact posterior over the
+    imposter sets, and the pool's is their weighted mean (``rule: linear``, the linear opinion pool: a hedge
+    between a detector that reads habits well and one a planner cannot invert) or their weighted geometric
+    mean, renormalised (``rule: log``). The weights are fixed: no member's posterior says how likely the
+    evidence is under the others', so the pool does not learn which kind of imposter it faces. The hard facts
+    (the dead are crewmates, an ejection reveals a role) rule out the same hypotheses in every member."""
+
+    members: dict[str, Params | Mixture | Linear] = Field(description="Each member detector by name.")
+    weights: dict[str, float] = Field(description="Each member's weight (> 0, summing to 1), same names.")
+    rule: Literal["linear", "log"] = Field("linear", description="linear: the weighted mean of the members' "
+                                                                 "posteriors; log: their weighted geometric "
+                                                                 "mean, renormalised.")
+
+    @model_validator(mode="after")
+    def _same_names(self) -> Pool:
+        if not self.members or set(self.members) != set(self.weights):
+            raise ValueError(f"pool: members {sorted(self.members)} and weights {sorted(self.weights)} must "
+                             "name the same detectors (at least one)")
+        if any(v <= 0 for v in self.weights.values()) or abs(sum(self.weights.values()) - 1.0) > 1e-6:
+            raise ValueError(f"pool weights {self.weights}: each > 0 and they sum to 1")
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        """Each member's own dict, the weights and the rule (a report's record; the file names paths)."""
+        return {"members": {n: m.to_dict() for n, m in self.members.items()}, "weights": dict(self.weights),
+                "rule": self.rule}
+
+    def combine(self, posts: dict[str, tuple[dict[frozenset[str], float], bool]]
+                ) -> tuple[dict[frozenset[str], float], bool]:
+        """The pool's posterior from each member's (posterior, consistent), all over the same hypotheses."""
+        names = sorted(self.members)
+        hyps = list(posts[names[0]][0])
+        ok = any(posts[n][1] for n in names)
+        if self.rule == "linear":
+            return {h: sum(self.weights[n] * posts[n][0][h] for n in names) for h in hyps}, ok
+        logw = [sum(self.weights[n] * (math.log(posts[n][0][h]) if posts[n][0][h] > 0 else -math.inf)
+                    for n in names) for h in hyps]
+        top = max(logw)
+        if top == -math.inf:
+            return {h: 1.0 / len(hyps) for h in hyps}, False
+        w = [math.exp(x - top) for x in logw]
+        total = sum(w)
+        return {h: x / total for h, x in zip(hyps, w)}, ok
+
+
+# What a crewmate reasons with: one kind of imposter, a mixture of kinds, the linear detector
+# (``mau.infer.linear``: a logistic reader of per-player counts inside the same exact posterior), or a pool
+# of those.
+Detector = Params | Mixture | Linear | Pool
 
 
 def zeroed(p: Detector, names: list[str]) -> Detector:
@@ -180,6 +228,9 @@ def zeroed(p: Detector, names: list[str]) -> Detector:
     count for nothing): ablations and the baselines' "no speech"."""
     if isinstance(p, Linear):
         return p.zeroed(names)
+    if isinstance(p, Pool):
+        return Pool(members={n: zeroed(m, names) for n, m in p.members.items()}, weights=dict(p.weights),
+                    rule=p.rule)
     if isinstance(p, Mixture):
         return Mixture(kinds={n: zeroed(k, names) for n, k in p.kinds.items()}, prior=dict(p.prior))
     return Params.from_dict({**p.to_dict(), **dict.fromkeys(names, 0.0)})
@@ -189,13 +240,16 @@ def weighs(p: Detector, name: str) -> bool:
     """Whether any kind of the detector weighs the ratio ``name`` (not 0)."""
     if isinstance(p, Linear):
         return p.weighs(name)
+    if isinstance(p, Pool):
+        return any(weighs(m, name) for m in p.members.values())
     return any(getattr(k, name) != 0.0 for _, k in components(p))
 
 
 def components(p: Detector) -> list[tuple[float, Params]]:
     """(log prior, likelihoods) of each kind a detector weighs: one kind (log prior 0) for a ``Params``."""
-    if isinstance(p, Linear):
-        raise TypeError("a linear detector has no likelihood kinds (ask posterior or beliefs)")
+    if isinstance(p, (Linear, Pool)):
+        raise TypeError(f"a {type(p).__name__.lower()} detector has no likelihood kinds (ask posterior or "
+                        "beliefs)")
     return p.components() if isinstance(p, Mixture) else [(0.0, p)]
 
 
@@ -279,6 +333,8 @@ def posterior(others: list[str], k: int, items: list[dict[str, Any]],
     gives the uniform prior and ``consistent`` False. A ``Mixture`` sums each hypothesis over its kinds."""
     if isinstance(p, Linear):
         return p.posterior(others, k, items)
+    if isinstance(p, Pool):
+        return p.combine({n: posterior(others, k, items, m) for n, m in p.members.items()})
     hyps = hypotheses(others, k)
     comps = components(p)
     per_kind = []
@@ -328,14 +384,16 @@ class PosteriorMemo:
         """``posterior(others, k, items, p)``."""
         if isinstance(p, Linear):  # no columns to keep: its scores read the items as a whole
             return p.posterior(others, k, items)
+        if isinstance(p, Pool):  # each member through the memo (a likelihood member keeps its columns)
+            return p.combine({n: self.posterior(others, k, items, m) for n, m in p.members.items()})
         hyps, _, w, ok = self._weights(others, k, items, p)
         return dict(zip(hyps, w)), ok
 
     def beliefs(self, others: list[str], candidates: list[str], k: int, items: list[dict[str, Any]],
                 p: Detector) -> tuple[dict[str, float], bool]:
         """``beliefs`` of the reader whose other players are ``others``."""
-        if isinstance(p, Linear):
-            post, ok = p.posterior(others, k, items)
+        if isinstance(p, (Linear, Pool)):
+            post, ok = self.posterior(others, k, items, p)
             return {n: round(v, 6) for n, v in marginals(post, candidates).items()}, ok
         _, members, w, ok = self._weights(others, k, items, p)
         # marginals(): each candidate's weights summed in the hypotheses' order (sum of none: the int 0)
