@@ -24,7 +24,8 @@ LIN = Linear(weights={"strong_got": 1.5, "votes_got": 0.8, "reported": -1.0}, bi
 
 
 def _pool(w: float, rule: str = "linear") -> Pool:
-    return Pool(members={"habit": Params(), "planner": LIN}, weights={"habit": w, "planner": 1 - w}, rule=rule)
+    return Pool(members={"habit": Params(), "planner": LIN}, weights={"habit": w, "planner": 1 - w},
+                rule=rule)
 
 
 def _post(p):
@@ -53,15 +54,16 @@ def test_the_memo_predict_and_beliefs_agree_with_the_posterior():
     plain, ok = infer.beliefs("Me", ["Me"] + OTHERS, OTHERS, 2, ITEMS, pool)
     memo = infer.PosteriorMemo()
     assert ok and infer.beliefs("Me", ["Me"] + OTHERS, OTHERS, 2, ITEMS, pool, memo)[0] == plain
-    got = predict([Probe(others=OTHERS, candidates=OTHERS, k=2, items=ITEMS, truth=frozenset({"Dee", "Eve"}))],
-                  pool)[0]
+    probe = Probe(others=OTHERS, candidates=OTHERS, k=2, items=ITEMS, truth=frozenset({"Dee", "Eve"}))
+    got = predict([probe], pool)[0]
     assert got == pytest.approx(plain, abs=1e-6)
 
 
 def test_a_weight_of_one_member_moves_the_pool_toward_it():
     """The pool of a detector that clears Dee (the likelihood model: a crewmate's accusation) and one that
     reads the accusation against her: Dee's belief moves monotonically from one to the other."""
-    dee = [infer.beliefs("Me", ["Me"] + OTHERS, OTHERS, 2, ITEMS, _pool(w))[0]["Dee"] for w in (0.1, 0.5, 0.9)]
+    dee = [infer.beliefs("Me", ["Me"] + OTHERS, OTHERS, 2, ITEMS, _pool(w))[0]["Dee"]
+           for w in (0.1, 0.5, 0.9)]
     lin_dee = infer.beliefs("Me", ["Me"] + OTHERS, OTHERS, 2, ITEMS, LIN)[0]["Dee"]
     par_dee = infer.beliefs("Me", ["Me"] + OTHERS, OTHERS, 2, ITEMS, Params())[0]["Dee"]
     assert lin_dee != pytest.approx(par_dee, abs=0.01)
@@ -101,7 +103,8 @@ def test_a_pool_file_names_its_members_by_path_and_bad_ones_are_refused(tmp_path
     _fit_file(tmp_path / "pool.json", F.FIT_POOL_VERSION, "pool", pool_doc)
     back = read_params(str(tmp_path / "pool.json"))
     assert isinstance(back, Pool) and back.rule == "log" and back.weights == {"habit": 0.3, "planner": 0.7}
-    assert isinstance(back.members["planner"], Linear) and back.members["planner"].weights["strong_got"] == 1.5
+    planner = back.members["planner"]
+    assert isinstance(planner, Linear) and planner.weights["strong_got"] == 1.5
     bad = {**pool_doc, "weights": {"habit": 0.3, "planner": 0.3}}
     _fit_file(tmp_path / "pool.json", F.FIT_POOL_VERSION, "pool", bad)
     with pytest.raises(ValueError, match="damaged observer fit .*sum to 1"):
@@ -117,8 +120,36 @@ def test_a_pool_file_names_its_members_by_path_and_bad_ones_are_refused(tmp_path
         read_params(str(tmp_path / "nested.json"))
 
 
-def test_the_shipped_pool_reads():
-    pool = read_params("configs/observer/pool_r1.json")
-    assert isinstance(pool, Pool) and set(pool.members) == {"habit", "planner"}
+@pytest.mark.parametrize("name,planner", [("pool_r1", "linear_r1"), ("pool_r2", "linear_pool_r2"),
+                                          ("pool_r3", "linear_pool_r3")])
+def test_the_shipped_pools_read(name, planner):
+    pool = read_params(f"configs/observer/{name}.json")
+    assert isinstance(pool, Pool) and set(pool.members) == {"habit", "planner"} and not pool.learn
+    assert pool.weights == {"habit": 0.3, "planner": 0.7}
     assert pool.members["habit"] == read_params("configs/observer/issue29.json")
-    assert pool.members["planner"] == read_params("configs/observer/linear_r1.json")
+    assert pool.members["planner"] == read_params(f"configs/observer/{planner}.json")
+
+
+def test_a_learning_pool_weighs_each_member_by_how_it_foretold_the_revealed_facts():
+    """``learn``: each member's weight times its P(fact | every other item) of each revealed fact. A member
+    that read an accusation as guilt foretold the accused's ejection as an imposter; one that read it as
+    innocence did not, and loses its say."""
+    guilt = Linear(weights={"strong_got": 3.0}, bias=-1.0)
+    innocence = Linear(weights={"strong_got": -3.0}, bias=-1.0)
+    items = [{"k": "accuse", "p": "Cy", "target": "Dee", "s": "strong"},
+             {"k": "ejected", "p": "Dee", "role": F.IMPOSTER}]
+    pool = Pool(members={"guilt": guilt, "innocence": innocence}, weights={"guilt": 0.5, "innocence": 0.5},
+                learn=True)
+    learned = pool.learned(items, lambda m, its: infer.posterior(OTHERS, 2, its, m))
+
+    def foretold(m):
+        return infer.beliefs("Me", ["Me"] + OTHERS, OTHERS, 2, items[:1], m)[0]["Dee"]
+
+    a, b = foretold(guilt), foretold(innocence)
+    assert a > 0.8 > 0.2 > b
+    assert learned["guilt"] == pytest.approx(a / (a + b), abs=1e-5)
+    fixed = Pool(members=pool.members, weights=pool.weights)
+    later = items + [{"k": "accuse", "p": "Ann", "target": "Eve", "s": "strong"}]
+    with_learn = infer.beliefs("Me", ["Me"] + OTHERS, OTHERS, 2, later, pool)[0]["Eve"]
+    without = infer.beliefs("Me", ["Me"] + OTHERS, OTHERS, 2, later, fixed)[0]["Eve"]
+    assert with_learn > without  # the member that was right now says more: Eve, accused, is read as guilty

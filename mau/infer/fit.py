@@ -303,4 +303,5 @@ def _pool(doc: dict[str, Any], where: Any, what: str) -> Pool:
         if isinstance(m, Pool):
             raise ValueError(f"member {name!r} ({rel}) is itself a pool; name its members instead")
         members[name] = m
-    return Pool(members=members, weights=doc["weights"], rule=doc.get("rule", "linear"))
+    return Pool(members=members, weights=doc["weights"], rule=doc.get("rule", "linear"),
+                learn=doc.get("learn", False))

@@ -33,7 +33,7 @@ import math
 import operator
 from functools import reduce
 from itertools import combinations
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 from pydantic import Field, model_validator
 
@@ -170,20 +170,30 @@ class Mixture(Model):
         return {"kinds": {n: p.to_dict() for n, p in self.kinds.items()}, "prior": dict(self.prior)}
 
 
+# The least P(fact | the rest) a pool member is charged for a revealed fact (``Pool.learn``): one fact it
+# called impossible costs it a factor of 1,000, not all its say.
+FACT_FLOOR = 1e-3
+
+
 class Pool(Model):
     """A pool of detectors (issue 43; docs/detection.md, "A pool of detectors"): each member (a likelihood
     model, a mixture or a linear detector) reads the same evidence into its own exact posterior over the
     imposter sets, and the pool's is their weighted mean (``rule: linear``, the linear opinion pool: a hedge
     between a detector that reads habits well and one a planner cannot invert) or their weighted geometric
-    mean, renormalised (``rule: log``). The weights are fixed: no member's posterior says how likely the
-    evidence is under the others', so the pool does not learn which kind of imposter it faces. The hard facts
-    (the dead are crewmates, an ejection reveals a role) rule out the same hypotheses in every member."""
+    mean, renormalised (``rule: log``). No member's posterior says how likely the evidence is under the
+    others', so with ``learn`` off the weights are fixed and the pool does not learn which kind of imposter it
+    faces; with ``learn`` on, each member's weight is multiplied by how well it foretold each revealed fact
+    (a death: the victim was a crewmate; an ejection: the role it revealed) from the rest of the evidence, its
+    P(fact | every other item), floored at ``FACT_FLOOR``: a member a planner has turned upside down loses its
+    say as the match reveals who was who. The hard facts rule out the same hypotheses in every member."""
 
     members: dict[str, Params | Mixture | Linear] = Field(description="Each member detector by name.")
     weights: dict[str, float] = Field(description="Each member's weight (> 0, summing to 1), same names.")
     rule: Literal["linear", "log"] = Field("linear", description="linear: the weighted mean of the members' "
                                                                  "posteriors; log: their weighted geometric "
                                                                  "mean, renormalised.")
+    learn: bool = Field(False, description="Each member's weight times its P(fact | the rest) of each "
+                                           "revealed fact (deaths, ejected roles); off: the weights given.")
 
     @model_validator(mode="after")
     def _same_names(self) -> Pool:
@@ -197,17 +207,41 @@ class Pool(Model):
     def to_dict(self) -> dict[str, Any]:
         """Each member's own dict, the weights and the rule (a report's record; the file names paths)."""
         return {"members": {n: m.to_dict() for n, m in self.members.items()}, "weights": dict(self.weights),
-                "rule": self.rule}
+                "rule": self.rule, "learn": self.learn}
 
-    def combine(self, posts: dict[str, tuple[dict[frozenset[str], float], bool]]
-                ) -> tuple[dict[frozenset[str], float], bool]:
+    def pooled(self, items: list[dict[str, Any]], read: Callable[[Detector, list[dict[str, Any]]], Any]
+               ) -> tuple[dict[frozenset[str], float], bool]:
+        """The pool's (posterior, consistent) of ``items``; ``read(member, items)``: a member's (posterior,
+        consistent) over the reader's hypotheses (``posterior``, or a reader's ``PosteriorMemo``)."""
+        posts = {n: read(m, items) for n, m in self.members.items()}
+        return self.combine(posts, self.learned(items, read) if self.learn else self.weights)
+
+    def learned(self, items: list[dict[str, Any]], read: Callable[[Detector, list[dict[str, Any]]], Any]
+                ) -> dict[str, float]:
+        """Each member's weight times its P(fact | every other item) of each revealed fact, renormalised."""
+        logw = {n: math.log(w) for n, w in self.weights.items()}
+        for j, it in enumerate(items):
+            if it["k"] not in (E.DEAD, E.EJECTED):
+                continue
+            rest = items[:j] + items[j + 1:]
+            guilty = it["k"] == E.EJECTED and it["role"] == IMPOSTER
+            for n, m in self.members.items():
+                post, _ = read(m, rest)
+                p_in = sum(w for h, w in post.items() if it["p"] in h)
+                logw[n] += math.log(max(FACT_FLOOR, min(1.0, p_in if guilty else 1.0 - p_in)))
+        top = max(logw.values())
+        total = sum(math.exp(v - top) for v in logw.values())
+        return {n: math.exp(v - top) / total for n, v in logw.items()}
+
+    def combine(self, posts: dict[str, tuple[dict[frozenset[str], float], bool]],
+                weights: dict[str, float]) -> tuple[dict[frozenset[str], float], bool]:
         """The pool's posterior from each member's (posterior, consistent), all over the same hypotheses."""
         names = sorted(self.members)
         hyps = list(posts[names[0]][0])
         ok = any(posts[n][1] for n in names)
         if self.rule == "linear":
-            return {h: sum(self.weights[n] * posts[n][0][h] for n in names) for h in hyps}, ok
-        logw = [sum(self.weights[n] * (math.log(posts[n][0][h]) if posts[n][0][h] > 0 else -math.inf)
+            return {h: sum(weights[n] * posts[n][0][h] for n in names) for h in hyps}, ok
+        logw = [sum(weights[n] * (math.log(posts[n][0][h]) if posts[n][0][h] > 0 else -math.inf)
                     for n in names) for h in hyps]
         top = max(logw)
         if top == -math.inf:
@@ -334,7 +368,7 @@ def posterior(others: list[str], k: int, items: list[dict[str, Any]],
     if isinstance(p, Linear):
         return p.posterior(others, k, items)
     if isinstance(p, Pool):
-        return p.combine({n: posterior(others, k, items, m) for n, m in p.members.items()})
+        return p.pooled(items, lambda m, its: posterior(others, k, its, m))
     hyps = hypotheses(others, k)
     comps = components(p)
     per_kind = []
@@ -385,7 +419,7 @@ class PosteriorMemo:
         if isinstance(p, Linear):  # no columns to keep: its scores read the items as a whole
             return p.posterior(others, k, items)
         if isinstance(p, Pool):  # each member through the memo (a likelihood member keeps its columns)
-            return p.combine({n: self.posterior(others, k, items, m) for n, m in p.members.items()})
+            return p.pooled(items, lambda m, its: self.posterior(others, k, its, m))
         hyps, _, w, ok = self._weights(others, k, items, p)
         return dict(zip(hyps, w)), ok
 
