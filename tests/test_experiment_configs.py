@@ -163,9 +163,9 @@ def test_the_linear_detectors_round_trains_on_no_seed_it_is_scored_on() -> None:
 
 
 def test_the_pools_rounds_train_on_no_seed_they_are_scored_on() -> None:
-    """configs/arms/pool_round{1,2}.yaml (the pool's own training matches) play training seeds only: none a
-    seed of the pool's evals, of each other, of the linear detector's rounds or of the arms race; each round's
-    crew and adversary reason with and plan against that round's pool file."""
+    """configs/arms/pool_round{1,2}.yaml and pool_pair_round1.yaml (the pools' own training matches) play
+    training seeds only: none a seed of the pool's evals, of each other, of the linear detector's rounds or of
+    the arms race; each round's crew and adversary reason with and plan against that round's pool file."""
     from mau.collect.arms_race import ArmsRaceConfig
     from mau.collect.grid import enumerate_grid
 
@@ -174,13 +174,17 @@ def test_the_pools_rounds_train_on_no_seed_they_are_scored_on() -> None:
         earlier |= {s.seed for s in enumerate_grid(load_config(CollectConfig, path).grid)}
     race_cfg = load_config(ArmsRaceConfig, "configs/arms/race.yaml")
     earlier |= {s for lo, n in race_cfg.seed_ranges(3).values() for s in range(lo, lo + n)}
-    for k, first in ((1, 48000), (2, 48100)):
-        grid = load_config(CollectConfig, f"configs/arms/pool_round{k}.yaml").grid
+    rounds = (("pool_round1", 48000, "pool_r1"), ("pool_round2", 48100, "pool_r2"),
+              ("pool_pair_round1", 48200, "pool_pair"))
+    for name, first, detector in rounds:
+        grid = load_config(CollectConfig, f"configs/arms/{name}.yaml").grid
         train = {s.seed for s in enumerate_grid(grid)}
         assert len(train) == 42 and min(train) == first and not train & earlier
         earlier |= train
         pool = {p.name: p.model for p in grid.pool}
-        assert pool["adversarial"].plans_against == f"configs/observer/pool_r{k}.json"
-        assert all(pool[c].likelihood == f"configs/observer/pool_r{k}.json" for c in grid.crewmates)
-    for path in ("configs/arms/pool.yaml", "configs/arms/pool_r2.yaml", "configs/arms/pool_r3.yaml"):
+        assert pool["adversarial"].plans_against == f"configs/observer/{detector}.json"
+        assert all(pool[c].likelihood == f"configs/observer/{detector}.json" for c in grid.crewmates)
+    for path in ("configs/arms/pool.yaml", "configs/arms/pool_r2.yaml", "configs/arms/pool_r3.yaml",
+                 "configs/arms/pool_pair.yaml", "configs/arms/pool_pair_more.yaml",
+                 "configs/arms/pool_pair_r2.yaml", "configs/arms/pool_more.yaml"):
         assert not earlier & set(load_config(EvalConfig, path).seed_list())

@@ -153,3 +153,61 @@ def test_a_learning_pool_weighs_each_member_by_how_it_foretold_the_revealed_fact
     with_learn = infer.beliefs("Me", ["Me"] + OTHERS, OTHERS, 2, later, pool)[0]["Eve"]
     without = infer.beliefs("Me", ["Me"] + OTHERS, OTHERS, 2, later, fixed)[0]["Eve"]
     assert with_learn > without  # the member that was right now says more: Eve, accused, is read as guilty
+
+
+def test_the_pair_file_closes_the_partner_trick():
+    """configs/observer/issue29_pair.json is issue 29's likelihoods with each *_ii ratio raised to the larger
+    of *_ci and *_ic (nothing else changed), so that an imposter accusing its partner no longer clears
+    the pair: under issue 29 the accused pair falls below its prior, under the pair file it ties the most
+    likely."""
+    base = read_params("configs/observer/issue29.json")
+    pair = read_params("configs/observer/issue29_pair.json")
+    b, p = base.to_dict(), pair.to_dict()
+    raised = {f"{s}_ii": max(b[f"{s}_ci"], b[f"{s}_ic"]) for s in ("strong", "weak", "vote")}
+    assert p == {**b, **raised} and any(b[k] < v for k, v in raised.items())
+    accusation = [{"k": "accuse", "p": "Cy", "target": "Dee", "s": "strong"}]
+    pair_h = frozenset({"Cy", "Dee"})
+    before = infer.posterior(OTHERS, 2, accusation, base)[0]
+    after = infer.posterior(OTHERS, 2, accusation, pair)[0]
+    assert before[pair_h] < 1 / len(before) < max(before.values())
+    assert after[pair_h] == pytest.approx(max(after.values()))
+    pool = read_params("configs/observer/pool_pair.json")
+    assert isinstance(pool, Pool) and pool.members["habit"].to_dict() == p
+
+
+def _draw_pool(w: float) -> Pool:
+    return Pool(members={"habit": Params(), "planner": LIN}, weights={"habit": w, "planner": 1 - w},
+                rule="draw")
+
+
+def test_a_drawn_pool_reads_as_the_expectation_of_its_draw():
+    """rule draw: every reader of the pool's own posterior (the adversary planning against it, --params) gets
+    the weighted mean of its members' posteriors, the expected posterior of the seat it faces."""
+    lin, draw = _post(_pool(0.3)), _post(_draw_pool(0.3))
+    assert draw == pytest.approx(lin, abs=1e-12)
+    assert _post(_draw_pool(0.3)) != pytest.approx(_post(_draw_pool(0.7)), abs=1e-3)
+    with pytest.raises(ValueError, match="learn"):
+        Pool(members={"habit": Params(), "planner": LIN}, weights={"habit": 0.5, "planner": 0.5}, rule="draw",
+             learn=True)
+
+
+def test_each_seat_reasons_with_one_member_drawn_by_the_weights():
+    """A scripted seat given a drawn pool reasons with one member (the same for the same match seed and seat),
+    drawn with P(member) its weight; it plans against the pool as a whole; any other detector is kept."""
+    import random
+
+    from mau.env.map import load_map
+    from mau.env.scripted import ScriptedBrain
+
+    pool, skeld = _draw_pool(0.3), load_map("skeld")
+    picks = [infer.drawn(pool, random.Random(i)) for i in range(2000)]
+    assert all(p is pool.members["habit"] or p is pool.members["planner"] for p in picks)
+    assert sum(p is pool.members["habit"] for p in picks) / len(picks) == pytest.approx(0.3, abs=0.04)
+    assert infer.drawn(_pool(0.3), random.Random(0)) == _pool(0.3)
+    assert infer.drawn(LIN, random.Random(0)) is LIN
+    seats = [ScriptedBrain(name, skeld, seed, params=pool) for seed in range(40) for name in ("Ann", "Bob")]
+    assert all(b.plans_against is pool for b in seats)
+    got = {id(b.params) for b in seats}
+    assert got == {id(pool.members["habit"]), id(pool.members["planner"])}
+    again = ScriptedBrain("Bob", skeld, 7, params=pool)
+    assert again.params is next(b.params for b in seats[14:16] if b.name == "Bob")

@@ -145,10 +145,12 @@ class ScriptedBrain:
         self.rung = temperament if temperament in RUNGS else "habit"
         # my imposter strategy (mau.env.imposters), made when first needed
         self.scheme: Strategy | None = None
-        self.params = params or infer.Params()
+        params = params or infer.Params()
         # the detector the adversarial imposter plans against (its evidence kinds and weights): by default the
-        # model it reasons with itself (the shipped teacher's, or ``likelihood``'s)
-        self.plans_against = plans_against or self.params
+        # model it reasons with itself (the shipped teacher's, or ``likelihood``'s; a drawn pool as a whole)
+        self.plans_against = plans_against or params
+        # a ``rule: draw`` pool: this seat's member, drawn once per match (its own stream: moves no draw)
+        self.params = infer.drawn(params, random.Random(f"mau-draw-{seed}-{name}"))
         # The expert's per-match draws (so its matches differ); the other temperaments are fixed.
         self.explore_p = self.rng.choice([0.5, 0.75, 0.85, 0.97])
         self.kill_radius = self.rng.choice([6.0, 10.0, 16.0])

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 import operator
+import random
 from functools import reduce
 from itertools import combinations
 from typing import Any, Callable, Literal
@@ -185,13 +186,19 @@ class Pool(Model):
     faces; with ``learn`` on, each member's weight is multiplied by how well it foretold each revealed fact
     (a death: the victim was a crewmate; an ejection: the role it revealed) from the rest of the evidence, its
     P(fact | every other item), floored at ``FACT_FLOOR``: a member a planner has turned upside down loses its
-    say as the match reveals who was who. The hard facts rule out the same hypotheses in every member."""
+    say as the match reveals who was who. The hard facts rule out the same hypotheses in every member.
+    ``rule: draw`` is a mixed strategy: each scripted seat that reasons with the pool draws one member at the
+    start of its match, with P(member) its weight (``drawn``), and reasons with it alone; every reader of the
+    pool's own posterior (the adversary planning against it, ``mau beliefs --params``) reads the expectation
+    of the drawn member's posterior, which is the weighted mean, so a planner that knows the pool but not the
+    draw minimises the expected belief of the seat it faces."""
 
     members: dict[str, Params | Mixture | Linear] = Field(description="Each member detector by name.")
     weights: dict[str, float] = Field(description="Each member's weight (> 0, summing to 1), same names.")
-    rule: Literal["linear", "log"] = Field("linear", description="linear: the weighted mean of the members' "
-                                                                 "posteriors; log: their weighted geometric "
-                                                                 "mean, renormalised.")
+    rule: Literal["linear", "log", "draw"] = Field(
+        "linear", description="linear: the weighted mean of the members' posteriors; log: their weighted "
+                              "geometric mean, renormalised; draw: each seat reasons with one member drawn "
+                              "by the weights (its expectation, the weighted mean, for every other reader).")
     learn: bool = Field(False, description="Each member's weight times its P(fact | the rest) of each "
                                            "revealed fact (deaths, ejected roles); off: the weights given.")
 
@@ -202,6 +209,9 @@ class Pool(Model):
                              "name the same detectors (at least one)")
         if any(v <= 0 for v in self.weights.values()) or abs(sum(self.weights.values()) - 1.0) > 1e-6:
             raise ValueError(f"pool weights {self.weights}: each > 0 and they sum to 1")
+        if self.learn and self.rule == "draw":
+            raise ValueError("pool: learn needs every member's posterior, a drawn seat has one; set learn "
+                             "false or rule linear")
         return self
 
     def to_dict(self) -> dict[str, Any]:
@@ -239,7 +249,7 @@ class Pool(Model):
         names = sorted(self.members)
         hyps = list(posts[names[0]][0])
         ok = any(posts[n][1] for n in names)
-        if self.rule == "linear":
+        if self.rule in ("linear", "draw"):  # draw: the expectation of the drawn member's posterior
             return {h: sum(weights[n] * posts[n][0][h] for n in names) for h in hyps}, ok
         logw = [sum(weights[n] * (math.log(posts[n][0][h]) if posts[n][0][h] > 0 else -math.inf)
                     for n in names) for h in hyps]
@@ -255,6 +265,15 @@ class Pool(Model):
 # (``mau.infer.linear``: a logistic reader of per-player counts inside the same exact posterior), or a pool
 # of those.
 Detector = Params | Mixture | Linear | Pool
+
+
+def drawn(p: Detector, rng: random.Random) -> Detector:
+    """The detector one seat reasons with: a member of a ``rule: draw`` pool drawn by its weights (one draw
+    of ``rng``), else ``p`` itself."""
+    if not isinstance(p, Pool) or p.rule != "draw":
+        return p
+    names = sorted(p.members)
+    return p.members[rng.choices(names, weights=[p.weights[n] for n in names])[0]]
 
 
 def zeroed(p: Detector, names: list[str]) -> Detector:
