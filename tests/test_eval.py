@@ -35,10 +35,10 @@ IMPOSTERS = ("James", "Olivia")
 
 # -- hand-made match folders ---------------------------------------------------------------------------------
 def make_match(run: Path, arm: str, imp: str, seed: int, outcome: str, ejected: tuple = (), kills: int = 0,
-               missions: int = 0, votes: tuple = ()) -> Path:
+               missions: int = 0, votes: tuple = (), speech: tuple = ()) -> Path:
     """A minimal mau.match v1 folder: header (roles, outcome, the eval's grid line) and an event log with the
     given ejections (a name, or None for a meeting that ejected nobody: one meeting each), kills, completed
-    missions and votes ((voter, target) pairs)."""
+    missions, votes ((voter, target) pairs) and meeting speech ((speaker, text) pairs)."""
     mid = f"A-{arm}_I-{imp}_s{seed}"
     folder = run / F.MATCHES_DIR / mid
     folder.mkdir(parents=True)
@@ -51,6 +51,7 @@ def make_match(run: Path, arm: str, imp: str, seed: int, outcome: str, ejected: 
     events = [{"type": F.EV_MATCH_START, "seed": seed, "roles": roles}]
     events += [{"type": F.EV_KILL, "killer": "James", "victim": PLAYERS[4 + k % 4]} for k in range(kills)]
     events += [{"type": F.EV_MISSION_COMPLETE, "player": "Steve", "station": k} for k in range(missions)]
+    events += [{"type": F.EV_UTTERANCE, "speaker": s, "text": x, "round": 1} for s, x in speech]
     events += [{"type": F.EV_VOTE, "voter": v, "target": t} for v, t in votes]
     for name in ejected:
         events.append({"type": F.EV_MEETING_START, "caller": "Steve", "reason": "emergency"})
@@ -82,6 +83,26 @@ def test_match_stats_count_the_event_log(hand_run):
     assert (s.imposters_fielded, s.ejections, s.imposters_ejected, s.kills, s.missions) == (2, 2, 1, 2, 18)
 
 
+def test_how_the_imposters_played_by_hand(tmp_path):
+    """The imposters' votes (skips, votes naming the other imposter) and the accusations in their speech (and
+    those naming the other imposter), counted from the event log; a crewmate's are not theirs."""
+    f = make_match(tmp_path / "run", "base", "imp", 1, "IMPOSTER WIN",
+                   votes=(("James", "skip"), ("Olivia", "James"), ("James", "Steve"), ("Steve", "skip")),
+                   speech=(("James", "I suspect Olivia. Steve looks suspicious."),
+                           ("Olivia", "I saw James kill Alex."), ("Steve", "I suspect James."),
+                           ("Olivia", "James was with me, not him.")))
+    s = match_stats(f)
+    assert (s.imposter_votes, s.imposter_skips, s.imposter_votes_on_partner) == (3, 1, 1)
+    assert (s.imposter_accusations, s.imposter_accusations_on_partner) == (3, 2)
+    m = cell_metrics([s])
+    assert m["imposter_skip_share"].value == pytest.approx(1 / 3) and m["imposter_skip_share"].n == 3
+    assert m["imposter_partner_votes"].value == pytest.approx(1 / 2) and m["imposter_partner_votes"].n == 2
+    assert m["imposter_partner_accusations"].value == pytest.approx(2 / 3)
+    res = evaluate([s], ["base"], ["imp"], "base")
+    res.update(planned=1, seeds=[1], models={"arms": {"base": "x"}, "imposters": {"imp": "y"}})
+    assert "| base | 66.7 [" in markdown(res).split("Imposter partner accusations (%)")[1]
+
+
 def test_cell_metrics_by_hand(hand_run):
     m = cell_metrics(load_matches(hand_run))
     # crew wins: CREWMATE WIN + MISSION WIN = 2 of 4
@@ -103,7 +124,9 @@ def test_cell_metrics_by_hand(hand_run):
     assert m["vote_skip_share"].value == pytest.approx(1 / 3) and m["vote_skip_share"].n == 3
     assert m["fallback_share"].value is None  # these headers count no model calls
     for k, e in m.items():
-        assert k in ("fallback_share", "imposter_fallback_share") or e.ci_low <= e.value <= e.ci_high, e
+        # undefined (n = 0): no model calls counted, no accusation in the imposters' speech
+        assert k in ("fallback_share", "imposter_fallback_share", "imposter_partner_accusations") \
+            or e.ci_low <= e.value <= e.ci_high, e
     assert {k: e.method for k, e in m.items()}["crew_win_rate"] == "wilson"
     assert {e.method for k, e in m.items() if k != "crew_win_rate"} == {"bootstrap"}
     res = evaluate(load_matches(hand_run), ["base"], ["imp"], "base")

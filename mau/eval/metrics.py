@@ -25,7 +25,7 @@ import numpy as np
 
 from mau import schema as F
 from mau.eval.config import POOLED
-from mau.matchdir import count_events, finished_matches, read_header
+from mau.matchdir import count_events, finished_matches, iter_events, read_header
 from mau.schema import CREW_OUTCOMES, IMPOSTER, OUTCOMES
 from mau.stats import Estimate, mean_bootstrap, paired_bootstrap, proportion, ratio_bootstrap
 
@@ -42,6 +42,14 @@ METRICS: dict[str, tuple[str, str, str]] = {
     "vote_skip_share": ("Crew skip share (%): crewmate votes that skip / all crewmate votes", "crewmate "
                                                                                               "votes",
                         "bootstrap"),
+    # how the imposters played (issue 43: a planner wins by skipping and by accusing its own partner)
+    "imposter_skip_share": ("Imposter skip share (%): imposter votes that skip / all imposter votes",
+                            "imposter votes", "bootstrap"),
+    "imposter_partner_votes": ("Imposter partner votes (%): imposter votes naming the other imposter / "
+                               "imposter votes naming anyone", "named imposter votes", "bootstrap"),
+    "imposter_partner_accusations": ("Imposter partner accusations (%): imposters' accusations in meeting "
+                                     "speech naming the other imposter / all their accusations",
+                                     "imposter accusations", "bootstrap"),
     "meetings_per_game": ("Meetings per game", "matches", "bootstrap"),
     "imposters_ejected_per_game": ("Imposters ejected per game", "matches", "bootstrap"),
     "kills_per_game": ("Kills per game", "matches", "bootstrap"),
@@ -53,7 +61,8 @@ METRICS: dict[str, tuple[str, str, str]] = {
     "imposter_fallback_share": ("Fallback share of the imposters' model calls (%)", "calls", "bootstrap"),
 }
 PERCENT = {"crew_win_rate", "ejection_recall", "ejection_precision", "vote_precision", "vote_skip_share",
-           "fallback_share", "imposter_fallback_share"}
+           "imposter_skip_share", "imposter_partner_votes", "imposter_partner_accusations", "fallback_share",
+           "imposter_fallback_share"}
 METHODS = {
     "wilson": "95% Wilson score interval",
     "bootstrap": "95% percentile interval of a match-level bootstrap (matches resampled with replacement)",
@@ -81,6 +90,11 @@ class MatchStats:
     crew_votes: int = 0  # votes cast by crewmates (a vote missing at the count is not one)
     crew_skips: int = 0
     crew_votes_on_imposters: int = 0
+    imposter_votes: int = 0  # votes cast by imposters (``imposter_play``)
+    imposter_skips: int = 0
+    imposter_votes_on_partner: int = 0
+    imposter_accusations: int = 0  # accusations in imposters' meeting speech (mau.infer.hearsay)
+    imposter_accusations_on_partner: int = 0
     calls: int = 0  # model calls of both sides (the header's count)
     fallbacks: int = 0  # of which answered by the module's fallback
     arm_calls: int = 0  # crewmate calls sent to the arm's own model (not arm_rest_model)
@@ -104,9 +118,32 @@ def match_stats(folder: str | Path) -> MatchStats:
         match_id=str(h.get(F.MATCH_ID) or Path(folder).name), arm=str(g.get(F.ARM, h.get(F.ARM, "?"))),
         imposter=str(g.get(F.EVAL_IMPOSTER, g.get(F.IMPOSTER_MODEL, "?"))), seed=int(h[F.SEED]),
         outcome=str(h[F.OUTCOME]), imposters_fielded=sum(r == IMPOSTER for r in roles.values()), **c,
+        **imposter_play(folder, roles),
         calls=int(h.get("calls", {}).get("calls", 0)), fallbacks=int(h.get("calls", {}).get("fallbacks", 0)),
         **_side_counts(h.get("calls", {})),
     )
+
+
+def imposter_play(folder: str | Path, roles: dict[str, str]) -> dict[str, int]:
+    """How the imposters played a match, from its event log: their votes cast (a vote missing at the count is
+    none), skips and votes naming the other imposter; the accusations in their meeting speech (read as every
+    crewmate reads speech, ``mau.infer.hearsay``) and those naming the other imposter."""
+    from mau.infer.hearsay import accusations
+
+    names = list(roles)
+    c = dict.fromkeys(("imposter_votes", "imposter_skips", "imposter_votes_on_partner",
+                       "imposter_accusations", "imposter_accusations_on_partner"), 0)
+    for e in iter_events(folder):
+        t = e[F.TYPE]
+        if t == F.EV_VOTE and roles.get(e["voter"]) == IMPOSTER and not e.get("missing"):
+            c["imposter_votes"] += 1
+            c["imposter_skips"] += e["target"] == F.SKIP
+            c["imposter_votes_on_partner"] += roles.get(e["target"]) == IMPOSTER
+        elif t == F.EV_UTTERANCE and roles.get(e.get("speaker")) == IMPOSTER:
+            said = accusations(e.get("text"), e["speaker"], names)
+            c["imposter_accusations"] += len(said)
+            c["imposter_accusations_on_partner"] += sum(roles.get(x) == IMPOSTER for x in said)
+    return c
 
 
 def _side_counts(calls: dict[str, Any]) -> dict[str, int]:
@@ -142,6 +179,17 @@ def cell_metrics(ms: list[MatchStats], resamples: int = 2000, seed: int = 0) -> 
         ),
         "vote_skip_share": ratio_bootstrap(
             [m.crew_skips for m in ms], [m.crew_votes for m in ms], resamples, seed
+        ),
+        "imposter_skip_share": ratio_bootstrap(
+            [m.imposter_skips for m in ms], [m.imposter_votes for m in ms], resamples, seed
+        ),
+        "imposter_partner_votes": ratio_bootstrap(
+            [m.imposter_votes_on_partner for m in ms], [m.imposter_votes - m.imposter_skips for m in ms],
+            resamples, seed,
+        ),
+        "imposter_partner_accusations": ratio_bootstrap(
+            [m.imposter_accusations_on_partner for m in ms], [m.imposter_accusations for m in ms], resamples,
+            seed,
         ),
         "meetings_per_game": mean_bootstrap([m.meetings for m in ms], resamples, seed),
         "imposters_ejected_per_game": mean_bootstrap([m.imposters_ejected for m in ms], resamples, seed),
