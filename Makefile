@@ -31,9 +31,13 @@ demo: $(VENV)/.installed-student runs/student/model/config.json
 play: $(VENV)/.installed-core
 	$(BIN)/mau play --config configs/play/scripted.yaml --seed 1
 
+# The tests run in one process per logical CPU (pytest-xdist), each test file whole in one process (its
+# module fixtures built once); PYTEST_WORKERS=0 runs them in this process.
+PYTEST_WORKERS ?= logical
+
 test: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile
 
 bench: $(VENV)/.installed-core
 	$(BIN)/mau bench env
