@@ -73,6 +73,16 @@ def test_evidence_that_rules_out_everything_falls_back_to_the_prior():
     assert not ok and post[frozenset("AB")] == 1.0
 
 
+def test_log_weights_normalise_to_a_posterior_and_all_ruled_out_to_the_prior():
+    from mau.infer.normalise import normalised
+
+    w, ok = normalised([0.0, math.log(3.0), -math.inf])
+    assert ok and w == pytest.approx([0.25, 0.75, 0.0])
+    # large log weights do not overflow: only their differences count
+    assert normalised([1000.0, 1000.0 + math.log(3.0)])[0] == pytest.approx([0.25, 0.75])
+    assert normalised([-math.inf] * 4) == ([0.25] * 4, False)
+
+
 def test_knows_nothing_is_k_over_n():
     assert M.knows_nothing(["A", "B", "C", "D"], 2) == {"A": 0.5, "B": 0.5, "C": 0.5, "D": 0.5}
 

@@ -23,6 +23,7 @@ from pydantic import Field, field_validator
 
 from mau.config import Model
 from mau.infer import evidence as E
+from mau.infer.normalise import normalised
 from mau.schema import IMPOSTER
 
 # The counts of the linear baseline (mau.eval.baselines.FEATURES), then the two kinds issue 43 added.
@@ -106,12 +107,8 @@ class Linear(Model):
         hyps = [frozenset(c) for c in combinations(sorted(others), k)]
         logw = [-math.inf if (h & dead or any((p in h) != imp for p, imp in roles.items()))
                 else sum(s[x] for x in h) for h in hyps]
-        top = max(logw)
-        if top == -math.inf:
-            return {h: 1.0 / len(hyps) for h in hyps}, False
-        w = [math.exp(x - top) for x in logw]
-        total = sum(w)
-        return {h: x / total for h, x in zip(hyps, w)}, True
+        w, consistent = normalised(logw)
+        return dict(zip(hyps, w)), consistent
 
     def zeroed(self, ratios: list[str]) -> Linear:
         """The same detector with the features that read the evidence of the likelihood model's ``ratios``

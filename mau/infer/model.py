@@ -41,6 +41,7 @@ from pydantic import Field, model_validator
 from mau.config import Model
 from mau.infer import evidence as E
 from mau.infer.linear import Linear
+from mau.infer.normalise import normalised
 from mau.schema import IMPOSTER
 
 ROLE_PAIRS = ("ci", "ic", "ii")
@@ -253,12 +254,8 @@ class Pool(Model):
             return {h: sum(weights[n] * posts[n][0][h] for n in names) for h in hyps}, ok
         logw = [sum(weights[n] * (math.log(posts[n][0][h]) if posts[n][0][h] > 0 else -math.inf)
                     for n in names) for h in hyps]
-        top = max(logw)
-        if top == -math.inf:
-            return {h: 1.0 / len(hyps) for h in hyps}, False
-        w = [math.exp(x - top) for x in logw]
-        total = sum(w)
-        return {h: x / total for h, x in zip(hyps, w)}, ok
+        w, consistent = normalised(logw)
+        return dict(zip(hyps, w)), ok and consistent
 
 
 # What a crewmate reasons with: one kind of imposter, a mixture of kinds, the linear detector
@@ -401,13 +398,9 @@ def posterior(others: list[str], k: int, items: list[dict[str, Any]],
                     break
             logw.append(s)
         per_kind.append(logw)
-    logw = mix(per_kind, [lp for lp, _ in comps])
-    top = max(logw)
-    if top == -math.inf:
-        return {h: 1.0 / len(hyps) for h in hyps}, False
-    w = [math.exp(x - top) for x in logw]
-    total = sum(w)
-    return {h: x / total for h, x in zip(hyps, w)}, True
+    w, consistent = normalised(mix(per_kind, [lp for lp, _ in comps]))
+    return dict(zip(hyps, w)), consistent
+
 
 
 # The largest factor a memo column keeps: a sum of such factors cannot overflow to -inf (that would take
@@ -487,13 +480,8 @@ class PosteriorMemo:
         for _, pk in comps:
             hyps, members, cols = self._store(others, k, pk)
             per_kind.append(self._logw(hyps, items, pk, cols))
-        logw = mix(per_kind, [lp for lp, _ in comps])
-        top = max(logw)
-        if top == -math.inf:
-            return hyps, members, [1.0 / len(hyps)] * len(hyps), False
-        w = [math.exp(x - top) for x in logw]
-        total = sum(w)
-        return hyps, members, [x / total for x in w], True
+        w, consistent = normalised(mix(per_kind, [lp for lp, _ in comps]))
+        return hyps, members, w, consistent
 
     @staticmethod
     def _logw(hyps: list[frozenset[str]], items: list[dict[str, Any]], p: Params,
