@@ -188,3 +188,31 @@ def test_the_pools_rounds_train_on_no_seed_they_are_scored_on() -> None:
                  "configs/arms/pool_pair.yaml", "configs/arms/pool_pair_more.yaml",
                  "configs/arms/pool_pair_r2.yaml", "configs/arms/pool_more.yaml"):
         assert not earlier & set(load_config(EvalConfig, path).seed_list())
+
+
+# An eval config that renders frames although every seat is scripted: the smoke eval exercises the whole
+# call path, frames included (tests/test_eval.py).
+KEEPS_FRAMES = {"smoke.yaml"}
+
+
+def test_an_eval_of_scripted_seats_renders_no_frames() -> None:
+    """An eval whose every seat is scripted renders no first-person frames: no seat reads an image, its events
+    and results are the same without them, and frames cost most of its time and disk (docs/evaluation.md)."""
+    from pathlib import Path
+
+    import yaml
+
+    from mau.harness.config import AriaConfig
+
+    default = AriaConfig().frames
+    checked = 0
+    for path in sorted(Path("configs/eval").glob("*.yaml")) + sorted(Path("configs/arms").glob("*.yaml")):
+        data = yaml.safe_load(path.read_text())  # as written: some name run folders made by earlier steps
+        if "arms" not in data or path.name in KEEPS_FRAMES:
+            continue
+        seats = [*data["arms"].values(), *data["imposters"].values()]
+        if all(m["backend"] == "scripted" for m in seats):
+            for side in ("crewmate_aria", "imposter_aria"):
+                assert not data.get(side, {}).get("frames", default), f"{path}: {side}: set frames: false"
+            checked += 1
+    assert checked >= 14
