@@ -4,6 +4,8 @@ seed."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from mau.collect.run import CollectConfig
 from mau.config import load_config
 from mau.eval.config import EvalConfig
@@ -193,26 +195,40 @@ def test_the_pools_rounds_train_on_no_seed_they_are_scored_on() -> None:
 # An eval config that renders frames although every seat is scripted: the smoke eval exercises the whole
 # call path, frames included (tests/test_eval.py).
 KEEPS_FRAMES = {"smoke.yaml"}
+# Collections of scripted seats whose data no VLM reads (the teacher's fit, the CPU student's text prompts,
+# the detection experiments' rounds); the others keep frames for the VLM path (detect_cpu, grpo_cpu) or forks.
+ARMS = sorted(str(p) for p in Path("configs/arms").glob("*.yaml"))
+NO_FRAMES_COLLECT = ["configs/collect/ladder.yaml", *ARMS]
 
 
-def test_an_eval_of_scripted_seats_renders_no_frames() -> None:
-    """An eval whose every seat is scripted renders no first-person frames: no seat reads an image, its events
-    and results are the same without them, and frames cost most of its time and disk (docs/evaluation.md)."""
-    from pathlib import Path
+def _seats_and_sides(data: dict) -> tuple[list[dict], list[dict]]:
+    """(the seats' model configs, each side's ARIA settings) of an eval or a collect config as written."""
+    if "arms" in data:
+        return ([*data["arms"].values(), *data["imposters"].values()],
+                [data.get("crewmate_aria") or {}, data.get("imposter_aria") or {}])
+    grid = data.get("grid") or {}
+    return ([m["model"] for m in grid.get("pool", [])],
+            [c[side] for c in grid.get("cases", []) for side in ("crewmate", "imposter")])
 
+
+def test_scripted_seats_render_no_frames() -> None:
+    """An eval whose every seat is scripted renders no first-person frames, nor does a collection whose data
+    no VLM reads: no seat reads an image, the events and results are the same without them, and frames cost
+    most of the time and disk (docs/evaluation.md)."""
     import yaml
 
     from mau.harness.config import AriaConfig
 
     default = AriaConfig().frames
-    checked = 0
-    for path in sorted(Path("configs/eval").glob("*.yaml")) + sorted(Path("configs/arms").glob("*.yaml")):
-        data = yaml.safe_load(path.read_text())  # as written: some name run folders made by earlier steps
-        if "arms" not in data or path.name in KEEPS_FRAMES:
+    evals = sorted(str(p) for p in Path("configs/eval").glob("*.yaml")) + ARMS
+    checked = set()
+    for path in sorted(set(evals) | set(NO_FRAMES_COLLECT)):
+        data = yaml.safe_load(Path(path).read_text())  # as written: some name run folders of earlier steps
+        if Path(path).name in KEEPS_FRAMES or ("arms" not in data and path not in NO_FRAMES_COLLECT):
             continue
-        seats = [*data["arms"].values(), *data["imposters"].values()]
-        if all(m["backend"] == "scripted" for m in seats):
-            for side in ("crewmate_aria", "imposter_aria"):
-                assert not data.get(side, {}).get("frames", default), f"{path}: {side}: set frames: false"
-            checked += 1
-    assert checked >= 14
+        seats, sides = _seats_and_sides(data)
+        if seats and all(m["backend"] == "scripted" for m in seats):
+            for aria in sides:
+                assert not aria.get("frames", default), f"{path}: set frames: false"
+            checked.add(path)
+    assert len(checked) >= 22, sorted(checked)
