@@ -188,8 +188,13 @@ def test_the_pools_rounds_train_on_no_seed_they_are_scored_on() -> None:
         assert all(pool[c].likelihood == f"configs/observer/{detector}.json" for c in grid.crewmates)
     for path in ("configs/arms/pool.yaml", "configs/arms/pool_r2.yaml", "configs/arms/pool_r3.yaml",
                  "configs/arms/pool_pair.yaml", "configs/arms/pool_pair_more.yaml",
-                 "configs/arms/pool_pair_r2.yaml", "configs/arms/pool_more.yaml"):
+                 "configs/arms/pool_pair_r2.yaml", "configs/arms/pool_more.yaml",
+                 "configs/arms/cross_final.yaml"):
         assert not earlier & set(load_config(EvalConfig, path).seed_list())
+    # the final cross table's seeds are new: none a seed the ladder, a pool or a linear design was measured on
+    final = set(load_config(EvalConfig, "configs/arms/cross_final.yaml").seed_list())
+    ladder = set(load_config(EvalConfig, "configs/eval/ladder.yaml").seed_list())
+    assert len(final) == 60 and not final & ladder
 
 
 # An eval config that renders frames although every seat is scripted: the smoke eval exercises the whole
