@@ -451,3 +451,24 @@ def test_kill_reach_names_only_the_crewmates_the_imposter_perceives():
     assert "Jason" not in {p["name"] for p in ego["players_in_view"]}
     assert ego["in_kill_reach"] == ["Steve"]
     assert sorted(w.observe("James", "privileged")["in_kill_reach"]) == ["Jason", "Steve"]
+
+
+def test_a_kill_seen_names_its_killer_as_suspect_only_while_the_killer_plays():
+    """The crewmate's surveillance answer names the killer of a kill it saw only while the killer is a living
+    candidate; once the killer is dead or ejected it says the kill and names no suspect (before: 2 of about
+    990,000 crewmate calls of the pair pool's evals named a killer gone since, which the harness refuses)."""
+    from mau.schema import NONE
+
+    w = make_world(roles="paper")  # James and Olivia are the imposters
+    w.reset(0)
+    answers = []
+    for gone in (False, True):
+        b = ScriptedBrain("Steve", w.map, 0, "expert")
+        obs = w.observe("Steve", "ego")
+        b.observe(obs)
+        b.ev.kills_seen.append({"killer": "James", "victim": "Noah", "room": "Admin", "tick": 0})
+        if gone:
+            obs = {**obs, "ejections": [*obs["ejections"], {"name": "James", "role": "imposter"}]}
+        answers.append(b.surveillance(obs))
+    assert answers[0]["suspect"] == "James"
+    assert answers[1]["suspect"] == NONE and answers[1]["detail"] == "I saw James kill Noah in Admin."

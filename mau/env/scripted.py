@@ -319,7 +319,9 @@ class ScriptedBrain:
         if kill is not None and obs["role"] != IMPOSTER:
             self._flagged.add((kill["killer"], kill["victim"]))  # said once: memory keeps it
             detail = f"I saw {kill['killer']} kill {kill['victim']} in {kill['room']}."
-            return {"players_seen": seen, "detail": detail, "suspect": kill["killer"]}
+            # a killer dead or ejected since is no suspect the answer may name (memory keeps the kill)
+            suspect = kill["killer"] if kill["killer"] in self._alive_others(obs) else NONE
+            return {"players_seen": seen, "detail": detail, "suspect": suspect}
         if obs["role"] != IMPOSTER and self.t.emergency_at <= 1:
             known = [n for n in self.live_known(obs) if n not in self.called_for]
             if known:  # a player I am sure of: say why (memory keeps it) and call a meeting when I can
