@@ -15,7 +15,7 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from mau import schema as F
 from mau.errors import MauError
@@ -132,19 +132,26 @@ def iter_events(path: str | Path) -> Iterator[dict[str, Any]]:
                        f"cut or damaged: {RESTORE}")
 
 
-def count_events(path: str | Path) -> dict[str, int]:
+# Each side's count of its votes that name an imposter: for the crew a hit, for an imposter its partner.
+_ON_IMPOSTER = {"crew": "crew_votes_on_imposters", "imposter": "imposter_votes_on_partner"}
+
+
+def count_events(path: str | Path, events: Iterable[dict[str, Any]] | None = None) -> dict[str, int]:
     """What a match's event log counts (the eval's vote metrics, the collect summary): ejections (of
-    somebody), imposters ejected, kills, missions completed, meetings, and the crewmates' votes: cast (a vote
-    missing at the count is none), skips, and those naming an imposter. Roles from the header."""
+    somebody), imposters ejected, kills, missions completed, meetings, and each side's votes: cast (a vote
+    missing at the count is none), skips, and those naming an imposter (for the imposters: the partner).
+    Roles from the header; ``events``: the log already read (else it is read here)."""
     roles = read_header(path)[F.ROLES]
     c = dict.fromkeys(("ejections", "imposters_ejected", "kills", "missions", "meetings", "crew_votes",
-                       "crew_skips", "crew_votes_on_imposters"), 0)
-    for e in iter_events(path):
+                       "crew_skips", "crew_votes_on_imposters", "imposter_votes", "imposter_skips",
+                       "imposter_votes_on_partner"), 0)
+    for e in iter_events(path) if events is None else events:
         t = e[F.TYPE]
-        if t == F.EV_VOTE and roles.get(e["voter"]) != F.IMPOSTER and not e.get("missing"):
-            c["crew_votes"] += 1
-            c["crew_skips"] += e["target"] == F.SKIP
-            c["crew_votes_on_imposters"] += roles.get(e["target"]) == F.IMPOSTER
+        if t == F.EV_VOTE and not e.get("missing"):
+            side = "imposter" if roles.get(e["voter"]) == F.IMPOSTER else "crew"
+            c[f"{side}_votes"] += 1
+            c[f"{side}_skips"] += e["target"] == F.SKIP
+            c[_ON_IMPOSTER[side]] += roles.get(e["target"]) == F.IMPOSTER
         elif t == F.EV_MEETING_START:
             c["meetings"] += 1
         elif t == F.EV_EJECTION and e.get(F.EJECTED):

@@ -90,7 +90,7 @@ class MatchStats:
     crew_votes: int = 0  # votes cast by crewmates (a vote missing at the count is not one)
     crew_skips: int = 0
     crew_votes_on_imposters: int = 0
-    imposter_votes: int = 0  # votes cast by imposters (``imposter_play``)
+    imposter_votes: int = 0  # votes cast by imposters (``count_events``)
     imposter_skips: int = 0
     imposter_votes_on_partner: int = 0
     imposter_accusations: int = 0  # accusations in imposters' meeting speech (mau.infer.hearsay)
@@ -113,33 +113,27 @@ def match_stats(folder: str | Path) -> MatchStats:
     h = read_header(folder)
     g = h.get(F.GRID, {})
     roles = h[F.ROLES]
-    c = count_events(folder)
+    events = list(iter_events(folder))  # read once: the counts and the imposters' speech
+    c = count_events(folder, events)
     return MatchStats(
         match_id=str(h.get(F.MATCH_ID) or Path(folder).name), arm=str(g.get(F.ARM, h.get(F.ARM, "?"))),
         imposter=str(g.get(F.EVAL_IMPOSTER, g.get(F.IMPOSTER_MODEL, "?"))), seed=int(h[F.SEED]),
         outcome=str(h[F.OUTCOME]), imposters_fielded=sum(r == IMPOSTER for r in roles.values()), **c,
-        **imposter_play(folder, roles),
+        **imposter_accusations(events, roles),
         calls=int(h.get("calls", {}).get("calls", 0)), fallbacks=int(h.get("calls", {}).get("fallbacks", 0)),
         **_side_counts(h.get("calls", {})),
     )
 
 
-def imposter_play(folder: str | Path, roles: dict[str, str]) -> dict[str, int]:
-    """How the imposters played a match, from its event log: their votes cast (a vote missing at the count is
-    none), skips and votes naming the other imposter; the accusations in their meeting speech (read as every
-    crewmate reads speech, ``mau.infer.hearsay``) and those naming the other imposter."""
+def imposter_accusations(events: list[dict[str, Any]], roles: dict[str, str]) -> dict[str, int]:
+    """The accusations in the imposters' meeting speech (read as every crewmate reads speech,
+    ``mau.infer.hearsay``) and those naming the other imposter; their votes are ``count_events``'s."""
     from mau.infer.hearsay import accusations
 
     names = list(roles)
-    c = dict.fromkeys(("imposter_votes", "imposter_skips", "imposter_votes_on_partner",
-                       "imposter_accusations", "imposter_accusations_on_partner"), 0)
-    for e in iter_events(folder):
-        t = e[F.TYPE]
-        if t == F.EV_VOTE and roles.get(e["voter"]) == IMPOSTER and not e.get("missing"):
-            c["imposter_votes"] += 1
-            c["imposter_skips"] += e["target"] == F.SKIP
-            c["imposter_votes_on_partner"] += roles.get(e["target"]) == IMPOSTER
-        elif t == F.EV_UTTERANCE and roles.get(e.get("speaker")) == IMPOSTER:
+    c = {"imposter_accusations": 0, "imposter_accusations_on_partner": 0}
+    for e in events:
+        if e[F.TYPE] == F.EV_UTTERANCE and roles.get(e.get("speaker")) == IMPOSTER:
             said = accusations(e.get("text"), e["speaker"], names)
             c["imposter_accusations"] += len(said)
             c["imposter_accusations_on_partner"] += sum(roles.get(x) == IMPOSTER for x in said)

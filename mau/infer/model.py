@@ -402,7 +402,6 @@ def posterior(others: list[str], k: int, items: list[dict[str, Any]],
     return dict(zip(hyps, w)), consistent
 
 
-
 # The largest factor a memo column keeps: a sum of such factors cannot overflow to -inf (that would take
 # 10^8 items), so a hypothesis is ruled out exactly when a -inf factor is added, as posterior sees it.
 BIG = 1e300
