@@ -164,10 +164,10 @@ def test_lm_backend_refuses_images(student):
 
 
 # -- the compact VOTE prompt ---------------------------------------------------------------------------------
-def _compact_prompt(n_lines: int = 40, n_said: int = 12, profile: str = "compact", **aria: Any
-                    ) -> tuple[list[dict], list[str], list[str]]:
+def _compact_prompt(n_lines: int = 40, n_said: int = 12, profile: str = "compact",
+                    lines: list[str] | None = None, **aria: Any) -> tuple[list[dict], list[str], list[str]]:
     """A crewmate's compact VOTE prompt with more evidence and speech than fit: (messages, evidence,
-    speech)."""
+    speech); ``lines``: this evidence instead."""
     from mau.harness.agent import AriaAgent
     from mau.harness.calls import Caller, CallLog, FrameStore
     from mau.harness.config import AriaConfig, SeatConfig
@@ -184,7 +184,7 @@ def _compact_prompt(n_lines: int = 40, n_said: int = 12, profile: str = "compact
                       FrameStore(world, None), list(world.map.room_names))
     evidence = [f"Line {i}: Olivia died in Admin; near the body before it was found: Noah {i} blocks (2x "
                 f"within 6)."
-                for i in range(n_lines)]
+                for i in range(n_lines)] if lines is None else lines
     agent.evidence.compact_lines = lambda speech=True: evidence
     obs = world.observe(me, "privileged")
     others = [p.name for p in st.players if p.name != me]
@@ -255,6 +255,29 @@ def test_compact_prompt_fits_the_students_token_budget():
     messages, _, _ = _compact_prompt()
     ids = tok(render(tok, messages) + VOTE_PREFIX, add_special_tokens=False)["input_ids"]
     assert len(ids) <= 300, len(ids)
+
+
+def test_compact_tally_shows_the_counts_the_linear_reader_parses():
+    """aria.compact_tally: a Counts block before the candidates line, one line per candidate with the counts
+    ``features`` reads from the rest of the prompt; the reader parses the tallied prompt as the plain one
+    (nothing counted twice); off by default (the prompt unchanged)."""
+    from mau.infer.compact_reader import TALLY_HEADER, compact_candidates, features
+
+    lines = ["Olivia died in Admin; near the body before it was found: Noah 2 blocks (3x within 6), Ethan 9 "
+             "blocks.", "Meeting 1 (Steve reported): Steve accused Noah; votes Steve->Noah, Martin->Noah.",
+             "I saw Michael kill James in Admin at 80 s."]
+    plain = _compact_prompt(n_said=0, lines=lines)[0][1]["content"][0]["text"]
+    tallied = _compact_prompt(n_said=0, lines=lines, compact_tally=True)[0][1]["content"][0]["text"]
+    assert TALLY_HEADER not in plain
+    cands = compact_candidates(plain)
+    assert compact_candidates(tallied) == cands
+    block = tallied.split(TALLY_HEADER + "\n")[1].split("\nCandidates:")[0].split("\n")
+    assert [x.split(":")[0] for x in block] == [f"- {c}" for c in cands[:-1]]  # every candidate, skip aside
+    assert "- Noah: listed 1, near3 1, close 3, acc_got 1, votes_got 2" in block
+    assert "- Michael: saw_kill 1" in block
+    assert "- Ethan: listed 1, near12 1" in block and "- Steve: accuses 1, votes_cast 1, reported 1" in block
+    assert features(tallied, cands) == features(plain, cands)
+    assert tallied.replace("\n".join([TALLY_HEADER, *block]) + "\n", "") == plain
 
 
 def test_the_speech_ablation_removes_what_was_said_and_nothing_else():

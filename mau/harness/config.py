@@ -52,6 +52,13 @@ class AriaConfig(Model):
                     "lines of nearly half the prompts on the ladder; 1200 cuts almost none (docs/student.md, "
                     "\"What the compact prompt cuts\").")
 
+    compact_tally: bool = Field(
+        False,
+        description="The compact VOTE prompt gains a Counts block before its candidates line: one line per "
+                    "candidate with the counts the linear reader parses from the prompt's own text "
+                    "(mau.infer.compact_reader.tally_lines). A reading aid for the small student: the same "
+                    "evidence, counted (docs/student.md, \"A reading aid: the counts in the prompt\").")
+
     @field_validator("prompt_profile")
     @classmethod
     def _compact_modules(cls, v: dict[str, str]) -> dict[str, str]:

@@ -18,7 +18,7 @@ from mau.claims.config import ClaimsConfig
 from mau.env.config import GameConfig
 from mau.env.map import GameMap
 from mau.harness.config import AriaConfig
-from mau.infer.compact_reader import NO_EVIDENCE
+from mau.infer.compact_reader import CANDIDATES_LINE, NO_EVIDENCE, TALLY_HEADER, tally_lines
 from mau.infer.compact_reader import compact_candidates as compact_candidates  # re-exported
 from mau.schema import IMPOSTER, SKIP, TICKS_PER_SECOND
 
@@ -199,6 +199,10 @@ class PromptBuilder:
             evidence="\n".join(f"- {x}" for x in ev) or NO_EVIDENCE, chat="\n".join(chat) or "nobody "
                                                                                                  "spoke",
             candidates=", ".join(others + [SKIP]))
+        if self.aria.compact_tally:  # the counts the linear reader parses, shown before the candidates line
+            head, sep, tail = text.rpartition("\n" + CANDIDATES_LINE)
+            tally = "\n".join([TALLY_HEADER, *tally_lines(text, others)])
+            text = f"{head}\n{tally}{sep}{tail}"
         return [
             {
                 "role": "system",

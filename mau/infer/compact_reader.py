@@ -111,6 +111,21 @@ def features(text: str, candidates: list[str]) -> dict[str, dict[str, float]]:
     return f
 
 
+TALLY_HEADER = "Counts:"  # the compact prompt's tally block (aria.compact_tally), after this meeting's speech
+
+
+def tally_lines(text: str, candidates: list[str]) -> list[str]:
+    """The compact prompt's tally (``aria.compact_tally``): one line per candidate with the nonzero counts
+    that ``features`` parses from ``text`` (the prompt without its tally), by feature name ("- Noah: acc_got
+    2, votes_got 1"; "- Noah: none"). The student is shown, as text, exactly what the linear reader reads."""
+    fs = features(text, candidates)
+    out = []
+    for c, counts in fs.items():
+        said = [f"{k} {counts[k]:g}" for k in FEATURES if counts[k]]
+        out.append(f"- {c}: {', '.join(said) or 'none'}")
+    return out
+
+
 def design(rows: list[tuple[str, list[str]]]) -> tuple[np.ndarray, np.ndarray]:
     """(X: rows x slots x features on a log scale, mask: rows x slots) of (prompt text, candidates with skip
     last) rows; the last slot is skip (all zeros)."""
