@@ -16,7 +16,6 @@ from typing import Any
 from mau.infer import evidence as E
 from mau.infer.linear import Linear
 from mau.infer.model import Detector, Pool, PosteriorMemo, components, hypotheses, log_factor, mix, posterior
-from mau.infer.normalise import normalised
 from mau.schema import IMPOSTER, TICKS_PER_SECOND
 
 CONSTRAINTS = (E.DEAD, E.EJECTED)  # hard facts: they define the hypotheses, they are not reasons
@@ -25,10 +24,12 @@ MIN_PULL = 0.05  # log-odds: an item that moved the player less than this is no 
 
 def _logodds(logw: list[float], member: list[bool]) -> float:
     """log P(member) / P(not member) of a posterior given by unnormalised log weights."""
-    w, ok = normalised(logw)
-    if not ok:  # every hypothesis ruled out: no pull either way
+    top = max(logw)
+    if top == -math.inf:
         return 0.0
-    p = min(1 - 1e-9, max(1e-9, sum(x for x, m in zip(w, member) if m)))
+    w = [math.exp(x - top) for x in logw]
+    p = sum(x for x, m in zip(w, member) if m) / sum(w)
+    p = min(1 - 1e-9, max(1e-9, p))
     return math.log(p / (1 - p))
 
 
