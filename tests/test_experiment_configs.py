@@ -131,6 +131,18 @@ def test_bc_chain_and_no_config_shares_a_seed_with_its_eval() -> None:
     assert long.training.feature_cache != curve.training.feature_cache  # other prompts, other features
     assert long.training.model_dump() == curve.training.model_dump(exclude={"feature_cache"}) | {
         "feature_cache": long.training.feature_cache}
+    # the pointer read-out: the curve's data, held-out prompts and schedule, the read-out alone changed; its
+    # live table plays the saved 1,000-row student on the paper's table's seeds
+    ptr = load_config(StudentCurveConfig, "configs/student/curve_pointer.yaml")
+    assert (ptr.data, ptr.heldout, ptr.model) == (curve.data, curve.heldout, curve.model)
+    assert ptr.training.readout == "pointer" and curve.training.readout == "token"
+    assert ptr.training.model_dump(exclude={"readout"}) == curve.training.model_dump(exclude={"readout"})
+    assert ptr.objectives["vote+belief"] == curve.objectives["vote+belief"].model_copy(update={"sizes": None})
+    live = load_config(EvalConfig, "configs/eval/pointer_table.yaml")
+    assert live.arms["pointer"].model == "runs/bc/curve_pointer/points/vote_belief_1000_model"
+    assert 1000 in (ptr.save_sizes or []) and live.seed_list() == table.seed_list()
+    assert live.imposters == table.imposters and live.crewmate_aria == table.crewmate_aria
+    assert live.bc_rows == table.bc_rows and live.arms["untrained"] == table.arms["untrained"]
     qs = QuickstartConfig()
     demo_train = seeds(qs.collect_config, qs.collect_set)
     demo_eval = set(load_config(EvalConfig, qs.eval_config).seed_list())

@@ -188,6 +188,38 @@ def test_the_learning_curve_scores_every_point_on_the_same_heldout_prompts(stude
     assert json.loads(old.read_text())["training_fit"] == pytest.approx(fit, rel=1e-5)
 
 
+def test_the_pointer_readout_trains_saves_its_head_and_reads_the_probe_first(student, bc_run, tmp_path):
+    """training.readout: pointer in the curve and in student-train: the head is fitted on the frozen model
+    (the probe, read on the held-out prompts before fine-tuning), trained with the layers and saved beside
+    them."""
+    from mau.commands.student_curve import main as curve_main
+    from mau.commands.student_train import main as train_main
+    from mau.config import load_config, parse_overrides
+    from mau.options import RunOptions
+    from mau.student.config import StudentCurveConfig, StudentTrainConfig
+    from mau.student.pointer import HEAD_FILE, PointerHead
+
+    quiet = RunOptions(progress=False)
+    out = tmp_path / "curve"
+    curve_main(load_config(StudentCurveConfig, "configs/student/curve.yaml", parse_overrides(
+        [f"model.path={student}", f"data.dataset={bc_run['bcvote']}", f"heldout.runs=[{bc_run['collect']}]",
+         "sizes=[4]", "objectives.vote.sizes=[]", "objectives.belief.sizes=[]", "save_sizes=[4]",
+         "training.max_steps=2", "training.train_last_layers=1", "training.readout=pointer",
+         f"output.dir={out}", "training.feature_cache=null"])), quiet)
+    (point,) = json.loads((out / "curve.json").read_text())["points"]
+    assert point["readout"] == "pointer" and point["probe"]["heldout"]["all"]["probes"] == \
+        point["heldout"]["all"]["probes"] > 0
+    assert point["probe"]["heldout"] != point["heldout"]  # fine-tuning moved the reading
+    assert "(pointer)" in (out / "curve.md").read_text()
+    assert PointerHead.load(out / "points" / "vote_belief_4_model") is not None
+    train = tmp_path / "train"
+    train_main(load_config(StudentTrainConfig, "configs/student/train.yaml", parse_overrides(
+        [f"model.path={student}", f"data.dataset={bc_run['bcvote']}", f"output.dir={train}",
+         "training.max_steps=2", "training.train_last_layers=1", "training.readout=pointer"])), quiet)
+    assert json.loads((train / "train.json").read_text())["readout"] == "pointer"
+    assert (train / "model" / HEAD_FILE).is_file()
+
+
 def test_student_train_learns_beliefs_and_scores_heldout_matches(student, bc_run, tmp_path):
     from mau.commands.student_train import main as train_main
     from mau.config import load_config, parse_overrides

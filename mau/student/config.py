@@ -6,6 +6,8 @@ anything heavy loads."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, model_validator
 
 from mau.config import Model
@@ -37,6 +39,14 @@ class CandidateTraining(OptimSection):
                                  "from the expert's belief over the candidates and skip (the dataset's "
                                  "beliefs_json) to the student's softmax over them; rows without a belief "
                                  "count for the vote objective only.")
+    readout: Literal["token", "pointer"] = Field("token", description="How a candidate is scored: token, "
+                                                 "the log-probability of its first answer token at the "
+                                                 "prompt's end (the lm backend's read-out); pointer, a "
+                                                 "linear head on the state at its name in the Candidates "
+                                                 "line, fitted as a probe first, then trained with the "
+                                                 "layers (docs/student.md, \"A reader at the names\").")
+    head_l2: float = Field(0.03, ge=0, description="readout pointer: the L2 weight of the head's probe fit "
+                           "(on standardised states).")
     feature_cache: str | None = Field(None, description="A features.pt shared by several runs over the same "
                                       "student and cut (read where it holds a prompt, extended with what it "
                                       "lacks and saved back); unset: the run folder's own features.pt.")

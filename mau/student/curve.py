@@ -32,6 +32,7 @@ TRAIN_FIT = "training_fit"  # a point's reading on as many of its own training r
 EXPERT_ROW = "expert's beliefs"
 ACCUSED_ROW = "most accused"  # a simple reader of the same prompts: accusations and votes received
 LINEAR_PREFIX = "linear"
+PROBE = "probe"  # a pointer point's reading before fine-tuning: its head fitted on the frozen model
 
 
 def subset_order(examples: list[Any], seed: int) -> list[Any]:
@@ -123,24 +124,36 @@ def run_curve(cfg: StudentCurveConfig, out: Path) -> dict[str, Any]:
             if path.is_file():
                 points.append(_finished_point(path, split, cache, cache_path, _fit_rows(rows, val)))
                 continue
+            split.head = None
             with torch.no_grad():
                 for pn, p in _trainable(split):
                     p.copy_(start[pn])
+            if t.readout == "pointer":  # the point's own linear probe on the frozen start, then trained along
+                from mau.student.pointer import fit_pointer_head
+
+                split.head = fit_pointer_head(split, cache, rows, t)
+                # the probe alone (the frozen model and the fitted head): what fine-tuning adds is the rest
+                probe = {"validation": evaluate(split, cache, val),
+                         "heldout": score(probes, student_probs(split, cache, held))}
             torch.manual_seed(t.seed)
             model.train()
             tp = time.perf_counter()
             steps, loss = _optimise(split, cache, rows, val, t, out / POINTS / f"{_slug(name)}_{size}_{LOG}")
             model.eval()
             point = {"objective": name, "weights": {"vote": t.vote_weight, "belief": t.belief_weight},
-                     "size": size, "examples": len(rows), "matches": len({e.meta.get(F.MATCH) for e in rows}),
+                     "size": size, "readout": t.readout, "examples": len(rows),
+                     "matches": len({e.meta.get(F.MATCH) for e in rows}),
                      "steps": steps, "train_loss": loss, "validation": evaluate(split, cache, val),
                      # the same reading on as many of its own training rows: beside the validation's, it
                      # says whether the student underfits (the two alike) or overfits (training far better)
                      TRAIN_FIT: evaluate(split, cache, _fit_rows(rows, val)),
                      "heldout": score(probes, student_probs(split, cache, held)),
                      "train_s": round(time.perf_counter() - tp, 1)}
+            if t.readout == "pointer":
+                point[PROBE] = probe
             if size in saved_sizes:
-                point["model"] = _save(model, tokenizer, out / POINTS / f"{_slug(name)}_{size}_model")
+                point["model"] = _save(model, tokenizer, out / POINTS / f"{_slug(name)}_{size}_model",
+                                       split.head)
             if cfg.linear:
                 point.update(_linear_peer(rows, t, probes, held))
             atomic_write(path, json.dumps(point, default=str, indent=1) + "\n")
@@ -158,10 +171,12 @@ def run_curve(cfg: StudentCurveConfig, out: Path) -> dict[str, Any]:
     return summary
 
 
-def _save(model: Any, tokenizer: Any, folder: Path) -> str:
+def _save(model: Any, tokenizer: Any, folder: Path, split_head: Any = None) -> str:
     """A point's student, whole (model and tokenizer), playable by mau eval's lm backend."""
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
+    if split_head is not None:
+        split_head.save(folder)
     return str(folder)
 
 
@@ -236,12 +251,15 @@ def _load_trainable(split: Any, folder: str) -> bool:
     f = Path(folder) / "model.safetensors"
     if not f.is_file():
         return False
+    from mau.student.pointer import PointerHead
+
     saved = load_file(str(f))
     with torch.no_grad():
         for n, p in _trainable(split):
             if n not in saved:
                 return False
             p.copy_(saved[n])
+    split.head = PointerHead.load(folder)  # a pointer student's head, saved beside its weights
     return True
 
 
@@ -269,10 +287,17 @@ def markdown(summary: dict[str, Any], rungs: list[str]) -> list[str]:
         val, fit = p.get("validation") or {}, p.get(TRAIN_FIT) or {}
         vote_acc = "-" if val.get("acc") is None or fit.get("acc") is None else \
             f"{100 * val['acc']:.1f} % / {100 * fit['acc']:.1f} %"
-        lines.append(f"| {p['objective']} | {p['examples']} | {e['value']:.3f} | [{e['ci_low']:.3f}, "
+        label = p['objective'] + (" (pointer)" if p.get("readout") == "pointer" else "")
+        lines.append(f"| {label} | {p['examples']} | {e['value']:.3f} | [{e['ci_low']:.3f}, "
                      f"{e['ci_high']:.3f}] | {'-' if lin is None else f'{lin:.3f}'} | "
                      f"{100 * p['heldout']['all']['agree_vote']:.1f} % | {_fmt(val.get('kl'))} | "
                      f"{_fmt(fit.get('kl'))} | {vote_acc} |")
+    for p in summary["points"]:
+        if p.get(PROBE):  # what the pointer head read before the layers were trained
+            pe = p[PROBE]["heldout"]["all"]["auroc_within"]
+            lines += ["", f"{p['objective']} (pointer), {p['examples']} rows: its head fitted on the frozen "
+                      f"model (the probe, before fine-tuning) reads {pe['value']:.3f} [{pe['ci_low']:.3f}, "
+                      f"{pe['ci_high']:.3f}], validation KL {_fmt(p[PROBE]['validation'].get('kl'))}."]
     ref = summary["references"][EXPERT_ROW]
     acc = summary["references"].get(ACCUSED_ROW)
     lines += ["", f"The expert's own beliefs on the same probes: {_auroc(ref):.3f}; "

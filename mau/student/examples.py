@@ -16,6 +16,7 @@ from mau.harness.backends.lm import TextProcessor, first_tokens
 from mau.harness.modules import VOTE_PREFIX
 from mau.harness.prompting import compact_candidates
 from mau.replay.decisions import to_prompt
+from mau.student.pointer import candidate_positions
 
 
 @dataclass
@@ -28,6 +29,8 @@ class CandidateExample:
     meta: dict[str, Any] = field(default_factory=dict)
     # the expert's belief over the candidates (same order, skip last; sums to 1), where it recorded one
     soft: list[float] | None = None
+    # token index of each candidate's name in the prompt's Candidates line (the pointer read-out), or None
+    positions: list[int] | None = None
 
 
 def render(tokenizer: Any, messages: list[dict[str, Any]]) -> str:
@@ -49,14 +52,15 @@ def make_example(tokenizer: Any, key: str, messages: list[dict[str, Any]], choic
         raise MauError(f"call {key}: its prompt names no candidates; the candidate objective needs VOTE "
                        f"prompts in "
                        "the compact profile (collect with aria.prompt_profile: {vote: compact})")
-    ids, toks = first_tokens(tokenizer, render(tokenizer, messages) + VOTE_PREFIX, [f'{c}"' for c in cands])
+    context = render(tokenizer, messages) + VOTE_PREFIX
+    ids, toks = first_tokens(tokenizer, context, [f'{c}"' for c in cands])
     if toks is None:
         raise MauError(f"call {key}: two candidates of {cands} open with the same token; the candidate "
                        f"objective "
                        "needs distinct first tokens")
     target = cands.index(choice) if choice in cands else None
     return CandidateExample(key, ids, cands, toks, target, {**(meta or {}), "text": text},
-                            soft_target(belief, cands))
+                            soft_target(belief, cands), candidate_positions(tokenizer, context, cands))
 
 
 def soft_target(belief: dict[str, float] | None, candidates: list[str]) -> list[float] | None:

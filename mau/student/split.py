@@ -15,12 +15,13 @@ class SplitLM:
         if not 1 <= train_last <= n:
             raise ValueError(f"train_last_layers: {train_last} is not between 1 and the model's {n} layers")
         self.model, self.inner, self.k = model, inner, n - train_last
+        self.head: Any = None  # a PointerHead (mau.student.pointer): candidates read at their names
 
     def trainable(self) -> list[Any]:
         """The trained parameters: the upper layers and the final norm (the tied embedding/output head stays
         frozen: the cached features were made with it)."""
         params = [p for layer in self.inner.layers[self.k:] for p in layer.parameters()]
-        return params + list(self.inner.norm.parameters())
+        return params + list(self.inner.norm.parameters()) + (self.head.parameters() if self.head else [])
 
     def freeze_lower(self) -> None:
         for p in self.model.parameters():
@@ -49,6 +50,12 @@ class SplitLM:
         with torch.inference_mode():
             h = self.inner.embed_tokens(torch.tensor([ids], device=self.model.device))
             return self._run(h, self.inner.layers[: self.k])[0].clone()
+
+    def upper_states(self, features: Any, positions: list[int]) -> Any:
+        """The final (normed) hidden states at ``positions``, (len(positions), H), from cached features: the
+        upper layers over every position (gradients flow to them)."""
+        h = self._run(features[None].to(self.model.device), self.inner.layers[self.k:])
+        return self.inner.norm(h[0, positions])
 
     def upper(self, features: Any, token_ids: list[int]) -> Any:
         """Logits of ``token_ids`` at the last position, from cached features (gradients flow to the upper

@@ -126,9 +126,16 @@ def _store_dtype() -> Any:
 
 
 def candidate_logprobs(split: Any, features: Any, e: CandidateExample) -> Any:
-    """Log-softmax over the candidates of their first-token logits."""
+    """Log-softmax over the candidates of their scores: the first-token logits, or with a pointer head
+    (``split.head``) the head on the states at the candidates' names."""
     import torch
 
+    if split.head is not None:
+        if e.positions is None:
+            raise MauError(f"call {e.key}: its prompt has no Candidates line naming every candidate; the "
+                           "pointer read-out needs one (training.readout: token reads any compact prompt)")
+        return torch.log_softmax(split.head.scores(split.upper_states(features, e.positions), e.candidates),
+                                 dim=-1)
     return torch.log_softmax(split.upper(features, e.tokens), dim=-1)
 
 
@@ -251,6 +258,10 @@ def train_candidates(cfg: StudentTrainConfig, out: Path) -> CandidateResult:
     cache = FeatureCache(split, cache_path)
     cache_path.parent.mkdir(parents=True, exist_ok=True)
     cache.fill(split, train + evals + (heldout[1] if heldout else []), path=cache_path)
+    if t.readout == "pointer":  # the head's linear probe on the frozen model: "before" reads through it
+        from mau.student.pointer import fit_pointer_head
+
+        split.head = fit_pointer_head(split, cache, train, t)
     before = evaluate(split, cache, evals)
     steps, last_loss = _optimise(split, cache, train, evals, t, out / LOG)
     model.eval()
@@ -264,6 +275,8 @@ def train_candidates(cfg: StudentTrainConfig, out: Path) -> CandidateResult:
     saved = out / FULL_MODEL
     model.save_pretrained(saved)
     tokenizer.save_pretrained(saved)
+    if split.head is not None:
+        split.head.save(saved)
     n_trainable = sum(p.numel() for p in split.trainable())
     wall = time.perf_counter() - t0
     result = CandidateResult(out, steps, last_loss, before, after, n_trainable, saved, wall)
@@ -271,7 +284,7 @@ def train_candidates(cfg: StudentTrainConfig, out: Path) -> CandidateResult:
                "weights": {"vote": vw, "belief": bw},
                "examples": {"train": len(train), "eval": len(evals),
                             "train_with_beliefs": sum(e.soft is not None for e in train)},
-               "train_last_layers": t.train_last_layers}
+               "train_last_layers": t.train_last_layers, "readout": t.readout}
     atomic_write(out / SUMMARY, json.dumps(summary, default=str, indent=1) + "\n")
     return result
 

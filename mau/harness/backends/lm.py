@@ -74,7 +74,8 @@ class Backend(HfBackend):
 
     def __init__(self, config: Any):
         super().__init__(config)
-        self._scored: dict[tuple[int, ...], Any] = {}  # prompt ids -> log-softmax of the next token
+        self._scored: dict[tuple[Any, ...], Any] = {}  # prompt ids -> next-token log-softmax, or states
+        self._head: Any = None  # a pointer student's head (mau.student.pointer), read from the model folder
 
     def _load_base(self) -> tuple[Any, Any, str, list[int]]:
         import torch
@@ -90,6 +91,9 @@ class Backend(HfBackend):
                              "OUT/model)")
         tokenizer, model = load_text_model(cfg.model, dtype)
         model.to(device).eval()
+        from mau.student.pointer import PointerHead
+
+        self._head = PointerHead.load(cfg.model)  # a pointer student scores candidates at their names
         return TextProcessor(tokenizer), model, device, stop_ids(model, tokenizer)
 
     def _prepare(self, index: int, request: ModelRequest) -> Prepared:
@@ -106,6 +110,8 @@ class Backend(HfBackend):
         with self._gen_lock, self._active():
             tok = self._processor.tokenizer
             p = self._prepare(0, request)
+            if self._head is not None:
+                return self._score_at_names(tok, p.text + prefix, continuations)
             ids, firsts = first_tokens(tok, p.text + prefix, continuations)
             if firsts is not None:
                 # Keyed by the prompt alone: the probe before a vote reads the vote's prompt with other
@@ -123,6 +129,31 @@ class Backend(HfBackend):
                     [float(lp[t]) for t in firsts], prompt_tokens=len(ids), model=self.model_id
                 )
         return super()._score_sync(request, prefix, continuations)
+
+    def _score_at_names(self, tok: Any, context: str, continuations: list[str]) -> ScoreResponse:
+        """A pointer student's scores (``mau.student.pointer``): its head on the final hidden states at the
+        candidates' names in the prompt's Candidates line (a continuation is a name and its closing quote)."""
+        import torch
+
+        from mau.student.pointer import candidate_positions
+
+        names = [c.removesuffix('"') for c in continuations]
+        pos = candidate_positions(tok, context, names)
+        if pos is None:
+            return ScoreResponse(None, error="lm: a pointer student reads candidates at their names in the "
+                                             "prompt's Candidates line, and this prompt has none (use the "
+                                             "compact VOTE prompt)", model=self.model_id)
+        ids = tok(context, add_special_tokens=False)["input_ids"]
+        key = ("states", *ids)
+        if key not in self._scored:  # the probe before a vote and the vote read one forward pass
+            with torch.inference_mode():
+                out = self._model.model(input_ids=torch.tensor([ids], device=self._device))
+            if len(self._scored) >= 64:
+                self._scored.clear()
+            self._scored[key] = out.last_hidden_state[0].float().cpu()
+        with torch.inference_mode():
+            scores = self._head.scores(self._scored[key][pos], names)
+        return ScoreResponse([float(x) for x in scores], prompt_tokens=len(ids), model=self.model_id)
 
 
 def first_tokens(
