@@ -124,17 +124,7 @@ def run_curve(cfg: StudentCurveConfig, out: Path) -> dict[str, Any]:
             if path.is_file():
                 points.append(_finished_point(path, split, cache, cache_path, _fit_rows(rows, val)))
                 continue
-            split.head = None
-            with torch.no_grad():
-                for pn, p in _trainable(split):
-                    p.copy_(start[pn])
-            if t.readout == "pointer":  # the point's own linear probe on the frozen start, then trained along
-                from mau.student.pointer import fit_pointer_head
-
-                split.head = fit_pointer_head(split, cache, rows, t)
-                # the probe alone (the frozen model and the fitted head): what fine-tuning adds is the rest
-                probe = {"validation": evaluate(split, cache, val),
-                         "heldout": score(probes, student_probs(split, cache, held))}
+            probe = _start_point(split, start, cache, t, rows, val, probes, held)
             torch.manual_seed(t.seed)
             model.train()
             tp = time.perf_counter()
@@ -149,8 +139,7 @@ def run_curve(cfg: StudentCurveConfig, out: Path) -> dict[str, Any]:
                      TRAIN_FIT: evaluate(split, cache, _fit_rows(rows, val)),
                      "heldout": score(probes, student_probs(split, cache, held)),
                      "train_s": round(time.perf_counter() - tp, 1)}
-            if t.readout == "pointer":
-                point[PROBE] = probe
+            point.update({PROBE: probe} if probe is not None else {})
             if size in saved_sizes:
                 point["model"] = _save(model, tokenizer, out / POINTS / f"{_slug(name)}_{size}_model",
                                        split.head)
@@ -169,6 +158,28 @@ def run_curve(cfg: StudentCurveConfig, out: Path) -> dict[str, Any]:
     plot(summary).save(out / "curve.png")
     atomic_write(out / SUMMARY, json.dumps(summary, default=str, indent=1) + "\n")
     return summary
+
+
+def _start_point(split: Any, start: dict[str, Any], cache: Any, t: Any, rows: list[Any], val: list[Any],
+                 probes: list[Any], held: list[Any]) -> dict[str, Any] | None:
+    """Every point starts from the base model's upper layers; a pointer point fits its own head on them (the
+    linear probe, then trained along) and returns the probe's readings: what fine-tuning adds is the rest."""
+    import torch
+
+    from mau.student.score import score
+    from mau.student.train import evaluate, student_probs
+
+    split.head = None
+    with torch.no_grad():
+        for pn, p in _trainable(split):
+            p.copy_(start[pn])
+    if t.readout != "pointer":
+        return None
+    from mau.student.pointer import fit_pointer_head
+
+    split.head = fit_pointer_head(split, cache, rows, t)
+    return {"validation": evaluate(split, cache, val),
+            "heldout": score(probes, student_probs(split, cache, held))}
 
 
 def _save(model: Any, tokenizer: Any, folder: Path, split_head: Any = None) -> str:
