@@ -115,7 +115,9 @@ def test_quickstart_runs_the_whole_loop_and_reads_its_table_from_the_runs(tmp_pa
         "learners=[student,tiny]", "--set",
         f'collect_set=["grid.repetitions=1", "{pool}"]',  # 2 x 2 x 2 cases: 8 matches with votes
         "--set", "filters=[bcvote]", "--set",
-        'student_train_set=["training.max_steps=2", "training.train_last_layers=1"]', "--set",
+        'student_train_set=["training.max_steps=2", "training.train_last_layers=1", '
+        '"training.readout=pointer"]',
+        "--set",
         'train_set=["training.max_steps=2", "data.max_eval_examples=4", "training.save_steps=2"]', "--set",
         'eval_set=["seeds=[1001]", "world.game.max_steps=80", "imposters=[{name: quiet, model: '
         '{backend: scripted, model: scripted-quiet, seed: 6000}}]"]', "--set", "workers=1",
@@ -148,6 +150,8 @@ def test_quickstart_runs_the_whole_loop_and_reads_its_table_from_the_runs(tmp_pa
     assert "learners:" in (out / "config.yaml").read_text() and (out / "provenance.json").is_file()
     assert (out / "train" / "tiny_bcvote" / "adapter" / "adapter_config.json").is_file()
     assert (out / "train" / "student_bcvote" / "train.json").is_file()
+    # the demo's read-out: the student's head saved beside it, and its arm read through it (no fallback)
+    assert (out / "train" / "student_bcvote" / "model" / "candidate_head.safetensors").is_file()
     assert main(args) == 2  # a finished quickstart is not overwritten
     assert main(args + ["--resume"]) == 0  # ... but can be resumed (every stage is kept)
     assert re.search(r"Verdict: BC \(student_bcvote\)", capsys.readouterr().out)

@@ -61,9 +61,10 @@ class QuickstartConfig(Model):
     student_train_config: str = Field("configs/student/train.yaml", description="The student's training.")
     student_train_set: list[str] = Field(
         default_factory=lambda: ["training.epochs=2", "training.learning_rate=3e-4",
-                                 "training.vote_weight=1.0", "training.belief_weight=1.0"],
+                                 "training.vote_weight=1.0", "training.belief_weight=1.0",
+                                 "training.readout=pointer"],
         description="--set overrides for every student training run (the recipe of docs/student.md: the "
-                    "teacher's vote and its belief).",
+                    "teacher's vote and its belief, read at the candidates' names).",
     )
     filters: list[str] = Field(default_factory=lambda: ["bcvote"],
                                description="The BC datasets the tiny VLM is trained on (one adapter each); "
