@@ -13,10 +13,10 @@ from mau import schema as F
 from mau.errors import MauError
 from mau.harness.backends.hf import chat_text
 from mau.harness.backends.lm import TextProcessor, first_tokens
+from mau.harness.candidate_head import candidate_positions
 from mau.harness.modules import VOTE_PREFIX
 from mau.harness.prompting import compact_candidates
 from mau.replay.decisions import to_prompt
-from mau.student.pointer import candidate_positions
 
 
 @dataclass

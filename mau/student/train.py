@@ -27,6 +27,7 @@ from mau.errors import MauError
 from mau.rundir import RunDir, atomic_write
 from mau.student.config import StudentTrainConfig
 from mau.student.examples import CandidateExample
+from mau.student.objective import belief_kl, example_loss  # noqa: F401 (re-exported)
 
 SUMMARY = "train.json"
 LOG = "trainer_log.jsonl"
@@ -137,26 +138,6 @@ def candidate_logprobs(split: Any, features: Any, e: CandidateExample) -> Any:
         return torch.log_softmax(split.head.scores(split.upper_states(features, e.positions), e.candidates),
                                  dim=-1)
     return torch.log_softmax(split.upper(features, e.tokens), dim=-1)
-
-
-def belief_kl(logprobs: Any, soft: list[float]) -> Any:
-    """KL(q || p) of the expert's belief q (over the candidates, skip last) from the student's softmax p,
-    given as log-probabilities: sum q (log q - log p), with 0 log 0 = 0. Zero when p equals q."""
-    import torch
-
-    q = torch.tensor(soft, dtype=logprobs.dtype, device=logprobs.device)
-    return (torch.xlogy(q, q) - q * logprobs).sum()
-
-
-def example_loss(logprobs: Any, e: CandidateExample, vote_weight: float, belief_weight: float) -> Any:
-    """The objective of one example: ``vote_weight`` x the cross-entropy of the expert's choice plus
-    ``belief_weight`` x ``belief_kl`` (each term only where the example has its target)."""
-    loss = logprobs.new_zeros(())
-    if vote_weight and e.target is not None:
-        loss = loss - vote_weight * logprobs[e.target]
-    if belief_weight and e.soft is not None:
-        loss = loss + belief_weight * belief_kl(logprobs, e.soft)
-    return loss
 
 
 def student_probs(split: Any, cache: Any, examples: list[Any]) -> list[list[float]]:

@@ -75,7 +75,7 @@ class Backend(HfBackend):
     def __init__(self, config: Any):
         super().__init__(config)
         self._scored: dict[tuple[Any, ...], Any] = {}  # prompt ids -> next-token log-softmax, or states
-        self._head: Any = None  # a pointer student's head (mau.student.pointer), read from the model folder
+        self._head: Any = None  # a pointer student's head (mau.harness.candidate_head), from the model folder
 
     def _load_base(self) -> tuple[Any, Any, str, list[int]]:
         import torch
@@ -91,7 +91,7 @@ class Backend(HfBackend):
                              "OUT/model)")
         tokenizer, model = load_text_model(cfg.model, dtype)
         model.to(device).eval()
-        from mau.student.pointer import PointerHead
+        from mau.harness.candidate_head import PointerHead
 
         self._head = PointerHead.load(cfg.model)  # a pointer student scores candidates at their names
         return TextProcessor(tokenizer), model, device, stop_ids(model, tokenizer)
@@ -131,11 +131,11 @@ class Backend(HfBackend):
         return super()._score_sync(request, prefix, continuations)
 
     def _score_at_names(self, tok: Any, context: str, continuations: list[str]) -> ScoreResponse:
-        """A pointer student's scores (``mau.student.pointer``): its head on the final hidden states at the
+        """A pointer student's scores (``candidate_head``): its head on the final hidden states at the
         candidates' names in the prompt's Candidates line (a continuation is a name and its closing quote)."""
         import torch
 
-        from mau.student.pointer import candidate_positions
+        from mau.harness.candidate_head import candidate_positions
 
         names = [c.removesuffix('"') for c in continuations]
         pos = candidate_positions(tok, context, names)
