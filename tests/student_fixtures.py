@@ -96,3 +96,24 @@ def write_tiny_gguf(path: Path, hidden: int = 32, layers: int = 2, heads: int = 
     w.write_tensors_to_file()
     w.close()
     return path
+
+
+def vote_loss_before_and_after(split, cache, examples, steps: int = 8,
+                               lr: float = 1e-2) -> tuple[float, float]:
+    """The mean cross-entropy of the examples' targets under ``split``'s candidate read-out before and after
+    ``steps`` AdamW steps on its trainable parameters (the toy training of the student's tests)."""
+    import torch
+
+    from mau.student.train import candidate_logprobs
+
+    opt = torch.optim.AdamW(split.trainable(), lr=lr)
+
+    def loss():
+        return sum(-candidate_logprobs(split, cache.get(e), e)[e.target] for e in examples) / len(examples)
+
+    first = float(loss().detach())
+    for _ in range(steps):
+        opt.zero_grad()
+        loss().backward()
+        opt.step()
+    return first, float(loss().detach())

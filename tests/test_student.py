@@ -20,7 +20,7 @@ from mau.harness.backends.base import ModelConfig, ModelRequest  # noqa: E402
 from mau.harness.backends.lm import VOTE_PREFIX, Backend, first_tokens, load_text_model  # noqa: E402
 from mau.student.examples import CandidateExample, make_example, render  # noqa: E402
 from mau.student.split import SplitLM  # noqa: E402
-from tests.student_fixtures import write_tiny_gguf  # noqa: E402
+from tests.student_fixtures import vote_loss_before_and_after, write_tiny_gguf  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +71,7 @@ def test_split_is_exact(student, train_last):
 
 
 def test_candidate_loss_decreases_on_a_toy(student):
-    from mau.student.train import FeatureCache, candidate_logprobs
+    from mau.student.train import FeatureCache
 
     torch.manual_seed(0)
     _, model = load_text_model(str(student))
@@ -81,17 +81,8 @@ def test_candidate_loss_decreases_on_a_toy(student):
           CandidateExample("b", [5, 41, 78, 13], ["x", "y"], [70, 71], 1)]
     cache = FeatureCache(split)
     assert cache.fill(split, ex) == 2 and cache.fill(split, ex) == 0
-    opt = torch.optim.AdamW(split.trainable(), lr=1e-2)
-
-    def loss() -> torch.Tensor:
-        return sum(-candidate_logprobs(split, cache.get(e), e)[e.target] for e in ex) / len(ex)
-
-    first = float(loss().detach())
-    for _ in range(8):
-        opt.zero_grad()
-        loss().backward()
-        opt.step()
-    assert float(loss().detach()) < first - 0.05
+    first, last = vote_loss_before_and_after(split, cache, ex)
+    assert last < first - 0.05
     frozen = [p for p in model.parameters() if not p.requires_grad]
     assert frozen and all(not p.requires_grad for p in model.model.embed_tokens.parameters())
 

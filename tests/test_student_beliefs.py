@@ -195,9 +195,9 @@ def test_the_pointer_readout_trains_saves_its_head_and_reads_the_probe_first(stu
     from mau.commands.student_curve import main as curve_main
     from mau.commands.student_train import main as train_main
     from mau.config import load_config, parse_overrides
+    from mau.harness.candidate_head import HEAD_FILE, PointerHead
     from mau.options import RunOptions
     from mau.student.config import StudentCurveConfig, StudentTrainConfig
-    from mau.student.pointer import HEAD_FILE, PointerHead
 
     quiet = RunOptions(progress=False)
     out = tmp_path / "curve"

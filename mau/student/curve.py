@@ -262,7 +262,7 @@ def _load_trainable(split: Any, folder: str) -> bool:
     f = Path(folder) / "model.safetensors"
     if not f.is_file():
         return False
-    from mau.student.pointer import PointerHead
+    from mau.harness.candidate_head import PointerHead
 
     saved = load_file(str(f))
     with torch.no_grad():

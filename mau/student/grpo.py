@@ -74,7 +74,7 @@ def train_candidates_rl(cfg: StudentRLConfig, out: Path) -> dict[str, Any]:
         bad = next(k for k, v in terms.items() if v)
         raise MauError(f"reward.{bad} is {terms[bad]}: the candidate objective forks nothing and rewards the "
                        f"vote terms only; set reward.{bad}: 0")
-    from mau.student.pointer import HEAD_FILE
+    from mau.harness.candidate_head import HEAD_FILE
 
     if (Path(cfg.policy.path) / HEAD_FILE).is_file():  # its read-out would be dropped without a word
         raise MauError(f"policy.path {cfg.policy.path}: a pointer student (it has {HEAD_FILE}); mau "

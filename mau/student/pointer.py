@@ -19,12 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mau.harness.candidate_head import (  # noqa: F401 (re-exported: the student's read-out)
-    CANDIDATES_LINE,
-    HEAD_FILE,
-    PointerHead,
-    candidate_positions,
-)
+from mau.harness.candidate_head import PointerHead
 
 
 def fit_head(states: list[Any], examples: list[Any], vote_weight: float, belief_weight: float,

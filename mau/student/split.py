@@ -15,13 +15,14 @@ class SplitLM:
         if not 1 <= train_last <= n:
             raise ValueError(f"train_last_layers: {train_last} is not between 1 and the model's {n} layers")
         self.model, self.inner, self.k = model, inner, n - train_last
-        self.head: Any = None  # a PointerHead (mau.student.pointer): candidates read at their names
+        self.head: Any = None  # a PointerHead (mau.harness.candidate_head): candidates read at their names
 
     def trainable(self) -> list[Any]:
         """The trained parameters: the upper layers and the final norm (the tied embedding/output head stays
         frozen: the cached features were made with it)."""
         params = [p for layer in self.inner.layers[self.k:] for p in layer.parameters()]
-        return params + list(self.inner.norm.parameters()) + (self.head.parameters() if self.head else [])
+        head = self.head.parameters() if self.head is not None else []
+        return params + list(self.inner.norm.parameters()) + head
 
     def freeze_lower(self) -> None:
         for p in self.model.parameters():
