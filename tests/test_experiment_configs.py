@@ -136,7 +136,14 @@ def test_bc_chain_and_no_config_shares_a_seed_with_its_eval() -> None:
     ptr = load_config(StudentCurveConfig, "configs/student/curve_pointer.yaml")
     assert (ptr.data, ptr.heldout, ptr.model) == (curve.data, curve.heldout, curve.model)
     assert ptr.training.readout == "pointer" and curve.training.readout == "token"
-    assert ptr.training.model_dump(exclude={"readout"}) == curve.training.model_dump(exclude={"readout"})
+    assert ptr.training.model_dump(exclude={"readout", "head_reads"}) == \
+        curve.training.model_dump(exclude={"readout", "head_reads"})
+    # reading every mention: the pointer curve with what the head reads alone changed
+    mentions = load_config(StudentCurveConfig, "configs/student/curve_mentions.yaml")
+    assert (ptr.training.head_reads, mentions.training.head_reads) == ("names", "names+mentions")
+    assert mentions.model_dump(exclude={"training"}) == ptr.model_dump(exclude={"training"})
+    same = {"exclude": {"head_reads"}}
+    assert mentions.training.model_dump(**same) == ptr.training.model_dump(**same)
     assert ptr.objectives["vote+belief"] == curve.objectives["vote+belief"].model_copy(update={"sizes": None})
     live = load_config(EvalConfig, "configs/eval/pointer_table.yaml")
     assert live.arms["pointer"].model == "runs/bc/curve_pointer/points/vote_belief_1000_model"

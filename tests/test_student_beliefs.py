@@ -207,17 +207,20 @@ def test_the_pointer_readout_trains_saves_its_head_and_reads_the_probe_first(stu
          "training.max_steps=2", "training.train_last_layers=1", "training.readout=pointer",
          f"output.dir={out}", "training.feature_cache=null"])), quiet)
     (point,) = json.loads((out / "curve.json").read_text())["points"]
+    assert point["head_reads"] == "names+mentions"  # the default: the names and every earlier mention
     assert point["readout"] == "pointer" and point["probe"]["heldout"]["all"]["probes"] == \
         point["heldout"]["all"]["probes"] > 0
     assert point["probe"]["heldout"] != point["heldout"]  # fine-tuning moved the reading
     assert "(pointer)" in (out / "curve.md").read_text()
-    assert PointerHead.load(out / "points" / "vote_belief_4_model") is not None
+    assert PointerHead.load(out / "points" / "vote_belief_4_model").reads == "names+mentions"
     train = tmp_path / "train"
     train_main(load_config(StudentTrainConfig, "configs/student/train.yaml", parse_overrides(
         [f"model.path={student}", f"data.dataset={bc_run['bcvote']}", f"output.dir={train}",
-         "training.max_steps=2", "training.train_last_layers=1", "training.readout=pointer"])), quiet)
-    assert json.loads((train / "train.json").read_text())["readout"] == "pointer"
-    assert (train / "model" / HEAD_FILE).is_file()
+         "training.max_steps=2", "training.train_last_layers=1", "training.readout=pointer",
+         "training.head_reads=names"])), quiet)
+    summary = json.loads((train / "train.json").read_text())
+    assert (summary["readout"], summary["head_reads"]) == ("pointer", "names")
+    assert (train / "model" / HEAD_FILE).is_file() and PointerHead.load(train / "model").reads == "names"
 
 
 def test_student_train_learns_beliefs_and_scores_heldout_matches(student, bc_run, tmp_path):

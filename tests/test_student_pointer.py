@@ -15,7 +15,13 @@ pytest.importorskip("gguf")  # the ml + dev extras install it (the student extra
 
 from mau.harness.backends.base import ModelConfig, ModelRequest  # noqa: E402
 from mau.harness.backends.lm import VOTE_PREFIX, Backend, load_text_model  # noqa: E402
-from mau.harness.candidate_head import PointerHead, candidate_positions  # noqa: E402
+from mau.harness.candidate_head import (  # noqa: E402
+    NAMES_AND_MENTIONS,
+    PointerHead,
+    candidate_positions,
+    head_inputs,
+    name_mentions,
+)
 from mau.student.examples import make_example, render  # noqa: E402
 from mau.student.pointer import fit_head  # noqa: E402
 from mau.student.split import SplitLM  # noqa: E402
@@ -61,6 +67,37 @@ def test_positions_are_the_names_in_the_candidates_line(student):
     assert ex.positions is not None and len(ex.positions) == len(ex.candidates)
 
 
+def test_mentions_are_every_earlier_whole_word_use_of_a_name(student):
+    tok, _ = load_text_model(str(student))
+    context = render(tok, _messages(_prompt("Olivia accused Steve; Michael saw Olivia near Stevens."))) \
+        + VOTE_PREFIX
+    line = context.rfind("Candidates:")
+    offsets = tok(context, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+    found = name_mentions(tok, context, NAMES + ["skip"])
+    assert found is not None
+    # Steve once (not inside "Stevens"), Michael once, Olivia twice, skip never; none in the Candidates line
+    assert [len(m) for m in found] == [1, 1, 2, 0]
+    for name, ks in zip(NAMES, found):
+        for k in ks:
+            start, end = offsets[k]
+            assert end <= line and context[start:end].strip().endswith(name[-1])
+            assert name in context[max(0, end - len(name) - 2):end]
+    assert name_mentions(tok, "no such line: Steve", ["Steve"]) is None
+    ex = make_example(tok, "k", _messages(_prompt("Olivia accused Steve.")), "Steve")
+    assert ex.mentions is not None and [len(m) for m in ex.mentions] == [1, 0, 1, 0]
+
+
+def test_head_inputs_put_the_mentions_mean_beside_the_name():
+    hidden = torch.arange(24, dtype=torch.float32).reshape(6, 4)
+    assert torch.equal(head_inputs(hidden, [4, 5], None, "names"), hidden[[4, 5]])
+    both = head_inputs(hidden, [4, 5], [[0, 2], []], NAMES_AND_MENTIONS)
+    assert both.shape == (2, 8)
+    assert torch.equal(both[0], torch.cat([hidden[4], (hidden[0] + hidden[2]) / 2]))
+    assert torch.equal(both[1], torch.cat([hidden[5], torch.zeros(4)]))  # nobody named: zeros
+    with pytest.raises(ValueError, match="mentions"):
+        head_inputs(hidden, [4], None, NAMES_AND_MENTIONS)
+
+
 @pytest.mark.parametrize("train_last", [1, 2])
 def test_upper_states_are_the_models_last_hidden_states(student, train_last):
     _, model = load_text_model(str(student))
@@ -92,7 +129,8 @@ def test_the_probe_fit_ranks_by_the_states():
     assert int(head.scores(moved, ex[0].candidates).argmax()) == 2
 
 
-def test_training_through_the_head_lowers_the_loss(student):
+@pytest.mark.parametrize("reads", ["names", NAMES_AND_MENTIONS])
+def test_training_through_the_head_lowers_the_loss(student, reads):
     from mau.student.train import FeatureCache
 
     torch.manual_seed(0)
@@ -104,31 +142,46 @@ def test_training_through_the_head_lowers_the_loss(student):
     cache = FeatureCache(split)
     cache.fill(split, ex)
     with torch.no_grad():
-        states = [split.upper_states(cache.get(e), e.positions) for e in ex]
-    split.head = PointerHead(torch.cat(states).mean(0), torch.cat(states).std(0) + 1e-4)
+        states = [head_inputs(split.upper_hidden(cache.get(e)), e.positions, e.mentions, reads) for e in ex]
+    split.head = PointerHead(torch.cat(states).mean(0), torch.cat(states).std(0) + 1e-4, reads=reads)
     params = split.trainable()
     assert any(p is split.head.weight for p in params)  # the head trains with the layers
     first, last = vote_loss_before_and_after(split, cache, ex)
     assert last < first - 0.05
 
 
-def _pointer_student(student: Path, folder: Path) -> PointerHead:
+def _pointer_student(student: Path, folder: Path, reads: str = "names") -> PointerHead:
     """A copy of the tiny student with a random head saved beside it."""
     import shutil
 
     shutil.copytree(student, folder)
     torch.manual_seed(1)
-    hidden = json.loads((folder / "config.json").read_text())["hidden_size"]
-    head = PointerHead(torch.zeros(hidden), torch.ones(hidden), torch.randn(hidden), torch.randn(hidden),
-                       torch.tensor([0.3]))
+    d = json.loads((folder / "config.json").read_text())["hidden_size"] * (1 if reads == "names" else 2)
+    head = PointerHead(torch.zeros(d), torch.ones(d), torch.randn(d), torch.randn(d), torch.tensor([0.3]),
+                       reads)
     head.save(folder)
-    return PointerHead.load(folder)
+    loaded = PointerHead.load(folder)
+    assert loaded.reads == reads and torch.equal(loaded.weight, head.weight)
+    return loaded
 
 
-def test_lm_backend_votes_and_probes_through_a_saved_head(student, tmp_path):
+def test_a_head_saved_without_reads_reads_the_names(tmp_path):
+    from safetensors.torch import save_file
+
+    from mau.harness.candidate_head import HEAD_FILE
+
+    save_file({k: torch.zeros(4) for k in ["mean", "scale", "weight", "skip_weight"]} |
+              {"skip_bias": torch.zeros(1)}, str(tmp_path / HEAD_FILE))
+    assert PointerHead.load(tmp_path).reads == "names"
+    with pytest.raises(ValueError, match="reads"):
+        PointerHead(torch.zeros(4), torch.ones(4), reads="everything")
+
+
+@pytest.mark.parametrize("reads", ["names", NAMES_AND_MENTIONS])
+def test_lm_backend_votes_and_probes_through_a_saved_head(student, tmp_path, reads):
     folder = tmp_path / "pointer"
-    head = _pointer_student(student, folder)
-    text = _prompt("Michael accused Olivia.")
+    head = _pointer_student(student, folder, reads)
+    text = _prompt("Michael accused Olivia; Olivia saw Steve.")
     request = ModelRequest(messages=_messages(text), module="vote", agent="James",
                            context={"obs": {"name": "James", "meeting": {"alive_players": ["James", *NAMES]}},
                                     "match": "m", "seed": 1})
@@ -140,7 +193,8 @@ def test_lm_backend_votes_and_probes_through_a_saved_head(student, tmp_path):
     with torch.inference_mode():
         ids = torch.tensor([tok(context, add_special_tokens=False)["input_ids"]])
         states = model.model(ids).last_hidden_state
-        want = head.scores(states[0, pos], NAMES + ["skip"])
+        mentions = name_mentions(tok, context, NAMES + ["skip"])
+        want = head.scores(head_inputs(states[0], pos, mentions, reads), NAMES + ["skip"])
     backend.load()
     calls = []
     forward = backend._model.model.forward

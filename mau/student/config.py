@@ -45,6 +45,10 @@ class CandidateTraining(OptimSection):
                                                  "linear head on the state at its name in the Candidates "
                                                  "line, fitted as a probe first, then trained with the "
                                                  "layers (docs/student.md, \"A reader at the names\").")
+    head_reads: Literal["names", "names+mentions"] = Field(
+        "names+mentions", description="readout pointer: what the head reads per candidate: names, the "
+        "state at its name in the Candidates line; names+mentions, beside it the mean of its states at every "
+        "earlier mention of its name (docs/student.md, \"Reading every mention\").")
     head_l2: float = Field(0.03, ge=0, description="readout pointer: the L2 weight of the head's probe fit "
                            "(on standardised states).")
     feature_cache: str | None = Field(None, description="A features.pt shared by several runs over the same "
@@ -57,6 +61,11 @@ class CandidateTraining(OptimSection):
     eval_steps: int | None = Field(None, ge=1, description="Validation cross-entropy and accuracy every N "
                                    "steps (trainer_log.jsonl); they are always measured before and after "
                                    "training.")
+
+    def readout_record(self) -> dict[str, str]:
+        """How candidates are read, for a run's summary: the read-out, and a pointer head's inputs."""
+        pointer = {"head_reads": self.head_reads} if self.readout == "pointer" else {}
+        return {"readout": self.readout, **pointer}
 
 
 class StudentOutput(Model):

@@ -131,7 +131,7 @@ def run_curve(cfg: StudentCurveConfig, out: Path) -> dict[str, Any]:
             steps, loss = _optimise(split, cache, rows, val, t, out / POINTS / f"{_slug(name)}_{size}_{LOG}")
             model.eval()
             point = {"objective": name, "weights": {"vote": t.vote_weight, "belief": t.belief_weight},
-                     "size": size, "readout": t.readout, "examples": len(rows),
+                     "size": size, **t.readout_record(), "examples": len(rows),
                      "matches": len({e.meta.get(F.MATCH) for e in rows}),
                      "steps": steps, "train_loss": loss, "validation": evaluate(split, cache, val),
                      # the same reading on as many of its own training rows: beside the validation's, it

@@ -13,7 +13,7 @@ from mau import schema as F
 from mau.errors import MauError
 from mau.harness.backends.hf import chat_text
 from mau.harness.backends.lm import TextProcessor, first_tokens
-from mau.harness.candidate_head import candidate_positions
+from mau.harness.candidate_head import candidate_positions, name_mentions
 from mau.harness.modules import VOTE_PREFIX
 from mau.harness.prompting import compact_candidates
 from mau.replay.decisions import to_prompt
@@ -31,6 +31,8 @@ class CandidateExample:
     soft: list[float] | None = None
     # token index of each candidate's name in the prompt's Candidates line (the pointer read-out), or None
     positions: list[int] | None = None
+    # token indices of every earlier mention of each candidate's name (skip: none), for a names+mentions head
+    mentions: list[list[int]] | None = None
 
 
 def render(tokenizer: Any, messages: list[dict[str, Any]]) -> str:
@@ -60,7 +62,8 @@ def make_example(tokenizer: Any, key: str, messages: list[dict[str, Any]], choic
                        "needs distinct first tokens")
     target = cands.index(choice) if choice in cands else None
     return CandidateExample(key, ids, cands, toks, target, {**(meta or {}), "text": text},
-                            soft_target(belief, cands), candidate_positions(tokenizer, context, cands))
+                            soft_target(belief, cands), candidate_positions(tokenizer, context, cands),
+                            name_mentions(tokenizer, context, cands))
 
 
 def soft_target(belief: dict[str, float] | None, candidates: list[str]) -> list[float] | None:

@@ -9,6 +9,10 @@ linear reader of the same prompt (per-candidate features, one shared weight per 
 learnt from the text instead of parsed. The first-token read-out must instead write the whole ranking into one
 position. Skip has its own weight vector and bias (its name says nothing about a player).
 
+With ``training.head_reads: names+mentions`` each candidate's input also holds the mean of its states at every
+earlier mention of its name (the evidence, the meeting's speech): what the prompt says about that player, read
+where it is said, instead of relying on the upper layers to carry it to the Candidates line.
+
 The head is fitted first on the frozen model (a conditional logit over the candidates, L2-regularised, on
 standardised states: a linear probe), then trained with the upper layers (linear probing then fine-tuning,
 Kumar et al., ICLR 2022). The head itself and the positions of the names are the ``lm`` backend's
@@ -19,20 +23,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from mau.harness.candidate_head import PointerHead
+from mau.harness.candidate_head import NAMES, PointerHead, head_inputs
 
 
 def fit_head(states: list[Any], examples: list[Any], vote_weight: float, belief_weight: float,
-             l2: float) -> PointerHead:
-    """The linear probe: a head fitted on fixed name states (one (C, H) tensor per example) by L-BFGS on the
-    mean objective (the vote's cross-entropy and the belief's KL, as the student's) plus ``l2`` x the squared
-    weights (standardised states)."""
+             l2: float, reads: str = NAMES) -> PointerHead:
+    """The linear probe: a head fitted on fixed inputs (one (C, D) tensor per example, ``head_inputs`` under
+    ``reads``) by L-BFGS on the mean objective (the vote's cross-entropy and the belief's KL, as the
+    student's) plus ``l2`` x the squared weights (standardised inputs)."""
     import torch
 
     from mau.student.objective import example_loss
 
     flat = torch.cat([s.float() for s in states])
-    head = PointerHead(flat.mean(0), flat.std(0) + 1e-4)
+    head = PointerHead(flat.mean(0), flat.std(0) + 1e-4, reads=reads)
     opt = torch.optim.LBFGS(head.parameters(), max_iter=200, line_search_fn="strong_wolfe")
 
     def closure() -> Any:
@@ -59,5 +63,7 @@ def fit_pointer_head(split: Any, cache: Any, examples: list[Any], training: Any)
         raise MauError(f"call {missing[0]}: its prompt has no Candidates line naming every candidate; the "
                        "pointer read-out (training.readout: pointer) needs compact VOTE prompts")
     with torch.no_grad():
-        states = [split.upper_states(cache.get(e), e.positions) for e in examples]
-    return fit_head(states, examples, training.vote_weight, training.belief_weight, training.head_l2)
+        states = [head_inputs(split.upper_hidden(cache.get(e)), e.positions, e.mentions, training.head_reads)
+                  for e in examples]
+    return fit_head(states, examples, training.vote_weight, training.belief_weight, training.head_l2,
+                    training.head_reads)

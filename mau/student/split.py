@@ -52,11 +52,15 @@ class SplitLM:
             h = self.inner.embed_tokens(torch.tensor([ids], device=self.model.device))
             return self._run(h, self.inner.layers[: self.k])[0].clone()
 
-    def upper_states(self, features: Any, positions: list[int]) -> Any:
-        """The final (normed) hidden states at ``positions``, (len(positions), H), from cached features: the
-        upper layers over every position (gradients flow to them)."""
+    def upper_hidden(self, features: Any) -> Any:
+        """The final (normed) hidden states at every position, (T, H), from cached features: the upper layers
+        over every position (gradients flow to them)."""
         h = self._run(features[None].to(self.model.device), self.inner.layers[self.k:])
-        return self.inner.norm(h[0, positions])
+        return self.inner.norm(h[0])
+
+    def upper_states(self, features: Any, positions: list[int]) -> Any:
+        """The final (normed) hidden states at ``positions``, (len(positions), H), from cached features."""
+        return self.upper_hidden(features)[positions]
 
     def upper(self, features: Any, token_ids: list[int]) -> Any:
         """Logits of ``token_ids`` at the last position, from cached features (gradients flow to the upper

@@ -135,8 +135,8 @@ def candidate_logprobs(split: Any, features: Any, e: CandidateExample) -> Any:
         if e.positions is None:
             raise MauError(f"call {e.key}: its prompt has no Candidates line naming every candidate; the "
                            "pointer read-out needs one (training.readout: token reads any compact prompt)")
-        return torch.log_softmax(split.head.scores(split.upper_states(features, e.positions), e.candidates),
-                                 dim=-1)
+        inputs = split.head.inputs(split.upper_hidden(features), e.positions, e.mentions)
+        return torch.log_softmax(split.head.scores(inputs, e.candidates), dim=-1)
     return torch.log_softmax(split.upper(features, e.tokens), dim=-1)
 
 
@@ -265,7 +265,7 @@ def train_candidates(cfg: StudentTrainConfig, out: Path) -> CandidateResult:
                "weights": {"vote": vw, "belief": bw},
                "examples": {"train": len(train), "eval": len(evals),
                             "train_with_beliefs": sum(e.soft is not None for e in train)},
-               "train_last_layers": t.train_last_layers, "readout": t.readout}
+               "train_last_layers": t.train_last_layers, **t.readout_record()}
     atomic_write(out / SUMMARY, json.dumps(summary, default=str, indent=1) + "\n")
     return result
 

@@ -132,10 +132,11 @@ class Backend(HfBackend):
 
     def _score_at_names(self, tok: Any, context: str, continuations: list[str]) -> ScoreResponse:
         """A pointer student's scores (``candidate_head``): its head on the final hidden states at the
-        candidates' names in the prompt's Candidates line (a continuation is a name and its closing quote)."""
+        candidates' names in the prompt's Candidates line, and at their earlier mentions where it reads them
+        (a continuation is a name and its closing quote)."""
         import torch
 
-        from mau.harness.candidate_head import candidate_positions
+        from mau.harness.candidate_head import candidate_positions, name_mentions
 
         names = [c.removesuffix('"') for c in continuations]
         pos = candidate_positions(tok, context, names)
@@ -152,7 +153,8 @@ class Backend(HfBackend):
                 self._scored.clear()
             self._scored[key] = out.last_hidden_state[0].float().cpu()
         with torch.inference_mode():
-            scores = self._head.scores(self._scored[key][pos], names)
+            inputs = self._head.inputs(self._scored[key], pos, name_mentions(tok, context, names))
+            scores = self._head.scores(inputs, names)
         return ScoreResponse([float(x) for x in scores], prompt_tokens=len(ids), model=self.model_id)
 
 
