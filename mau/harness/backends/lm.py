@@ -136,7 +136,7 @@ class Backend(HfBackend):
         (a continuation is a name and its closing quote)."""
         import torch
 
-        from mau.harness.candidate_head import candidate_positions, name_mentions
+        from mau.harness.candidate_head import NAMES, candidate_positions, name_mentions
 
         names = [c.removesuffix('"') for c in continuations]
         pos = candidate_positions(tok, context, names)
@@ -153,7 +153,8 @@ class Backend(HfBackend):
                 self._scored.clear()
             self._scored[key] = out.last_hidden_state[0].float().cpu()
         with torch.inference_mode():
-            inputs = self._head.inputs(self._scored[key], pos, name_mentions(tok, context, names))
+            mentions = name_mentions(tok, context, names) if self._head.reads != NAMES else None
+            inputs = self._head.inputs(self._scored[key], pos, mentions)
             scores = self._head.scores(inputs, names)
         return ScoreResponse([float(x) for x in scores], prompt_tokens=len(ids), model=self.model_id)
 
