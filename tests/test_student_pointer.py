@@ -99,13 +99,13 @@ def test_head_inputs_put_the_mentions_mean_beside_the_name():
 
 
 @pytest.mark.parametrize("train_last", [1, 2])
-def test_upper_states_are_the_models_last_hidden_states(student, train_last):
+def test_upper_hidden_is_the_models_last_hidden_states(student, train_last):
     _, model = load_text_model(str(student))
     split = SplitLM(model.eval(), train_last=train_last)
     ids, pos = [5, 40, 77, 120, 3, 9, 200], [1, 4, 6]
     with torch.inference_mode():
         full = model.model(torch.tensor([ids])).last_hidden_state[0]
-        assert torch.allclose(split.upper_states(split.lower(ids), pos), full[pos], atol=1e-5)
+        assert torch.allclose(split.upper_hidden(split.lower(ids))[pos], full[pos], atol=1e-5)
 
 
 def test_the_probe_fit_ranks_by_the_states():

@@ -10,9 +10,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+from mau import schema as F
+
 HEAD_FILE = "candidate_head.safetensors"
 CANDIDATES_LINE = "Candidates:"
-SKIP = "skip"
 NAMES, NAMES_AND_MENTIONS = "names", "names+mentions"
 READS = (NAMES, NAMES_AND_MENTIONS)
 
@@ -59,7 +60,7 @@ def name_mentions(tokenizer: Any, context: str, candidates: list[str]) -> list[l
         return None
     out = []
     for c in candidates:
-        if c == SKIP:
+        if c == F.SKIP:
             out.append([])
             continue
         found = (_token_at(spans, m.end() - 1) for m in
@@ -113,7 +114,7 @@ class PointerHead:
         import torch
 
         z = (states.float() - self.mean) / self.scale
-        is_skip = torch.tensor([c == SKIP for c in candidates], device=z.device)
+        is_skip = torch.tensor([c == F.SKIP for c in candidates], device=z.device)
         return torch.where(is_skip, z @ self.skip_weight + self.skip_bias, z @ self.weight)
 
     def l2(self) -> Any:

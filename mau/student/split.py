@@ -58,10 +58,6 @@ class SplitLM:
         h = self._run(features[None].to(self.model.device), self.inner.layers[self.k:])
         return self.inner.norm(h[0])
 
-    def upper_states(self, features: Any, positions: list[int]) -> Any:
-        """The final (normed) hidden states at ``positions``, (len(positions), H), from cached features."""
-        return self.upper_hidden(features)[positions]
-
     def upper(self, features: Any, token_ids: list[int]) -> Any:
         """Logits of ``token_ids`` at the last position, from cached features (gradients flow to the upper
         layers)."""
